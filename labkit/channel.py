@@ -1,0 +1,260 @@
+"""The metrics channel between the ranks and the notebook kernel.
+
+A Unix domain socket in a private 0700 folder, JSON lines, one connection per
+rank. Why this and not TCP: a filesystem socket is protected by Unix
+permissions, and the kernel also checks the peer's uid (SO_PEERCRED) and a
+random per-run token that travels only in the environment (never on argv,
+which ``ps`` shows to everyone). Nothing received is ever unpickled.
+
+This module must stay cheap to import: the rank side imports it before torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+MAX_LINE = 4 * 1024 * 1024  # a longer line is a broken or hostile client: drop it
+HELLO_WAIT = 5.0  # seconds a new connection has to say hello with the right token
+
+
+def encode(msg: dict[str, Any]) -> bytes:
+    return (json.dumps(msg, separators=(",", ":"), default=repr) + "\n").encode()
+
+
+class ChannelServer:
+    """Kernel side: accepts rank connections and yields their messages.
+
+    Single-threaded: ``poll()`` is called from the cell's main thread, which
+    is also the only thread that touches widgets.
+    """
+
+    def __init__(self, path: str, token: str) -> None:
+        self.path = path
+        self.token = token
+        self.rejected: list[str] = []  # why each foreign or broken client was dropped
+        old = os.umask(0o077)  # the socket file is created 0600
+        try:
+            self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._listener.bind(path)
+        finally:
+            os.umask(old)
+        self._listener.listen(64)
+        self._listener.setblocking(False)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._listener, selectors.EVENT_READ, None)
+        self._clients: dict[socket.socket, _Conn] = {}
+        self.by_rank: dict[int, socket.socket] = {}
+
+    def poll(self, timeout: float) -> list[dict[str, Any]]:
+        """Wait up to ``timeout`` seconds; return the messages that arrived, each with its ``rank``."""
+        out: list[dict[str, Any]] = []
+        for key, _ in self._sel.select(timeout):
+            if key.fileobj is self._listener:
+                self._accept()
+            else:
+                self._read(key.fileobj, out)  # type: ignore[arg-type]
+        now = time.monotonic()
+        for sock, conn in list(self._clients.items()):
+            if conn.rank is None and now - conn.opened > HELLO_WAIT:
+                self._drop(sock, "no hello within %.0f s" % HELLO_WAIT)
+        return out
+
+    def send(self, rank: int, msg: dict[str, Any]) -> bool:
+        sock = self.by_rank.get(rank)
+        if sock is None:
+            return False
+        try:
+            sock.setblocking(True)
+            sock.sendall(encode(msg))
+            return True
+        except OSError:
+            return False
+        finally:
+            try:
+                sock.setblocking(False)
+            except OSError:
+                pass
+
+    def connected_ranks(self) -> set[int]:
+        return set(self.by_rank)
+
+    def close(self) -> None:
+        for sock in list(self._clients):
+            self._drop(sock, None)
+        try:
+            self._sel.unregister(self._listener)
+        except (KeyError, ValueError):
+            pass
+        self._listener.close()
+        self._sel.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    # -- internals -------------------------------------------------------
+
+    def _accept(self) -> None:
+        try:
+            sock, _ = self._listener.accept()
+        except BlockingIOError:
+            return
+        sock.setblocking(False)
+        uid = _peer_uid(sock)
+        if uid is not None and uid != os.getuid():
+            self.rejected.append(f"connection from uid {uid}")
+            sock.close()
+            return
+        self._clients[sock] = _Conn()
+        self._sel.register(sock, selectors.EVENT_READ, None)
+
+    def _read(self, sock: socket.socket, out: list[dict[str, Any]]) -> None:
+        conn = self._clients.get(sock)
+        if conn is None:
+            return
+        try:
+            data = sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            if conn.rank is not None:
+                out.append({"t": "closed", "rank": conn.rank, "time": time.time()})
+            self._drop(sock, None)
+            return
+        conn.buf += data
+        while True:
+            nl = conn.buf.find(b"\n")
+            if nl < 0:
+                if len(conn.buf) > MAX_LINE:
+                    self._drop(sock, "line longer than %d bytes" % MAX_LINE)
+                return
+            line, conn.buf = bytes(conn.buf[:nl]), conn.buf[nl + 1 :]
+            if len(line) > MAX_LINE:
+                self._drop(sock, "line longer than %d bytes" % MAX_LINE)
+                return
+            try:
+                msg = json.loads(line)
+                if not isinstance(msg, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                self._drop(sock, "malformed message")
+                return
+            if conn.rank is None:
+                if msg.get("t") != "hello" or msg.get("token") != self.token:
+                    self._drop(sock, "bad hello or wrong token")
+                    return
+                try:
+                    conn.rank = int(msg["rank"])
+                except (KeyError, TypeError, ValueError):
+                    self._drop(sock, "hello without a rank")
+                    return
+                self.by_rank[conn.rank] = sock
+                msg.pop("token", None)
+            msg["rank"] = conn.rank
+            out.append(msg)
+
+    def _drop(self, sock: socket.socket, why: str | None) -> None:
+        conn = self._clients.pop(sock, None)
+        if why:
+            self.rejected.append(why)
+        if conn is not None and conn.rank is not None and self.by_rank.get(conn.rank) is sock:
+            del self.by_rank[conn.rank]
+        try:
+            self._sel.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        sock.close()
+
+
+class _Conn:
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.rank: int | None = None
+        self.opened = time.monotonic()
+
+
+def _peer_uid(sock: socket.socket) -> int | None:
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    if so_peercred is None:
+        return None
+    try:
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, so_peercred, 12))
+    except OSError:
+        return None
+    return uid
+
+
+class ChannelClient:
+    """Rank side: a thread-safe sender, and a reader thread for messages from the kernel.
+
+    When the kernel goes away (its end of the socket closes), ``on_close`` runs:
+    the bootstrap uses that as the lifeline that ends the rank, so a kernel
+    restart or crash leaves no orphan.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        token: str,
+        hello: dict[str, Any],
+        on_message: Callable[[dict[str, Any]], None] | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.connect(path)
+        self._lock = threading.Lock()
+        self.closed = False
+        self.send({"t": "hello", "token": token, **hello})
+        self._on_message = on_message
+        self._on_close = on_close
+        self._reader = threading.Thread(target=self._read_loop, name="labkit-channel", daemon=True)
+        self._reader.start()
+
+    def send(self, msg: dict[str, Any]) -> None:
+        data = encode(msg)
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self._sock.sendall(data)
+            except OSError:
+                self.closed = True
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            try:
+                self._sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def _read_loop(self) -> None:
+        buf = b""
+        while True:
+            try:
+                data = self._sock.recv(1 << 16)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if self._on_message is not None:
+                    self._on_message(msg)
+        if self._on_close is not None:
+            self._on_close()

@@ -1,0 +1,141 @@
+"""The in-rank side of labkit: what a cell running on a rank calls.
+
+    from labkit import rank
+    for step in rank.steps(10):      # times each step, streams it to the notebook
+        loss = train_step()
+    rank.report(loss=loss.item())    # ends up in run.values[rank]
+
+Outside a labkit run (a script under plain torchrun, an exported lab) every
+call still works: values are kept in ``rank.values`` and, if
+``LABKIT_REPORT_DIR`` is set, written there as JSON lines, one file per rank.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from labkit.channel import ChannelClient
+
+_client: ChannelClient | None = None
+values: dict[str, Any] = {}  # everything this rank reported, as sent
+
+
+def _connect(client: ChannelClient | None) -> None:
+    """Called by the bootstrap once the channel is up."""
+    global _client
+    _client = client
+
+
+def connected() -> bool:
+    return _client is not None and not _client.closed
+
+
+def rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+def local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def device() -> Any:
+    """This rank's device: ``cuda:LOCAL_RANK`` under NCCL, else the CPU.
+
+    LOCAL_RANK, not RANK: on a second node, global rank 8 is GPU 0 of that node.
+    """
+    import torch
+
+    if os.environ.get("LABKIT_BACKEND", "gloo") == "nccl" and torch.cuda.is_available():
+        return torch.device("cuda", local_rank())
+    return torch.device("cpu")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Tensors, numpy values and containers of them, as plain JSON values."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [to_jsonable(v) for v in value]
+    tolist = getattr(value, "tolist", None)  # torch.Tensor, numpy arrays and scalars
+    if callable(tolist):
+        if getattr(value, "is_meta", False):
+            return {"meta_tensor": list(value.shape)}
+        return to_jsonable(value.detach().cpu().tolist() if hasattr(value, "detach") else tolist())
+    if hasattr(value, "__dataclass_fields__"):
+        import dataclasses
+
+        return to_jsonable(dataclasses.asdict(value))
+    return repr(value)
+
+
+def send(kind: str, **payload: Any) -> None:
+    """Send one message of type ``kind`` to the notebook (used by labkit's own trackers)."""
+    msg = {"t": kind, "time": time.time(), **to_jsonable(payload)}
+    if _client is not None:
+        _client.send(msg)
+        return
+    folder = os.environ.get("LABKIT_REPORT_DIR")
+    if folder:
+        with open(os.path.join(folder, f"rank{rank()}.jsonl"), "a") as f:
+            f.write(json.dumps(msg, default=repr) + "\n")
+
+
+def report(**named_values: Any) -> None:
+    """Send named values to the notebook; they appear in ``run.values[rank]``."""
+    clean = to_jsonable(named_values)
+    values.update(clean)
+    send("report", values=clean)
+
+
+def log(text: str) -> None:
+    """A short status line shown in this rank's row of the dashboard."""
+    send("log", text=str(text)[:500])
+
+
+@contextlib.contextmanager
+def step(index: int | None = None) -> Iterator[None]:
+    """Time one training step: ``with rank.step(): ...``."""
+    global _step_count
+    i = _step_count if index is None else index
+    t0 = time.perf_counter()
+    send("step_start", i=i)
+    yield
+    dt = time.perf_counter() - t0
+    _step_count = i + 1
+    send("step", i=i, dt=dt)
+
+
+_step_count = 0
+
+
+def steps(n: int) -> Iterator[int]:
+    """``for i in rank.steps(n):`` yields 0..n-1 and times each step."""
+    for i in range(n):
+        with step(i):
+            yield i
+
+
+def phase(name: str) -> None:
+    """Mark a point in the step (e.g. "forward", "backward", "optimizer"); trackers snapshot here."""
+    for hook in _phase_hooks:
+        hook(name)
+    send("phase", name=name)
+
+
+_phase_hooks: list[Any] = []
+
+
+def on_phase(hook: Any) -> None:
+    """Register ``hook(name)`` to run at each ``phase()`` (memory and comm trackers use this)."""
+    _phase_hooks.append(hook)
