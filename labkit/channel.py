@@ -64,7 +64,7 @@ class ChannelServer:
         now = time.monotonic()
         for sock, conn in list(self._clients.items()):
             if conn.rank is None and now - conn.opened > HELLO_WAIT:
-                self._drop(sock, "no hello within %.0f s" % HELLO_WAIT)
+                self._drop(sock, f"no hello within {HELLO_WAIT:.0f} s")
         return out
 
     def send(self, rank: int, msg: dict[str, Any]) -> bool:
@@ -136,11 +136,11 @@ class ChannelServer:
             nl = conn.buf.find(b"\n")
             if nl < 0:
                 if len(conn.buf) > MAX_LINE:
-                    self._drop(sock, "line longer than %d bytes" % MAX_LINE)
+                    self._drop(sock, f"line longer than {MAX_LINE} bytes")
                 return
             line, conn.buf = bytes(conn.buf[:nl]), conn.buf[nl + 1 :]
             if len(line) > MAX_LINE:
-                self._drop(sock, "line longer than %d bytes" % MAX_LINE)
+                self._drop(sock, f"line longer than {MAX_LINE} bytes")
                 return
             try:
                 msg = json.loads(line)

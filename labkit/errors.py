@@ -16,6 +16,9 @@ class LabkitError(Exception):
 class OptionError(LabkitError, ValueError):
     """A bad option or input, found before any process is started."""
 
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]  # the message says it all; no frames
+
 
 class RunError(LabkitError, RuntimeError):
     """A run that started but did not end well. ``run`` holds what was measured."""
@@ -24,6 +27,15 @@ class RunError(LabkitError, RuntimeError):
         super().__init__(message)
         self.run = run
         self.context = context
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython (and so papermill and nbval) shows: our message and the rank's
+        traceback, not the launcher's own frames, which would tell a student nothing."""
+        lines = [f"{type(self).__name__}: {self}"]
+        detail = self.context.get("traceback")
+        if detail:
+            lines += ["", *str(detail).rstrip().splitlines()]
+        return lines
 
     def __getattr__(self, name: str) -> Any:
         # err.rank, err.exit_code, ... read from the context given at raise time

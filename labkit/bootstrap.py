@@ -1,0 +1,231 @@
+"""The program every rank runs: ``torchrun ... -m labkit.bootstrap``.
+
+In order, and the order matters:
+1. Lifelines first, so no failure below can leave an orphan: die with the torchrun
+   agent (PR_SET_PDEATHSIG), and die with the notebook kernel (when the channel
+   socket closes, this rank kills its own process group, grandchildren included).
+2. stdout and stderr to per-rank files, before torch is imported, so that output
+   of different ranks never interleaves and a flood of it stays on disk.
+3. The channel, then the memory sampler.
+4. The process group, unless the cell creates its own; always with a timeout,
+   since gloo's default of 30 minutes turns a lab mistake into a silent hang.
+5. The cell's code, compiled as ``<cell>`` so tracebacks show the cell's lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import ctypes
+import faulthandler
+import json
+import linecache
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+from labkit import rank as rank_api
+from labkit.channel import ChannelClient
+from labkit.sampler import Sampler
+
+CELL_FILENAME = "<cell>"
+_finishing = False
+
+
+def set_parent_death_signal() -> None:
+    """Ask Linux to SIGKILL us when our parent (the torchrun agent) dies, e.g. by SIGKILL."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the prctl: nobody will signal us
+        os._exit(1)
+
+
+def redirect_output(run_dir: str, rank: int) -> None:
+    for fd, name in ((1, f"rank{rank}.out"), (2, f"rank{rank}.err")):
+        target = os.open(os.path.join(run_dir, name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(target, fd)
+        os.close(target)
+    sys.stdout.reconfigure(line_buffering=True, errors="backslashreplace")
+    sys.stderr.reconfigure(line_buffering=True, errors="backslashreplace")
+
+
+def kernel_gone() -> None:
+    """The channel closed: the notebook stopped the run, or the kernel died. End this rank now."""
+    if _finishing:
+        return
+    try:
+        os.write(2, b"labkit: the notebook ended the run (channel closed); this rank stops.\n")
+        os.killpg(0, signal.SIGKILL)  # our own process group: this rank and any children it made
+    finally:
+        os._exit(1)
+
+
+def calls_init_process_group(source: str) -> bool:
+    """Does the cell's code call ``init_process_group`` itself?"""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
+            if name == "init_process_group":
+                return True
+    return False
+
+
+def init_process_group(backend: str, timeout_s: float) -> None:
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        return
+    kwargs: dict[str, Any] = {"timeout": datetime.timedelta(seconds=timeout_s)}
+    if backend == "nccl":
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)  # LOCAL_RANK, before anything touches CUDA
+        kwargs["device_id"] = torch.device("cuda", local)
+    dist.init_process_group(backend, **kwargs)
+
+
+def default_pg_timeout(timeout_s: float) -> None:
+    """A cell that calls init_process_group itself still gets the lab's collective timeout."""
+    import datetime
+    import functools
+
+    import torch.distributed as dist
+
+    original = dist.init_process_group
+
+    @functools.wraps(original)
+    def with_timeout(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("timeout", datetime.timedelta(seconds=timeout_s))
+        return original(*args, **kwargs)
+
+    dist.init_process_group = with_timeout
+
+
+def destroy_process_group() -> None:
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        try:
+            dist.destroy_process_group()
+        except Exception:  # noqa: BLE001 - ending anyway; a broken group must not hide the result
+            pass
+
+
+def format_error(exc: BaseException) -> tuple[str, int | None]:
+    """The traceback without labkit's own frames, and the cell line where it happened."""
+    tb = traceback.TracebackException.from_exception(exc)
+    tb.stack = traceback.StackSummary.from_list([f for f in tb.stack if not f.filename.endswith("bootstrap.py")])
+    lineno = None
+    for frame in tb.stack:
+        if frame.filename == CELL_FILENAME:
+            lineno = frame.lineno
+    return "".join(tb.format()), lineno
+
+
+def load_job(run_dir: str) -> dict[str, Any]:
+    with open(os.path.join(run_dir, "job.json")) as f:
+        return json.load(f)
+
+
+def load_pickle(run_dir: str, name: str) -> Any:
+    import cloudpickle
+
+    with open(os.path.join(run_dir, name), "rb") as f:
+        return cloudpickle.load(f)
+
+
+def execute(job: dict[str, Any], run_dir: str, namespace: dict[str, Any]) -> Any:
+    """Run the job's code in ``namespace``; return the function's result, if a function."""
+    backend, pg_timeout = job["backend"], float(job["pg_timeout"])
+    if job["mode"] == "function":
+        fn, args, kwargs = load_pickle(run_dir, "function.pkl")
+        init_process_group(backend, pg_timeout)
+        return fn(*args, **kwargs)
+
+    with open(job["source_file"]) as f:
+        source = f.read()
+    filename = CELL_FILENAME if job["mode"] == "code" else job["source_file"]
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    if calls_init_process_group(source):
+        default_pg_timeout(pg_timeout)
+    else:
+        init_process_group(backend, pg_timeout)
+    exec(compile(source, filename, "exec"), namespace)
+    return None
+
+
+def main() -> None:
+    global _finishing
+    set_parent_death_signal()
+    run_dir = os.environ["LABKIT_RUN_DIR"]
+    rank = int(os.environ["RANK"])
+    redirect_output(run_dir, rank)
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)  # "where is it stuck?"
+
+    hello = {
+        "rank": rank,
+        "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
+        "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+    }
+    token = os.environ.pop("LABKIT_TOKEN", "")  # out of the environment of anything we start
+    client = ChannelClient(os.environ["LABKIT_SOCKET"], token, hello, on_close=kernel_gone)
+    rank_api._connect(client)
+    send = rank_api.send
+
+    job = load_job(run_dir)
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    if job.get("vars_file"):
+        namespace.update(load_pickle(run_dir, job["vars_file"]))
+    sampler = Sampler(send, namespace, float(job.get("sample_interval", 0.2)))
+    sampler.start()
+
+    exit_code = 0
+    try:
+        result = execute(job, run_dir, namespace)
+    except SystemExit as exc:
+        code = exc.code
+        exit_code = code if isinstance(code, int) else (0 if code is None else 1)
+        if exit_code:
+            send("exit", code=exit_code, step=rank_api._step_count)
+        result = None
+    except BaseException as exc:  # noqa: BLE001 - every failure is reported, KeyboardInterrupt too
+        text, lineno = format_error(exc)
+        sys.stderr.write(text)
+        send(
+            "error",
+            type=type(exc).__name__,
+            message=str(exc)[:2000],
+            traceback=text[-20000:],
+            lineno=lineno,
+            step=rank_api._step_count,
+        )
+        exit_code = 1
+        result = None
+    _finishing = True
+    sampler.stop()
+    if exit_code == 0:
+        destroy_process_group()
+        send("done", result=result, time_end=time.time())
+    client.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os._exit: skip interpreter teardown, where a broken process group can hang at exit
+    os._exit(exit_code)
+
+
+if __name__ == "__main__":
+    main()

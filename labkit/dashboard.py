@@ -1,0 +1,211 @@
+"""The live view of a run: ipywidgets in a notebook, a text summary everywhere.
+
+All updates happen on the cell's main thread (the launcher's loop calls
+``update``), by setting widget traits, batched and throttled to a few per
+second: no thread ever touches a widget, and the iopub rate limit is never hit.
+
+With no frontend (papermill, nbval, nbconvert) the widgets are inert, so the
+view always ends with a plain-text summary and one static figure, which is
+what an executed notebook keeps.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import Any
+
+from labkit.i18n import catalog, t
+from labkit.options import RunConfig
+from labkit.run import Run, fmt_bytes
+
+catalog(
+    {
+        "dash.stop": {"en": "Stop", "ro": "Oprește"},
+        "dash.stopping": {"en": "Stopping…", "ro": "Se oprește…"},
+        "dash.rank": {"en": "rank {rank}", "ro": "rangul {rank}"},
+        "dash.header": {
+            "en": "<b>{run_id}</b> · {nproc} ranks · {backend} · {wall:.1f} s",
+            "ro": "<b>{run_id}</b> · {nproc} ranguri · {backend} · {wall:.1f} s",
+        },
+        "dash.no_samples": {"en": "no memory samples yet", "ro": "încă nu există eșantioane de memorie"},
+        "dash.plot.title": {"en": "memory over time ({what})", "ro": "memoria în timp ({what})"},
+    }
+)
+
+STATUS_COLORS = {"starting": "#888", "running": "#1f77b4", "done": "#2ca02c", "failed": "#d62728", "killed": "#d62728", "stopped": "#ff7f0e"}
+RANK_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+TABLE_PERIOD = 0.25  # seconds between table refreshes (4 per second at most)
+PLOT_PERIOD = 1.0  # seconds between plot refreshes
+LOG_LINES_SHOWN = 80
+
+
+def in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    return ip is not None and getattr(ip, "kernel", None) is not None
+
+
+def make_view(run: Run, cfg: RunConfig, on_stop: Callable[[], None]) -> Any:
+    if cfg.quiet or cfg.display == "none":
+        return QuietView()
+    if cfg.display == "text" or (cfg.display == "auto" and not in_kernel()):
+        return TextView()
+    try:
+        return WidgetView(run, on_stop)
+    except ImportError:
+        return TextView()
+
+
+class QuietView:
+    def update(self, run: Run) -> None:
+        pass
+
+    def finish(self, run: Run) -> None:
+        pass
+
+
+class TextView(QuietView):
+    """No widgets: the summary and one figure at the end."""
+
+    def finish(self, run: Run) -> None:
+        print(run.summary(), flush=True)
+        if in_kernel() and any(run.memory.values()):
+            from IPython.display import display
+
+            display(run.plot())
+
+
+class WidgetView:
+    def __init__(self, run: Run, on_stop: Callable[[], None]) -> None:
+        import ipywidgets as w
+        from IPython.display import display
+
+        self.w = w
+        self._last_table = self._last_plot = 0.0
+        self._log_sizes: dict[int, tuple[int, int]] = {}
+        self.header = w.HTML()
+        self.table = w.HTML()
+        self.plot = w.HTML()
+        self.stop = w.Button(description=t("dash.stop"), button_style="danger", icon="stop")
+        self.stop.add_class("labkit-stop")
+
+        def clicked(_: Any) -> None:
+            self.stop.description = t("dash.stopping")
+            self.stop.disabled = True
+            on_stop()
+
+        self.stop.on_click(clicked)
+        self.logs = {r: w.HTML() for r in run.ranks}
+        self.tabs = w.Tab(children=[self.logs[r] for r in run.ranks])
+        for i, r in enumerate(run.ranks):
+            self.tabs.set_title(i, t("dash.rank", rank=r))
+        self.box = w.VBox([w.HBox([self.header, self.stop]), self.table, self.plot, self.tabs])
+        self.box.add_class("labkit-dashboard")
+        display(self.box)
+        self._ui = ExitStack()
+        self._poll = self._ui_poller()
+        self.update(run, force=True)
+
+    def _ui_poller(self) -> Callable[[int], None] | None:
+        """Widget clicks wait in the shell queue while a cell runs; jupyter-ui-poll lets us read them."""
+        try:
+            from jupyter_ui_poll import ui_events
+
+            return self._ui.enter_context(ui_events())
+        except Exception:  # noqa: BLE001 - without it the Stop button works once the kernel is free
+            return None
+
+    def update(self, run: Run, force: bool = False) -> None:
+        now = time.monotonic()
+        if self._poll is not None:
+            try:
+                self._poll(5)
+            except Exception:  # noqa: BLE001
+                self._poll = None
+        if not force and now - self._last_table < TABLE_PERIOD:
+            return
+        self._last_table = now
+        with self.box.hold_sync():
+            self.header.value = t("dash.header", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time)
+            self.table.value = rank_table_html(run)
+            self._update_logs(run)
+            if force or now - self._last_plot >= PLOT_PERIOD:
+                self._last_plot = now
+                self.plot.value = memory_svg(run)
+
+    def _update_logs(self, run: Run) -> None:
+        for r, log in run.logs.items():
+            size = (len(log.streams["stdout"]) + log.dropped["stdout"], len(log.streams["stderr"]) + log.dropped["stderr"])
+            if self._log_sizes.get(r) == size:
+                continue
+            self._log_sizes[r] = size
+            self.logs[r].value = log_html(log)
+
+    def finish(self, run: Run) -> None:
+        self._ui.close()
+        self.update(run, force=True)
+        self.stop.disabled = True
+        self.stop.description = t(f"run.status.{'done' if run.ok else 'stopped'}")
+        TextView().finish(run)
+
+
+def rank_table_html(run: Run) -> str:
+    cols = ["rank", "status", "mem", "peak", "step", "steps", "log"]
+    head = "".join(f"<th style='text-align:left;padding:2px 8px'>{html.escape(t('run.col.' + c))}</th>" for c in cols)
+    body = []
+    for row, state in zip(run.rows(), run.ranks.values()):
+        color = STATUS_COLORS.get(state.status, "#000")
+        cells = []
+        for c in cols:
+            style = "padding:2px 8px"
+            if c == "status":
+                style += f";color:{color};font-weight:bold"
+            if c == "log":
+                style += ";font-family:monospace;max-width:420px;overflow:hidden;white-space:nowrap"
+            cells.append(f"<td class='labkit-{c}' style='{style}'>{html.escape(row[c])}</td>")
+        body.append(f"<tr class='labkit-rank' data-rank='{row['rank']}'>{''.join(cells)}</tr>")
+    return f"<table class='labkit-ranks' style='border-collapse:collapse'><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def log_html(log: Any) -> str:
+    out = [html.escape(x) for x in log.text("stdout").splitlines()[-LOG_LINES_SHOWN:]]
+    err = [f"<span style='color:#d62728'>{html.escape(x)}</span>" for x in log.text("stderr").splitlines()[-LOG_LINES_SHOWN:]]
+    body = "\n".join(out + err)
+    return f"<pre style='max-height:240px;overflow:auto;font-size:11px;margin:0'>{body}</pre>"
+
+
+def memory_svg(run: Run, width: int = 640, height: int = 180) -> str:
+    """Memory of every rank over time as inline SVG: cheap to redraw, no flicker, no matplotlib."""
+    key, what = run._main_memory_key()
+    series = {r: [(s["t"], s[key]) for s in samples if key in s] for r, samples in run.memory.items()}
+    points = [p for s in series.values() for p in s]
+    if not points:
+        return f"<div style='color:#888'>{t('dash.no_samples')}</div>"
+    t_max = max(max(p[0] for p in points), 1e-3)
+    y_max = max(max(p[1] for p in points), 1)
+    pad_l, pad_b = 60, 20
+    plot_w, plot_h = width - pad_l - 10, height - pad_b - 20
+    lines = []
+    for r, pts in series.items():
+        if not pts:
+            continue
+        coords = " ".join(f"{pad_l + x / t_max * plot_w:.1f},{20 + plot_h - y / y_max * plot_h:.1f}" for x, y in pts)
+        color = RANK_COLORS[r % len(RANK_COLORS)]
+        lines.append(f"<polyline fill='none' stroke='{color}' stroke-width='1.5' points='{coords}'/>")
+        lx = pad_l + 8 + 60 * (r % 8)
+        lines.append(f"<text x='{lx}' y='12' font-size='10' fill='{color}'>{html.escape(t('dash.rank', rank=r))}</text>")
+    axes = (
+        f"<line x1='{pad_l}' y1='{20 + plot_h}' x2='{pad_l + plot_w}' y2='{20 + plot_h}' stroke='#999'/>"
+        f"<line x1='{pad_l}' y1='20' x2='{pad_l}' y2='{20 + plot_h}' stroke='#999'/>"
+        f"<text x='2' y='28' font-size='10'>{html.escape(fmt_bytes(y_max))}</text>"
+        f"<text x='2' y='{20 + plot_h}' font-size='10'>0</text>"
+        f"<text x='{pad_l + plot_w - 40}' y='{height - 4}' font-size='10'>{t_max:.1f} s</text>"
+        f"<text x='{pad_l + 4}' y='{height - 4}' font-size='10'>{html.escape(t('dash.plot.title', what=what))}</text>"
+    )
+    return f"<svg class='labkit-memplot' width='{width}' height='{height}'>{axes}{''.join(lines)}</svg>"

@@ -1,0 +1,159 @@
+"""Run options, and every check that can be made before a process is spawned."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from labkit.errors import OptionError
+from labkit.i18n import catalog, t
+
+BACKENDS = ("auto", "gloo", "nccl")
+DISPLAYS = ("auto", "widgets", "text", "none")
+RANK_MEMORY = 400 * 2**20  # a CPU rank with torch imported: ~300 MiB RSS, plus a small model
+
+catalog(
+    {
+        "opt.nproc.type": {
+            "en": "nproc must be a whole number of ranks, got {value!r}",
+            "ro": "nproc trebuie să fie un număr întreg de ranguri, nu {value!r}",
+        },
+        "opt.nproc.small": {
+            "en": "nproc must be at least 1, got {value}",
+            "ro": "nproc trebuie să fie cel puțin 1, nu {value}",
+        },
+        "opt.nproc.large": {
+            "en": "{value} CPU ranks is too many for this machine ({cpus} cores, {mem:.0f} GiB free): at most {limit}. Set LABKIT_MAX_RANKS to raise the limit.",
+            "ro": "{value} ranguri CPU sunt prea multe pentru această mașină ({cpus} nuclee, {mem:.0f} GiB liberi): cel mult {limit}. Setați LABKIT_MAX_RANKS pentru a ridica limita.",
+        },
+        "opt.backend": {
+            "en": "unknown backend {value!r}{hint}; choose one of: auto, gloo, nccl",
+            "ro": "backend necunoscut {value!r}{hint}; alegeți unul dintre: auto, gloo, nccl",
+        },
+        "opt.didyoumean": {"en": " (did you mean {name!r}?)", "ro": " (ați vrut să scrieți {name!r}?)"},
+        "opt.timeout": {
+            "en": "timeout must be a positive number of seconds, got {value!r}",
+            "ro": "timeout trebuie să fie un număr pozitiv de secunde, nu {value!r}",
+        },
+        "opt.display": {
+            "en": "display must be one of auto, widgets, text, none; got {value!r}",
+            "ro": "display trebuie să fie unul dintre auto, widgets, text, none; nu {value!r}",
+        },
+        "opt.env": {
+            "en": "--env expects KEY=VALUE, got {value!r}",
+            "ro": "--env așteaptă CHEIE=VALOARE, nu {value!r}",
+        },
+    }
+)
+
+
+@dataclass
+class RunConfig:
+    """How to run: the options of ``%%torchrun`` and ``labkit.torchrun``."""
+
+    nproc: int | None = None  # None: the visible GPUs, else 2
+    backend: str = "auto"  # auto: nccl when there are GPUs, else gloo
+    timeout: float | None = None  # seconds for the whole run; None: no limit
+    env: dict[str, str] = field(default_factory=dict)
+    quiet: bool = False
+    display: str = "auto"
+    pg_timeout: float = float(os.environ.get("LABKIT_PG_TIMEOUT", "120"))  # collective timeout in the ranks
+    grace: float = 5.0  # seconds between SIGTERM and SIGKILL when stopping ranks
+    sample_interval: float = 0.2  # seconds between memory samples in each rank; 0 turns sampling off
+
+
+def suggest(value: str, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(str(value).lower(), choices, n=1)
+    return t("opt.didyoumean", name=close[0]) if close else ""
+
+
+def max_cpu_ranks() -> int:
+    if os.environ.get("LABKIT_MAX_RANKS"):
+        return int(os.environ["LABKIT_MAX_RANKS"])
+    by_cpu = max(8, 4 * (os.cpu_count() or 1))
+    return max(1, min(by_cpu, int(_free_memory() // RANK_MEMORY)))
+
+
+def _free_memory() -> float:
+    try:
+        import psutil
+
+        return float(psutil.virtual_memory().available)
+    except ImportError:
+        return 8 * 2**30
+
+
+def resolve(cfg: RunConfig) -> RunConfig:
+    """A copy of ``cfg`` with nproc and backend decided and every value checked."""
+    from labkit import gpus
+
+    backend = str(cfg.backend).lower()
+    if backend not in BACKENDS:
+        raise OptionError(t("opt.backend", value=cfg.backend, hint=suggest(cfg.backend, BACKENDS)))
+    nproc = cfg.nproc
+    if nproc is None:
+        nproc = gpus.default_nproc() if backend != "gloo" else 2
+    if isinstance(nproc, str) and nproc.strip().isdigit():
+        nproc = int(nproc)
+    if isinstance(nproc, bool) or not isinstance(nproc, int):
+        raise OptionError(t("opt.nproc.type", value=nproc))
+    if nproc < 1:
+        raise OptionError(t("opt.nproc.small", value=nproc))
+    if backend == "auto":
+        backend = "nccl" if gpus.visible_gpus() else "gloo"
+    if backend == "nccl":
+        gpus.check_nccl(nproc)
+    else:
+        limit = max_cpu_ranks()
+        if nproc > limit:
+            raise OptionError(
+                t("opt.nproc.large", value=nproc, cpus=os.cpu_count(), mem=_free_memory() / 2**30, limit=limit)
+            )
+    if cfg.timeout is not None:
+        try:
+            ok = float(cfg.timeout) > 0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise OptionError(t("opt.timeout", value=cfg.timeout))
+    if cfg.display not in DISPLAYS:
+        raise OptionError(t("opt.display", value=cfg.display))
+    return replace(cfg, nproc=nproc, backend=backend, timeout=None if cfg.timeout is None else float(cfg.timeout))
+
+
+def parse_env(items: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise OptionError(t("opt.env", value=item))
+        out[key.strip()] = value
+    return out
+
+
+def check_picklable(values: dict[str, Any]) -> bytes:
+    """cloudpickle the ``--vars`` values, naming the one that cannot be sent."""
+    import cloudpickle
+
+    for name, value in values.items():
+        try:
+            cloudpickle.dumps(value)
+        except Exception as exc:  # noqa: BLE001 - any pickling failure is the user's to see
+            raise OptionError(t("opt.vars.pickle", name=name, type=type(value).__name__, error=exc)) from None
+    return cloudpickle.dumps(values)
+
+
+catalog(
+    {
+        "opt.vars.pickle": {
+            "en": "variable {name!r} ({type}) cannot be sent to the ranks: {error}",
+            "ro": "variabila {name!r} ({type}) nu poate fi trimisă rangurilor: {error}",
+        },
+        "opt.vars.undefined": {
+            "en": "--vars names {name!r}, which is not defined in the notebook",
+            "ro": "--vars numește {name!r}, care nu este definită în notebook",
+        },
+    }
+)

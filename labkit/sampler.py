@@ -1,0 +1,124 @@
+"""Background memory sampling inside a rank, on by default, cheap enough to leave on.
+
+What is sampled, and why:
+- CUDA: ``memory_allocated``, ``memory_reserved`` and ``max_memory_allocated`` of this
+  rank's device. The caching allocator keeps these counters, so reading them is free.
+  CUDA is only read once the cell has initialized it, never initialized by us (that
+  would put a context on GPU 0 before the cell's ``set_device``).
+- CPU: torch keeps no counter for CPU tensors, and scanning every Python object
+  (``gc.get_objects``) costs ~90 ms per sample once torch is imported, far too
+  slow to run 5 times a second. So we count the bytes of the tensors the cell can
+  reach by name: its modules' parameters, gradients and buffers, its optimizers'
+  state, and tensors bound to variables, each storage once. Activations that only
+  autograd holds are not visible this way; ``labkit.memtrack`` measures them by
+  category when a lesson asks for it.
+- The process RSS (from /proc/self/statm), for everything else torch and Python hold.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def reachable_tensor_bytes(namespace: dict[str, Any]) -> int:
+    """Bytes of the tensor storages reachable from ``namespace`` (see the module docstring)."""
+    import torch
+
+    seen: set[int] = set()
+    total = 0
+
+    def add(t: Any) -> None:
+        nonlocal total
+        if not isinstance(t, torch.Tensor) or t.is_meta or t.device.type != "cpu":
+            return
+        try:
+            storage = t.untyped_storage()
+        except (RuntimeError, NotImplementedError):  # e.g. tensor subclasses without storage
+            return
+        ptr = storage.data_ptr()
+        if ptr and ptr not in seen:
+            seen.add(ptr)
+            total += storage.nbytes()
+
+    for value in list(namespace.values()):
+        if isinstance(value, torch.Tensor):
+            add(value)
+            add(value.grad)
+        elif isinstance(value, torch.nn.Module):
+            for p in value.parameters():
+                add(p)
+                add(p.grad)
+            for b in value.buffers():
+                add(b)
+        elif isinstance(value, torch.optim.Optimizer):
+            for state in list(value.state.values()):
+                for v in list(state.values()):
+                    add(v)
+    return total
+
+
+def cuda_sample() -> dict[str, int] | None:
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return None
+    dev = torch.cuda.current_device()
+    return {
+        "allocated": torch.cuda.memory_allocated(dev),
+        "reserved": torch.cuda.memory_reserved(dev),
+        "peak": torch.cuda.max_memory_allocated(dev),
+    }
+
+
+class Sampler:
+    """Sends one ``mem`` message every ``interval`` seconds until stopped."""
+
+    def __init__(self, send: Callable[..., None], namespace: dict[str, Any], interval: float = 0.2) -> None:
+        self.send = send
+        self.namespace = namespace
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="labkit-sampler", daemon=True)
+
+    def start(self) -> None:
+        if self.interval > 0:
+            self._thread.start()
+
+    def sample(self) -> dict[str, int]:
+        sample = {"rss": rss_bytes()}
+        try:
+            sample["tensor_bytes"] = reachable_tensor_bytes(self.namespace)
+        except (RuntimeError, ImportError):  # a module was being rewrapped as we looked
+            pass
+        cuda = cuda_sample()
+        if cuda:
+            sample.update(cuda)
+        return sample
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=1.0)
+        self.send("mem", **self.sample())  # a last sample, so the end state is always known
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.send("mem", **self.sample())
+            time.sleep(0)

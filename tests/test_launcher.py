@@ -1,0 +1,372 @@
+"""The launcher against the fault matrix (shared/reliability.md §8), on CPU/gloo.
+
+Each test runs real torchrun ranks; the ``no_leaks`` fixture then checks that no
+rank process, listening socket or file descriptor is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+import labkit
+from labkit.errors import OptionError, RankError, RunTimeout
+
+pytestmark = pytest.mark.usefixtures("no_leaks")
+
+ALLREDUCE = """
+import torch, torch.distributed as dist
+from labkit import rank
+x = torch.ones(1) * (rank.rank() + 1)
+dist.all_reduce(x)
+rank.report(total=x.item(), world=dist.get_world_size())
+"""
+
+
+def run(code: str, **kw):
+    kw.setdefault("nproc", 2)
+    kw.setdefault("backend", "gloo")
+    kw.setdefault("display", "none")
+    return labkit.torchrun(textwrap.dedent(code), **kw)
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_values_come_back_from_every_rank(nproc):
+    r = run(ALLREDUCE, nproc=nproc)
+    expected = nproc * (nproc + 1) / 2
+    assert r.ok and r.exit_codes == {i: 0 for i in range(nproc)}
+    assert r.values == {i: {"total": expected, "world": nproc} for i in range(nproc)}
+    assert labkit.last_run is r
+    assert all(r.memory[i] for i in range(nproc)), "memory is sampled without being asked"
+
+
+def test_steps_timed_and_logs_kept_per_rank():
+    r = run(
+        """
+        import time
+        from labkit import rank
+        for i in rank.steps(3):
+            time.sleep(0.05)
+            print(f"rank {rank.rank()} step {i}")
+        """
+    )
+    for i in range(2):
+        assert len(r.step_times[i]) == 3 and all(0.04 < dt < 2 for dt in r.step_times[i])
+        assert r.logs[i].stdout.splitlines() == [f"rank {i} step {s}" for s in range(3)]
+    assert r.wall_time > 0.15
+
+
+def test_cell_that_inits_its_own_process_group():
+    r = run(
+        """
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        from labkit import rank
+        rank.report(init_by_cell=dist.is_initialized())
+        dist.destroy_process_group()
+        """
+    )
+    assert r.ok and r.values[1] == {"init_by_cell": True}
+
+
+def test_function_target_and_vars_shipped_by_value():
+    scale = 10
+
+    def work(offset):
+        import torch.distributed as dist
+
+        from labkit import rank
+
+        return {"r": rank.rank() * scale + offset, "world": dist.get_world_size()}
+
+    r = labkit.torchrun(work, nproc=2, backend="gloo", display="none", args=(1,))
+    assert r.results == {0: {"r": 1, "world": 2}, 1: {"r": 11, "world": 2}}
+
+    r = run("from labkit import rank\nrank.report(v=data['k'] * 2)", vars={"data": {"k": 21}})
+    assert r.values[0] == {"v": 42}
+
+
+# -- faults in a rank ---------------------------------------------------------
+
+
+def test_rank_raises_names_rank_line_and_step():  # F1
+    t0 = time.time()
+    with pytest.raises(RankError) as info:
+        run(
+            """
+            import torch, torch.distributed as dist
+            from labkit import rank
+            for i in rank.steps(5):
+                if rank.rank() == 1 and i == 3:
+                    raise ValueError("boom")
+                dist.all_reduce(torch.ones(1))
+            """
+        )
+    err = info.value
+    assert err.rank == 1 and err.exit_code == 1
+    assert "rank 1 failed at step 3 (cell line 6): ValueError: boom" in str(err)
+    assert 'File "<cell>", line 6' in err.traceback and 'raise ValueError("boom")' in err.traceback
+    assert err.run.ranks[0].status != "done" and err.run.exit_codes[1] == 1
+    assert time.time() - t0 < 30
+
+
+def test_sys_exit_code():  # F2
+    with pytest.raises(RankError, match="rank 1 exited with code 3"):
+        run("import sys\nfrom labkit import rank\nif rank.rank() == 1: sys.exit(3)\nimport time; time.sleep(30)")
+
+
+def test_early_clean_exit_is_the_root_cause():  # F3
+    with pytest.raises(RankError) as info:
+        run(
+            """
+            import torch, torch.distributed as dist
+            from labkit import rank
+            if rank.rank() == 1:
+                raise SystemExit(0)
+            import time; time.sleep(0.5)
+            dist.all_reduce(torch.ones(1))
+            """,
+            env={"LABKIT_PG_TIMEOUT": "15"},
+        )
+    assert info.value.rank == 1
+    assert "rank 1 finished early" in str(info.value)
+
+
+@pytest.mark.parametrize("sig,name", [(signal.SIGKILL, "SIGKILL"), (signal.SIGSEGV, "SIGSEGV")])
+def test_rank_killed_by_signal(sig, name):  # F4, F6
+    with pytest.raises(RankError) as info:
+        run(f"import os, time\nfrom labkit import rank\nif rank.rank() == 1: os.kill(os.getpid(), {int(sig)})\ntime.sleep(30)")
+    err = info.value
+    assert err.rank == 1 and err.signal == name and err.exit_code == -int(sig)
+    assert f"rank 1 was killed by {name}" in str(err)
+    if name == "SIGKILL":
+        assert "out of memory" in str(err)
+
+
+def test_hang_ends_at_timeout_naming_live_ranks_and_where():  # F7
+    t0 = time.time()
+    with pytest.raises(RunTimeout) as info:
+        run(
+            """
+            import time, torch, torch.distributed as dist
+            from labkit import rank
+            print("before the collective", flush=True)
+            if rank.rank() == 1:
+                time.sleep(1000)
+            dist.all_reduce(torch.ones(1))
+            """,
+            timeout=8,
+        )
+    err = info.value
+    assert time.time() - t0 < 8 + 5 + 5
+    assert set(err.alive) == {0, 1}
+    assert "before the collective" in str(err)
+    assert "time.sleep" in str(err) or "sleep" in str(err), "the hung rank's stack is shown"
+
+
+def test_grandchildren_are_swept():  # F16
+    with pytest.raises(RankError):
+        run(
+            """
+            import subprocess, time
+            from labkit import rank
+            subprocess.Popen(["sleep", "1000"], start_new_session=True)
+            time.sleep(0.5)
+            if rank.rank() == 1:
+                raise RuntimeError("fail with a child alive")
+            time.sleep(30)
+            """
+        )
+
+
+def test_import_error_on_workers():  # F28
+    with pytest.raises(RankError, match="ModuleNotFoundError"):
+        run("import labkit_no_such_module")
+
+
+def test_output_flood_and_bad_bytes():  # F29, F30
+    r = run(
+        """
+        import os, sys
+        from labkit import rank
+        if rank.rank() == 0:
+            sys.stdout.write("".join(f"line {i}\\n" for i in range(200000)))
+        else:
+            os.write(1, b"\\xff\\xfe\\x80\\x1b[2J<script>x</script>\\n")
+            sys.stdout.write("x" * 3_000_000)
+        """,
+        timeout=120,
+    )
+    log0 = r.logs[0]
+    assert log0.streams["stdout"][-1] == "line 199999"
+    assert "earlier lines not shown" in log0.stdout and log0.stdout_path in log0.stdout
+    assert log0.read_all().count("\n") == 200000, "the whole log is on disk"
+    first = r.logs[1].streams["stdout"][0]
+    assert "\ufffd" in first and "\x1b" not in first
+
+
+# -- bad options: an error before anything is spawned ---------------------------
+
+
+@pytest.mark.parametrize("nproc", [0, -1, "two", 10_000])
+def test_bad_nproc(nproc):  # F23
+    with pytest.raises(OptionError):
+        run(ALLREDUCE, nproc=nproc)
+
+
+def test_unknown_backend_suggests():
+    with pytest.raises(OptionError, match="did you mean 'gloo'"):
+        run(ALLREDUCE, backend="glo")
+
+
+def test_nccl_without_gpus():  # F24
+    with pytest.raises(OptionError, match="gloo"):
+        run(ALLREDUCE, backend="nccl")
+
+
+def test_syntax_error_before_spawn():  # F26
+    with pytest.raises(SyntaxError) as info:
+        run("x = 1\nif x == 1\n    pass")
+    assert info.value.lineno == 2
+
+
+def test_unpicklable_var_named():  # F27
+    with pytest.raises(OptionError, match="'lock'"):
+        run("pass", vars={"lock": threading.Lock()})
+
+
+# -- the kernel side: interrupt, death of the kernel or agent, concurrency ------------
+
+KERNEL_STAND_IN = """
+import sys, labkit
+labkit.torchrun({code!r}, nproc=2, backend="gloo", display="none")
+"""
+SLEEPER = "import time\nfrom labkit import rank\nprint('up', flush=True)\ntime.sleep(1000)"
+
+
+def start_stand_in(tmp_path, code=SLEEPER):
+    """A 'kernel': a process in its own session that launches a run, like jupyter_client does."""
+    script = tmp_path / "kernel.py"
+    script.write_text(KERNEL_STAND_IN.format(code=code))
+    proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    from labkit.launcher import find_run_processes
+
+    while time.time() < deadline and len(find_run_processes(None)) < 3:  # agent + 2 ranks
+        time.sleep(0.2)
+    time.sleep(1.0)  # the ranks are connected and sleeping
+    return proc
+
+
+def test_interrupt_stops_every_rank_quickly(tmp_path):  # F11, F12
+    proc = start_stand_in(tmp_path)
+    t0 = time.time()
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)  # a second Ctrl-C must not abandon the cleanup
+    out, _ = proc.communicate(timeout=20)
+    from conftest import leftover_ranks
+
+    assert leftover_ranks(5.0 - (time.time() - t0) + 1) == []
+    assert b"interrupted" in out or b"KeyboardInterrupt" in out
+
+
+@pytest.mark.parametrize("how", ["restart", "kill"])
+def test_kernel_death_takes_the_ranks_along(tmp_path, how):  # F13
+    proc = start_stand_in(tmp_path)
+    if how == "restart":  # jupyter_client: SIGTERM, then SIGKILL after a wait
+        os.killpg(proc.pid, signal.SIGTERM)
+        time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    from conftest import leftover_ranks
+
+    assert leftover_ranks(10.0) == []
+
+
+def test_agent_killed_directly():  # F14
+    from labkit.launcher import find_run_processes
+
+    def kill_agent_soon():
+        time.sleep(4)
+        for pid in find_run_processes(None):
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"torch.distributed.run" in f.read():
+                    os.kill(pid, signal.SIGKILL)
+
+    threading.Thread(target=kill_agent_soon, daemon=True).start()
+    with pytest.raises(labkit.RunError):
+        run(SLEEPER, timeout=60)
+
+
+def test_two_runs_at_once_do_not_mix():  # F19
+    results = {}
+
+    def go(tag):
+        results[tag] = run(f"from labkit import rank\nrank.report(tag={tag!r})")
+
+    threads = [threading.Thread(target=go, args=(tag,)) for tag in ("a", "b")]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert results["a"].values[0] == {"tag": "a"} and results["b"].values[1] == {"tag": "b"}  # F42 too
+    assert results["a"].run_dir != results["b"].run_dir
+
+
+def test_foreign_clients_are_rejected_and_token_not_on_argv():  # F20, F21
+    from labkit.launcher import find_run_processes
+
+    found = {}
+
+    def intrude():
+        deadline = time.time() + 30
+        while time.time() < deadline and not found:
+            for pid in find_run_processes(None):
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = dict(x.split(b"=", 1) for x in f.read().split(b"\0") if b"=" in x)
+                path = env.get(b"LABKIT_SOCKET")
+                if path:
+                    found["mode"] = oct(os.stat(os.path.dirname(path)).st_mode & 0o777)
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        found["argv"] = f.read()
+                    for payload in (b'{"t":"hello","token":"wrong","rank":0}\n', b"\xff" * 100 + b"\n", b"9" * 5_000_000):
+                        s = socket.socket(socket.AF_UNIX)
+                        s.connect(path.decode())
+                        try:
+                            s.sendall(payload)
+                        except OSError:
+                            pass
+                        s.close()
+                    return
+            time.sleep(0.1)
+
+    th = threading.Thread(target=intrude)
+    th.start()
+    r = run("import time\nfrom labkit import rank\ntime.sleep(3)\nrank.report(ok=1)")
+    th.join()
+    assert r.ok and r.values[0] == {"ok": 1} and r.values[1] == {"ok": 1}
+    assert found["mode"] == "0o700"
+    assert len(r.rejected_clients) == 3
+    assert b"LABKIT_TOKEN" not in found["argv"]
+
+
+def test_leak_soak_sequential_runs():  # F41 (short)
+    fds = len(os.listdir("/proc/self/fd"))
+    threads = threading.active_count()
+    for i in range(4):
+        if i % 2:
+            with pytest.raises(RankError):
+                run("raise RuntimeError('x')")
+        else:
+            run(ALLREDUCE)
+    assert len(os.listdir("/proc/self/fd")) <= fds + 1
+    assert threading.active_count() <= threads
