@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The local lab: JupyterLab on the course's notebooks, on this machine only.
+#
+#   bash launch/lab.sh                  # sets up .venv first if needed (launch/setup-env.sh)
+#   LABKIT_LAB_PORT=9000 bash launch/lab.sh
+#
+# Listens on 127.0.0.1 with a fresh random token (in the environment, not on the command line,
+# where `ps` would show it to every user of the machine). Extra arguments go to `jupyter lab`.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+# shellcheck source=launch/lib.sh
+source "$repo/launch/lib.sh"
+bash "$repo/launch/setup-env.sh"
+py=${LABKIT_VENV:-$repo/.venv}/bin/python
+
+# the first free port from LABKIT_LAB_PORT (default 8888) on: the URL printed below is then right
+port=$("$py" - "${LABKIT_LAB_PORT:-8888}" <<'PY'
+import socket, sys
+start = int(sys.argv[1])
+for port in range(start, start + 100):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        print(port)
+        break
+PY
+)
+[ -n "$port" ] || die "labkit: no free port from %s on" "labkit: niciun port liber începând cu %s" "${LABKIT_LAB_PORT:-8888}"
+JUPYTER_TOKEN=${JUPYTER_TOKEN:-$("$py" -c 'import secrets; print(secrets.token_urlsafe(24))')}
+export JUPYTER_TOKEN
+export JUPYTER_PREFER_ENV_PATH=1 # the kernel is this environment's Python, whatever else is installed
+say "labkit: the lab is at http://127.0.0.1:%s/lab?token=%s" "labkit: laboratorul este la http://127.0.0.1:%s/lab?token=%s" "$port" "$JUPYTER_TOKEN"
+exec "$py" -m jupyter lab \
+    --ServerApp.root_dir="$repo/notebooks" \
+    --ServerApp.ip=127.0.0.1 \
+    --ServerApp.port="$port" \
+    --ServerApp.port_retries=0 \
+    --no-browser \
+    --LabApp.news_url=None \
+    --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
+    "$@"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Set up (when needed) and run the whole test suite: the README's test command.
+#   bash launch/test.sh            # everything, browser tests included
+#   bash launch/test.sh -k launcher   # extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash launch/setup-env.sh
+# The browser tests drive Debian's Chromium (never a downloaded browser build).
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium for the browser tests"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || echo "chromium could not be installed: the browser tests will be skipped"
+  else
+    echo "chromium is not installed (apt-get install chromium): the browser tests will be skipped"
+  fi
+fi
+.venv/bin/python -m ruff check labkit tests benchmarks launch
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
