@@ -1,0 +1,235 @@
+"""The student edition: solutions out, outputs cleared, everything else kept.
+
+    labkit build-student notebooks/en --out dist/student/en
+
+The markers are nbgrader's, so a notebook works with nbgrader as well:
+
+    ### BEGIN SOLUTION            ->   # YOUR CODE HERE
+    total = 16 * n_params              raise NotImplementedError()
+    ### END SOLUTION
+
+``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS`` regions are removed, a cell
+whose ``metadata.nbgrader.solution`` is true and that has no markers is replaced
+whole (as nbgrader does), and the otter-style one-liner ``x = 16  # SOLUTION``
+becomes ``x = ...`` (which ``labkit.check`` reports as "not answered yet").
+Unclosed, stray, nested or mismatched markers are errors that name the notebook,
+the cell and the line; nothing is written while any notebook has one.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import Counter
+from pathlib import Path
+
+import nbformat
+
+from labkit.errors import LabkitError
+from labkit.i18n import catalog, get_lang, t
+
+catalog(
+    {
+        "build.stub.code": {"en": "# YOUR CODE HERE", "ro": "# SCRIEȚI CODUL AICI"},
+        "build.stub.text": {"en": "YOUR ANSWER HERE", "ro": "SCRIEȚI RĂSPUNSUL AICI"},
+        "build.where": {
+            "en": "{nb}, cell {cell}, line {line}",
+            "ro": "{nb}, celula {cell}, linia {line}",
+        },
+        "build.unclosed": {
+            "en": "{where}: '{marker}' is never closed",
+            "ro": "{where}: '{marker}' nu este închis niciodată",
+        },
+        "build.stray_end": {
+            "en": "{where}: '{marker}' without a matching BEGIN before it",
+            "ro": "{where}: '{marker}' fără un BEGIN corespunzător înainte",
+        },
+        "build.nested": {
+            "en": "{where}: '{marker}' inside a region that is still open (opened on line {opened})",
+            "ro": "{where}: '{marker}' într-o regiune încă deschisă (deschisă la linia {opened})",
+        },
+        "build.mismatched": {
+            "en": "{where}: '{marker}' closes a region opened by '{opener}'",
+            "ro": "{where}: '{marker}' închide o regiune deschisă de '{opener}'",
+        },
+        "build.one_line": {
+            "en": "{where}: '# SOLUTION' at the end of a line works only on an assignment (name = value)",
+            "ro": "{where}: '# SOLUTION' la sfârșitul unei linii merge doar pe o atribuire (nume = valoare)",
+        },
+        "build.lost_check": {
+            "en": "{nb}: the check {qid!r} is inside a solution region, so students would never run it",
+            "ro": "{nb}: verificarea {qid!r} este într-o regiune de soluție, deci studenții nu ar rula-o niciodată",
+        },
+        "build.failed": {
+            "en": "the student edition was not written; fix these first:\n{errors}",
+            "ro": "ediția pentru studenți nu a fost scrisă; corectați întâi:\n{errors}",
+        },
+        "build.unreadable": {
+            "en": "{path}: not a readable notebook ({error})",
+            "ro": "{path}: nu este un notebook care poate fi citit ({error})",
+        },
+        "build.no_notebooks": {
+            "en": "no notebooks found in {paths}",
+            "ro": "nu s-a găsit niciun notebook în {paths}",
+        },
+    }
+)
+
+BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
+BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+_OPENS = {BEGIN_SOLUTION: END_SOLUTION, BEGIN_HIDDEN: END_HIDDEN}
+_CLOSES = {END_SOLUTION: BEGIN_SOLUTION, END_HIDDEN: BEGIN_HIDDEN}
+_ONE_LINE = re.compile(r"#\s*SOLUTION\s*$")
+_ASSIGNMENT = re.compile(r"^(\s*[^=#<>!+\-*/%&|^@]+?)\s*=(?!=)")  # "x = ", "x: int = ", not "x == " or "x += "
+CHECK_CALL = re.compile(r"""check\(\s*(['"])([\w.\-]+)\1""")
+_DROPPED_CELL_META = ("execution", "papermill", "ExecuteTime")
+_DROPPED_NB_META = ("papermill", "widgets")
+
+
+class BuildError(LabkitError, ValueError):
+    """The student edition cannot be built; the message says which notebooks and why."""
+
+
+class MarkerError(BuildError):
+    """Solution markers that do not pair up; the message names notebook, cell and line."""
+
+
+def _marker(line: str) -> str | None:
+    for m in (BEGIN_SOLUTION, END_SOLUTION, BEGIN_HIDDEN, END_HIDDEN):
+        if m in line:
+            return m
+    return None
+
+
+def _stub(cell_type: str, lang: str) -> list[str]:
+    if cell_type == "code":
+        return [t("build.stub.code", lang), "raise NotImplementedError()"]
+    return [t("build.stub.text", lang)]
+
+
+def strip_solutions(source: str, cell_type: str, where: tuple[str, int], lang: str) -> tuple[str, bool]:
+    """The source with solution regions replaced by a stub and hidden tests removed.
+
+    Returns the new source and whether anything was replaced. ``where`` is
+    (notebook name, cell index), for the error messages.
+    """
+    stub = _stub(cell_type, lang)
+    out: list[str] = []
+    opened: tuple[str, int] | None = None  # (marker, line number) of the region we are in
+    replaced = False
+
+    def here(line: int) -> str:
+        return t("build.where", nb=where[0], cell=where[1], line=line)
+
+    for n, line in enumerate(source.split("\n"), 1):
+        marker = _marker(line)
+        if marker in _OPENS:
+            if opened:
+                raise MarkerError(t("build.nested", where=here(n), marker=marker, opened=opened[1]))
+            opened = (marker, n)
+            if marker == BEGIN_SOLUTION:  # the stub takes the marker's indentation, as in nbgrader
+                indent = line[: len(line) - len(line.lstrip())]
+                out += [indent + s for s in stub]
+            replaced = True
+        elif marker in _CLOSES:
+            if not opened:
+                raise MarkerError(t("build.stray_end", where=here(n), marker=marker))
+            if _CLOSES[marker] != opened[0]:
+                raise MarkerError(t("build.mismatched", where=here(n), marker=marker, opener=opened[0]))
+            opened = None
+        elif opened:
+            continue
+        elif cell_type == "code" and _ONE_LINE.search(line):
+            m = _ASSIGNMENT.match(line)
+            if not m:
+                raise MarkerError(t("build.one_line", where=here(n)))
+            out.append(m.group(1) + " = ...")
+            replaced = True
+        else:
+            out.append(line)
+    if opened:
+        raise MarkerError(t("build.unclosed", where=here(opened[1]), marker=opened[0]))
+    return "\n".join(out), replaced
+
+
+def check_ids(nb: nbformat.NotebookNode) -> list[str]:
+    """The question ids of every ``check("...")`` call in the notebook's code, in order."""
+    return [m.group(2) for c in nb.cells if c.cell_type == "code" for m in CHECK_CALL.finditer(c.source)]
+
+
+def lesson_from_ids(ids: list[str]) -> str | None:
+    lessons = Counter(i.split(".", 1)[0] for i in ids if "." in i)
+    return lessons.most_common(1)[0][0] if lessons else None
+
+
+def student_notebook(
+    nb: nbformat.NotebookNode, name: str = "notebook", lang: str | None = None
+) -> nbformat.NotebookNode:
+    """The student edition of one solution notebook (a new object; ``nb`` is not changed)."""
+    nb = copy.deepcopy(nb)
+    meta = dict(nb.metadata.get("labkit") or {})
+    lang = lang or meta.get("lang") or get_lang()
+    before = check_ids(nb)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type not in ("code", "markdown"):
+            continue
+        cell.source, replaced = strip_solutions(cell.source, cell.cell_type, (name, i), lang)
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution") and not replaced:
+            cell.source = "\n".join(_stub(cell.cell_type, lang))  # a whole-cell solution, as in nbgrader
+        for key in _DROPPED_CELL_META:
+            cell.metadata.pop(key, None)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    lost = [qid for qid in dict.fromkeys(before) if qid not in check_ids(nb)]
+    if lost:
+        raise MarkerError(t("build.lost_check", nb=name, qid=lost[0]))
+    for key in _DROPPED_NB_META:
+        nb.metadata.pop(key, None)
+    meta.setdefault("lesson", lesson_from_ids(before))
+    if meta["lesson"] is None:
+        del meta["lesson"]
+    meta["edition"] = "student"
+    nb.metadata["labkit"] = meta
+    return nb
+
+
+def _notebooks(paths: list[Path], out_dir: Path) -> list[tuple[Path, Path]]:
+    """(source, destination) pairs; a folder keeps its layout under ``out_dir``."""
+    pairs = []
+    for p in paths:
+        if p.is_dir():
+            for f in sorted(p.rglob("*.ipynb")):
+                skip = ".ipynb_checkpoints" in f.parts or out_dir.resolve() in f.resolve().parents
+                if not skip:
+                    pairs.append((f, out_dir / f.relative_to(p)))
+        else:
+            pairs.append((p, out_dir / p.name))
+    return pairs
+
+
+def build_student(paths: list[str | Path], out_dir: str | Path, lang: str | None = None) -> list[Path]:
+    """Write the student edition of every notebook in ``paths`` (files or folders) under ``out_dir``.
+
+    Every notebook is checked before any is written, and all the problems are reported at once.
+    """
+    out_dir = Path(out_dir)
+    pairs = _notebooks([Path(p) for p in paths], out_dir)
+    if not pairs:
+        raise BuildError(t("build.no_notebooks", paths=", ".join(map(str, paths))))
+    built, errors = [], []
+    for src, dst in pairs:
+        try:
+            nb = nbformat.read(src, as_version=4)
+        except (OSError, ValueError) as e:  # missing, not JSON, not a notebook
+            errors.append(t("build.unreadable", path=src, error=f"{type(e).__name__}: {e}"))
+            continue
+        try:
+            built.append((student_notebook(nb, str(src), lang), dst))
+        except MarkerError as e:
+            errors.append(str(e))
+    if errors:
+        raise BuildError(t("build.failed", errors="\n".join(f"  - {e}" for e in errors)))
+    for nb, dst in built:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, dst)
+    return [dst for _, dst in built]

@@ -1,0 +1,170 @@
+"""``labkit.check(id, value)``: immediate feedback in the notebook, and a record for the grader.
+
+    labkit.check("lesson1.bytes_per_param", bytes_per_param)
+    labkit.check("lesson1.sharded_bytes_per_rank", per_rank, n_params=n, world_size=4)
+
+The value is passed explicitly; nothing is read from the notebook's globals later.
+In a notebook the result shows as a small green or red box, and the same output
+carries a plain text line (what papermill and nbval see) and a JSON record under
+``MIME``, which is how the grader finds every check in an executed notebook.
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from labkit.errors import OptionError
+from labkit.grading import registry
+from labkit.i18n import catalog, get_lang, t
+
+MIME = "application/vnd.labkit.check+json"
+
+catalog(
+    {
+        "check.line.correct": {"en": "✓ {qid}: correct ({score})", "ro": "✓ {qid}: corect ({score})"},
+        "check.line.wrong": {"en": "✗ {qid}: not yet ({score})", "ro": "✗ {qid}: încă nu ({score})"},
+        "check.line.unanswered": {
+            "en": "… {qid}: not answered yet ({score})",
+            "ro": "… {qid}: încă fără răspuns ({score})",
+        },
+        "check.hint": {"en": "Hint", "ro": "Indiciu"},
+        "check.unanswered": {
+            "en": "replace the ... with your answer, then run the cell again",
+            "ro": "înlocuiți ... cu răspunsul vostru, apoi rulați din nou celula",
+        },
+        "check.crashed": {
+            "en": "this value could not be checked ({error})",
+            "ro": "această valoare nu a putut fi verificată ({error})",
+        },
+    }
+)
+
+_COLORS = {"correct": ("#2e7d32", "#e8f5e9"), "wrong": ("#c62828", "#ffebee"), "unanswered": ("#9e9e9e", "#f5f5f5")}
+
+
+def fmt_points(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+@dataclass
+class CheckResult:
+    """One check: ``status`` is "correct", "wrong" or "unanswered"; ``feedback`` is the hint shown."""
+
+    id: str
+    status: str
+    points: float
+    max_points: float
+    key: str | None = None  # message key of the feedback, so a report can show it in another language
+    fields: dict[str, Any] = field(default_factory=dict)
+    lang: str = "en"
+    _shown_at: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "correct"
+
+    def feedback(self, lang: str | None = None) -> str:
+        return t(self.key, lang or self.lang, **self.fields) if self.key else ""
+
+    def line(self, lang: str | None = None) -> str:
+        lang = lang or self.lang
+        score = f"{fmt_points(self.points)}/{fmt_points(self.max_points)}"
+        text = t(f"check.line.{self.status}", lang, qid=self.id, score=score)
+        if self.status == "wrong" and self.key:
+            text += f". {t('check.hint', lang)}: {self.feedback(lang)}"
+        elif self.status == "unanswered":
+            text += f": {self.feedback(lang)}"
+        return text
+
+    def __repr__(self) -> str:
+        return self.line()
+
+    def __bool__(self) -> bool:
+        return self.correct
+
+    def record(self) -> dict[str, Any]:
+        """What the grader reads back from the executed notebook."""
+        return {
+            "id": self.id,
+            "status": self.status,
+            "correct": self.correct,
+            "points": self.points,
+            "max_points": self.max_points,
+            "key": self.key,
+            "fields": self.fields,
+            "lang": self.lang,
+            "feedback": self.feedback(),
+        }
+
+    def html(self) -> str:
+        edge, fill = _COLORS[self.status]
+        score = f"{fmt_points(self.points)}/{fmt_points(self.max_points)}"
+        head = html.escape(t(f"check.line.{self.status}", self.lang, qid=self.id, score=score))
+        body = ""
+        if self.status == "wrong" and self.key:
+            body = f"<br><b>{html.escape(t('check.hint', self.lang))}:</b> {html.escape(self.feedback())}"
+        elif self.status == "unanswered":
+            body = f"<br>{html.escape(self.feedback())}"
+        return (
+            f'<div style="border-left:4px solid {edge};background:{fill};color:#212121;'
+            f'padding:6px 10px;margin:4px 0;font-family:sans-serif">{head}{body}</div>'
+        )
+
+    def bundle(self, with_record: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {"text/plain": self.line(), "text/html": self.html()}
+        if with_record:
+            data[MIME] = self.record()
+        return data
+
+    def _ipython_display_(self) -> None:
+        # check() has shown this result already; when it is also the cell's last
+        # expression, showing it twice would only repeat the box
+        ip = _ipython()
+        if ip is not None and self._shown_at == ip.execution_count:
+            return
+        from IPython.display import display
+
+        display(self.bundle(with_record=False), raw=True)  # a re-display is not a new attempt
+
+
+def _ipython() -> Any:
+    mod = sys.modules.get("IPython")
+    return mod.get_ipython() if mod is not None else None
+
+
+def check(question_id: str, value: Any, *, run: Any = None, **context: Any) -> CheckResult:
+    """Check ``value`` against the question ``question_id``; show and return the result.
+
+    ``run=`` (a ``labkit.Run``) and any other keyword are the context that answers
+    depending on the student's own run or parameters are computed from.
+    ``...`` as the value means "not answered yet" and scores 0 without a hint.
+    """
+    q = registry.get(question_id)
+    if value is Ellipsis or value is NotImplemented:
+        status, key, fields = "unanswered", "check.unanswered", {}
+    else:
+        try:
+            verdict = q.judge(value, {"run": run, **context})
+        except OptionError:
+            raise  # the check cell itself is wrong (a missing run=...): the notebook's author must fix it
+        except Exception as e:
+            verdict = registry.Verdict(False, "check.crashed", {"error": f"{type(e).__name__}: {e}"})
+        status = "correct" if verdict.correct else "wrong"
+        key, fields = (None, {}) if verdict.correct else (verdict.key, dict(verdict.fields))
+    result = CheckResult(question_id, status, q.points if status == "correct" else 0, q.points, key, fields, get_lang())
+    _show(result)
+    return result
+
+
+def _show(result: CheckResult) -> None:
+    ip = _ipython()
+    if ip is None:  # a plain script, e.g. a lesson exported for torchrun
+        print(result.line())
+        return
+    from IPython.display import display
+
+    display(result.bundle(), raw=True)
+    result._shown_at = ip.execution_count

@@ -1,0 +1,136 @@
+"""The ``labkit grade`` and ``labkit build-student`` subcommands.
+
+    labkit build-student notebooks/en --out dist/student/en
+    labkit grade submissions/ --out reports/ --timeout 600
+
+``register(subparsers)`` adds both to the ``labkit`` command; each sets ``func``,
+which takes the parsed arguments and returns the exit code. ``python -m
+labkit.grading`` runs them without the rest of the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from labkit.errors import OptionError
+from labkit.i18n import LANGS, catalog, t
+
+catalog(
+    {
+        "cli.grade.help": {
+            "en": "grade a folder of submitted notebooks",
+            "ro": "notează un dosar de notebook-uri predate",
+        },
+        "cli.grade.description": {
+            "en": "Run every notebook in SUBMISSIONS in a fresh kernel, collect its labkit.check results and "
+            "write a report per student (JSON and Markdown) and a CSV gradebook. SUBMISSIONS holds one "
+            "folder per student, or files named <student>_<anything>.ipynb.",
+            "ro": "Rulează fiecare notebook din SUBMISSIONS într-un kernel nou, adună rezultatele labkit.check "
+            "și scrie un raport pentru fiecare student (JSON și Markdown) și un catalog CSV. SUBMISSIONS "
+            "conține câte un dosar pentru fiecare student, sau fișiere numite <student>_<orice>.ipynb.",
+        },
+        "cli.grade.submissions": {"en": "the folder of submissions", "ro": "dosarul cu predări"},
+        "cli.grade.out": {"en": "where to write the reports", "ro": "unde se scriu rapoartele"},
+        "cli.grade.timeout": {
+            "en": "seconds each notebook may run, all its cells together (default: %(default)s)",
+            "ro": "câte secunde poate rula fiecare notebook, toate celulele la un loc (implicit: %(default)s)",
+        },
+        "cli.grade.lang": {
+            "en": "the language of every report (default: each student's own)",
+            "ro": "limba tuturor rapoartelor (implicit: limba fiecărui student)",
+        },
+        "cli.grade.questions": {
+            "en": "a module or .py file of extra questions (repeatable; added to LABKIT_QUESTIONS)",
+            "ro": "un modul sau fișier .py cu întrebări în plus (se poate repeta; adăugat la LABKIT_QUESTIONS)",
+        },
+        "cli.grade.progress": {"en": "grading {student}: {file}", "ro": "se notează {student}: {file}"},
+        "cli.grade.done": {
+            "en": "{n} students graded; reports in {out}, gradebook in {csv}",
+            "ro": "{n} studenți notați; rapoartele în {out}, catalogul în {csv}",
+        },
+        "cli.grade.no_folder": {"en": "no such folder: {path}", "ro": "dosarul nu există: {path}"},
+        "cli.build.help": {
+            "en": "build the student edition of solution notebooks",
+            "ro": "construiește ediția pentru studenți a notebook-urilor cu soluții",
+        },
+        "cli.build.description": {
+            "en": "Replace the code between '### BEGIN SOLUTION' and '### END SOLUTION' with "
+            "'raise NotImplementedError()', remove hidden tests, clear outputs. Folders keep their layout.",
+            "ro": "Înlocuiește codul dintre '### BEGIN SOLUTION' și '### END SOLUTION' cu "
+            "'raise NotImplementedError()', elimină testele ascunse, golește ieșirile. Dosarele își păstrează structura.",
+        },
+        "cli.build.paths": {"en": "notebooks or folders of notebooks", "ro": "notebook-uri sau dosare cu notebook-uri"},
+        "cli.build.out": {"en": "where to write the student edition", "ro": "unde se scrie ediția pentru studenți"},
+        "cli.build.lang": {
+            "en": "the language of the stubs (default: the notebook's metadata.labkit.lang)",
+            "ro": "limba textelor înlocuitoare (implicit: metadata.labkit.lang a notebook-ului)",
+        },
+        "cli.build.done": {"en": "{n} notebooks written to {out}", "ro": "{n} notebook-uri scrise în {out}"},
+    }
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``grade`` and ``build-student`` to a parser's subcommands."""
+    g = subparsers.add_parser("grade", help=t("cli.grade.help"), description=t("cli.grade.description"))
+    g.add_argument("submissions", help=t("cli.grade.submissions"))
+    g.add_argument("--out", required=True, help=t("cli.grade.out"))
+    g.add_argument("--timeout", type=float, default=600, help=t("cli.grade.timeout"))
+    g.add_argument("--lang", choices=LANGS, help=t("cli.grade.lang"))
+    g.add_argument("--questions", action="append", default=[], help=t("cli.grade.questions"))
+    g.set_defaults(func=run_grade)
+
+    b = subparsers.add_parser("build-student", help=t("cli.build.help"), description=t("cli.build.description"))
+    b.add_argument("paths", nargs="+", help=t("cli.build.paths"))
+    b.add_argument("--out", required=True, help=t("cli.build.out"))
+    b.add_argument("--lang", choices=LANGS, help=t("cli.build.lang"))
+    b.set_defaults(func=run_build)
+
+
+def run_grade(args: argparse.Namespace) -> int:
+    from labkit.grading import registry
+    from labkit.grading.grade import grade_folder
+
+    if not Path(args.submissions).is_dir():
+        print(t("cli.grade.no_folder", path=args.submissions), file=sys.stderr)
+        return 2
+    if args.questions:  # the kernels inherit the variable, so the notebooks see the same questions
+        extra = [os.path.abspath(q) if q.endswith(".py") else q for q in args.questions]
+        current = [p for p in os.environ.get("LABKIT_QUESTIONS", "").split(os.pathsep) if p]
+        os.environ["LABKIT_QUESTIONS"] = os.pathsep.join(current + extra)
+    try:
+        registry.load_questions()  # a broken questions module fails here, not in every notebook
+    except OptionError as e:
+        print(e, file=sys.stderr)
+        return 2
+
+    def progress(student: str, file: str) -> None:
+        print(t("cli.grade.progress", student=student, file=file), file=sys.stderr, flush=True)
+
+    students = grade_folder(args.submissions, args.out, args.timeout, args.lang, log=progress)
+    out = Path(args.out)
+    print((out / "gradebook.md").read_text(), end="")
+    print(t("cli.grade.done", n=len(students), out=out, csv=out / "gradebook.csv"))
+    return 0
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from labkit.grading.build import BuildError, build_student
+
+    try:
+        written = build_student(args.paths, args.out, args.lang)
+    except BuildError as e:
+        print(e, file=sys.stderr)
+        return 1
+    print(t("cli.build.done", n=len(written), out=args.out))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labkit.grading")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)

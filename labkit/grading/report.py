@@ -1,0 +1,205 @@
+"""Score reports: per student a JSON file and a readable table, and a CSV gradebook for the class.
+
+reports/<student>/report.json    everything, for scripts
+reports/<student>/report.md      the table a student reads, in their language
+reports/gradebook.csv            one row per student, one column per lesson
+reports/gradebook.md             the same, readable
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from labkit.grading import registry
+from labkit.grading.checks import fmt_points
+from labkit.grading.grade import NotebookScore, QuestionScore, StudentReport
+from labkit.i18n import all_messages, catalog, get_lang, t
+
+catalog(
+    {
+        "report.title": {"en": "Score report: {student}", "ro": "Raport de punctaj: {student}"},
+        "report.total": {"en": "Total: {score} ({percent})", "ro": "Total: {score} ({percent})"},
+        "report.lesson": {"en": "Lesson {lesson}", "ro": "Lecția {lesson}"},
+        "report.file": {"en": "file {file}: {status}, {seconds} s", "ro": "fișierul {file}: {status}, {seconds} s"},
+        "report.not_counted": {
+            "en": "not counted: another submission of this lesson scored higher",
+            "ro": "nu se punctează: altă predare a acestei lecții are mai multe puncte",
+        },
+        "report.col.question": {"en": "question", "ro": "întrebare"},
+        "report.col.result": {"en": "result", "ro": "rezultat"},
+        "report.col.points": {"en": "points", "ro": "puncte"},
+        "report.col.feedback": {"en": "feedback", "ro": "observații"},
+        "report.col.student": {"en": "student", "ro": "student"},
+        "report.col.total": {"en": "total", "ro": "total"},
+        "report.errors": {"en": "Cells that raised an error:", "ro": "Celule care au ridicat o eroare:"},
+        "report.cell": {"en": "cell {cell}", "ro": "celula {cell}"},
+        "report.attempts": {"en": "{n} attempts, the last one counts", "ro": "{n} încercări, contează ultima"},
+        "report.no_submissions": {"en": "no notebooks", "ro": "niciun notebook"},
+        "grade.status.correct": {"en": "✓ correct", "ro": "✓ corect"},
+        "grade.status.wrong": {"en": "✗ wrong", "ro": "✗ greșit"},
+        "grade.status.unanswered": {"en": "… not answered", "ro": "… fără răspuns"},
+        "grade.status.missing": {"en": "— did not run", "ro": "— nu a rulat"},
+        "grade.status.extra": {"en": "not graded", "ro": "nu se notează"},
+        "grade.feedback.missing": {
+            "en": "this check never ran: did an earlier cell fail, or was the check cell deleted?",
+            "ro": "această verificare nu a rulat: a eșuat o celulă anterioară sau celula a fost ștearsă?",
+        },
+        "grade.feedback.extra": {
+            "en": "not a question of this lesson",
+            "ro": "nu este o întrebare a acestei lecții",
+        },
+        "grade.run.ok": {"en": "ran cleanly", "ro": "a rulat fără erori"},
+        "grade.run.errors": {"en": "some cells raised errors", "ro": "unele celule au ridicat erori"},
+        "grade.run.timeout": {
+            "en": "stopped at the time limit ({message}); the checks before it count",
+            "ro": "oprit la limita de timp ({message}); verificările de dinainte se punctează",
+        },
+        "grade.run.died": {
+            "en": "the kernel died ({message}); the checks before it count",
+            "ro": "kernelul a murit ({message}); verificările de dinainte se punctează",
+        },
+        "grade.run.failed": {"en": "could not be run ({message})", "ro": "nu a putut fi rulat ({message})"},
+        "grade.run.unreadable": {
+            "en": "is not a readable notebook ({message})",
+            "ro": "nu este un notebook care poate fi citit ({message})",
+        },
+    }
+)
+
+
+def _percent(points: float, max_points: float) -> str:
+    return f"{100 * points / max_points:.0f}%" if max_points else "-"
+
+
+def feedback(q: QuestionScore, lang: str) -> str:
+    """The row's feedback in ``lang`` when labkit knows the message, else as the student saw it."""
+    if q.status == "missing":
+        return t("grade.feedback.missing", lang)
+    if q.status == "extra":
+        return t("grade.feedback.extra", lang)
+    text = q.feedback
+    if q.key and q.key in all_messages():
+        try:
+            text = t(q.key, lang, **q.fields)
+        except (KeyError, IndexError, ValueError):
+            pass  # fields from another labkit version: keep the recorded text
+    if q.attempts > 1:
+        text = f"{text} ({t('report.attempts', lang, n=q.attempts)})".strip()
+    return text
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+
+
+def run_status(nb: NotebookScore, lang: str) -> str:
+    return t(f"grade.run.{nb.status}", lang, message=nb.message)
+
+
+def _notebook_section(nb: NotebookScore, lang: str, counted: bool) -> list[str]:
+    score = f"{fmt_points(nb.points)}/{fmt_points(nb.max_points)}"
+    head = t("report.lesson", lang, lesson=nb.lesson or "?") + f": {score} ({_percent(nb.points, nb.max_points)})"
+    lines = [f"## {head}", "", t("report.file", lang, file=nb.file, status=run_status(nb, lang), seconds=nb.seconds)]
+    if not counted:
+        lines += ["", f"*{t('report.not_counted', lang)}*"]
+    cols = ["question", "result", "points", "feedback"]
+    rows = [
+        [
+            q.id,
+            t(f"grade.status.{q.status}", lang),
+            f"{fmt_points(q.points)}/{fmt_points(q.max_points)}",
+            feedback(q, lang),
+        ]
+        for q in nb.questions
+    ]
+    lines += ["", *_table([t(f"report.col.{c}", lang) for c in cols], rows)]
+    if nb.errors:
+        lines += ["", t("report.errors", lang)]
+        for e in nb.errors:
+            what = f"{e['ename']}: {_cell(e['evalue'])[:200]}" if e["evalue"] else e["ename"]
+            lines.append(f"- {t('report.cell', lang, cell=e['cell'])}: {what}")
+    return lines + [""]
+
+
+def student_totals(
+    rep: StudentReport, lessons: dict[str, float] | None = None
+) -> tuple[dict[str, float], float, float]:
+    """(points per lesson, total, max total); ``lessons`` (lesson -> max) adds the ones not handed in."""
+    best = rep.best()
+    points = {lesson: nb.points for lesson, nb in best.items()}
+    maxima = dict(lessons) if lessons is not None else {lesson: nb.max_points for lesson, nb in best.items()}
+    return points, sum(points.get(k, 0) for k in maxima), sum(maxima.values())
+
+
+def student_markdown(rep: StudentReport) -> str:
+    lang = rep.lang
+    _, total, max_total = student_totals(rep)
+    lines = [f"# {t('report.title', lang, student=rep.student)}", ""]
+    score = f"{fmt_points(total)}/{fmt_points(max_total)}"
+    lines += [t("report.total", lang, score=score, percent=_percent(total, max_total)), ""]
+    if not rep.notebooks:
+        lines += [t("report.no_submissions", lang), ""]
+    best = rep.best()
+    for nb in rep.notebooks:
+        lines += _notebook_section(nb, lang, best.get(nb.lesson or "") is nb)
+    return "\n".join(lines)
+
+
+def student_json(rep: StudentReport) -> dict[str, Any]:
+    points, total, max_total = student_totals(rep)
+    return {
+        "student": rep.student,
+        "lang": rep.lang,
+        "lessons": {k: {"points": v, "max_points": rep.best()[k].max_points} for k, v in points.items()},
+        "points": total,
+        "max_points": max_total,
+        "notebooks": [
+            {**asdict(nb), "points": nb.points, "max_points": nb.max_points, "status_text": run_status(nb, rep.lang)}
+            for nb in rep.notebooks
+        ],
+    }
+
+
+def write_student(rep: StudentReport, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.json").write_text(json.dumps(student_json(rep), indent=2, ensure_ascii=False) + "\n")
+    (folder / "report.md").write_text(student_markdown(rep))
+
+
+def lesson_maxima(students: list[StudentReport]) -> dict[str, float]:
+    """Every lesson anyone handed in, with its points: from the registry when it knows the lesson."""
+    maxima: dict[str, float] = {}
+    for rep in students:
+        for lesson, nb in rep.best().items():
+            registered = sum(q.points for q in registry.lesson_questions(lesson))
+            maxima[lesson] = max(maxima.get(lesson, 0), registered or nb.max_points)
+    return dict(sorted(maxima.items()))
+
+
+def write_gradebook(students: list[StudentReport], out: Path, lang: str | None = None) -> None:
+    """gradebook.csv (stable, language-independent column names, for spreadsheets) and gradebook.md."""
+    lang = lang or get_lang()
+    maxima = lesson_maxima(students)
+    csv_rows, md_rows = [], []
+    for rep in students:
+        points, total, max_total = student_totals(rep, maxima)
+        per_lesson = [fmt_points(points.get(k, 0)) for k in maxima]
+        percent = _percent(total, max_total)
+        csv_rows.append([rep.student, *per_lesson, fmt_points(total), fmt_points(max_total), percent])
+        md_rows.append([rep.student, *per_lesson, f"{fmt_points(total)}/{fmt_points(max_total)}", percent])
+    with open(out / "gradebook.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["student", *maxima, "total", "max_points", "percent"])
+        w.writerows(csv_rows)
+    head = [t("report.col.student", lang), *(f"{k} (/{fmt_points(m)})" for k, m in maxima.items())]
+    head += [t("report.col.total", lang), "%"]
+    (out / "gradebook.md").write_text("\n".join(_table(head, md_rows)) + "\n")
