@@ -56,6 +56,8 @@ class ChannelServer:
     def poll(self, timeout: float) -> list[dict[str, Any]]:
         """Wait up to ``timeout`` seconds; return the messages that arrived, each with its ``rank``."""
         out: list[dict[str, Any]] = []
+        if self._listener.fileno() < 0:
+            return out
         for key, _ in self._sel.select(timeout):
             if key.fileobj is self._listener:
                 self._accept()
@@ -87,6 +89,8 @@ class ChannelServer:
         return set(self.by_rank)
 
     def close(self) -> None:
+        if self._listener.fileno() < 0:
+            return  # closed already
         for sock in list(self._clients):
             self._drop(sock, None)
         try:

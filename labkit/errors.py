@@ -20,6 +20,13 @@ class OptionError(LabkitError, ValueError):
         return [f"{type(self).__name__}: {self}"]  # the message says it all; no frames
 
 
+class CellSyntaxError(OptionError):
+    """The cell does not compile; raised by ``%%torchrun`` before anything is spawned."""
+
+    def _render_traceback_(self) -> list[str]:
+        return str(self).splitlines()
+
+
 class RunError(LabkitError, RuntimeError):
     """A run that started but did not end well. ``run`` holds what was measured."""
 

@@ -334,26 +334,38 @@ class Launch:
         proc = self.proc
         if outcome == "timeout":
             self._dump_stacks(run)
+        self._drain(run, server, 0.0)
         if proc is not None and proc.poll() is None:
+            # we are ending a live run (interrupt, stop, timeout): SIGTERM reaches every rank
+            # through torchrun, and closing the channel ends any rank that lingers
             self.stopped_by_us = True
-            _killpg(proc.pid, signal.SIGTERM)  # torchrun passes it on to every rank
+            _killpg(proc.pid, signal.SIGTERM)
+            _wait(proc, min(1.0, self.cfg.grace))
+            self._drain(run, server, 0.0)
+            server.close()
             _wait(proc, self.cfg.grace)
             if proc.poll() is None:
                 _killpg(proc.pid, signal.SIGKILL)
                 _wait(proc, 2.0)
-        # what the ranks sent before they ended is still in the socket buffers: read it all
-        end = time.time() + 2.0
-        while server.connected_ranks() and time.time() < end:
-            for msg in server.poll(0.05):
-                run.ingest(msg)
-        for msg in server.poll(0):
-            run.ingest(msg)
+        else:
+            # torchrun is gone by itself: what the ranks sent is still in the socket buffers
+            self._drain(run, server, 2.0)
         run.rejected_clients = list(server.rejected)
         server.close()  # the lifeline: any rank still alive kills itself now
         self._sweep(run)
         for log in run.logs.values():
             log.flush()
         run.poll_logs()
+
+    @staticmethod
+    def _drain(run: Run, server: ChannelServer, seconds: float) -> None:
+        """Read what the ranks have sent, until they all closed or ``seconds`` passed."""
+        end = time.time() + seconds
+        while True:
+            for msg in server.poll(0.05 if seconds else 0):
+                run.ingest(msg)
+            if not server.connected_ranks() or time.time() >= end:
+                break
 
     def _dump_stacks(self, run: Run) -> None:
         """Ask hung ranks where they are: faulthandler prints every thread's stack to stderr."""
@@ -455,7 +467,7 @@ class Launch:
         err = run.ranks[r].error or {}
         if kind != "error" or not PEER_LOST.search(err.get("message", "") + err.get("traceback", "")):
             return None
-        for other, s in run.ranks.items():
+        for other in run.ranks:
             done = next((m for m in run.events[other] if m.get("t") == "done"), None)
             if other != r and done is not None and done.get("time", when) <= when:
                 msg = t("launch.early_exit", rank=other, other=r, detail=err.get("type", "error"))

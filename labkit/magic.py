@@ -14,7 +14,7 @@ import argparse
 import shlex
 from typing import Any
 
-from labkit.errors import OptionError
+from labkit.errors import CellSyntaxError, OptionError
 from labkit.i18n import catalog, set_lang, t
 
 catalog(
@@ -80,7 +80,7 @@ def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Any:
     opts = parse_line(line)
     try:
         return torchrun(
-            cell,
+            "\n" + cell,  # line 1 of the cell is the %%torchrun line: keep line numbers as the student sees them
             nproc=opts.nproc,
             backend=opts.backend,
             timeout=opts.timeout,
@@ -90,9 +90,8 @@ def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Any:
             display="none" if opts.quiet else opts.display,
         )
     except SyntaxError as exc:
-        # shown as a plain syntax error at the cell's line, not a trace through labkit
-        exc._render_traceback_ = lambda: _syntax_lines(exc)  # type: ignore[attr-defined]
-        raise
+        # IPython shows a SyntaxError from a magic as a trace through labkit; ours is just the cell line
+        raise CellSyntaxError("\n".join(_syntax_lines(exc))) from None
 
 
 def _syntax_lines(exc: SyntaxError) -> list[str]:

@@ -13,20 +13,31 @@ sys.path.insert(0, ROOT)
 
 
 def listening_sockets() -> set[str]:
-    """LISTEN entries (local address) in /proc/net/tcp{,6} owned by us."""
-    found = set()
-    uid = str(os.getuid())
+    """TCP sockets in LISTEN state held open by this process (by inode).
+
+    Other processes' sockets die with them, and orphan processes are checked separately;
+    looking only at our own fds keeps the check exact when other jobs share the machine.
+    """
+    listening = set()
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(name) as f:
                 next(f)
                 for line in f:
                     parts = line.split()
-                    if parts[3] == "0A" and parts[7] == uid:  # 0A = LISTEN
-                        found.add(parts[1])
+                    if parts[3] == "0A":  # 0A = LISTEN
+                        listening.add(parts[9])
         except OSError:
             pass
-    return found
+    ours = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            ours.add(target[8:-1])
+    return listening & ours
 
 
 def leftover_ranks(timeout: float = 10.0) -> list[int]:
@@ -40,12 +51,7 @@ def leftover_ranks(timeout: float = 10.0) -> list[int]:
     return left
 
 
-@pytest.fixture
-def no_leaks():
-    """After the test: no process of any labkit run alive, no new listening socket, no fd growth."""
-    before_listen = listening_sockets()
-    before_fds = len(os.listdir("/proc/self/fd"))
-    yield
+def check_leftovers(before_listen: set[str]) -> None:
     left = leftover_ranks()
     if left:
         from labkit.launcher import cleanup
@@ -56,4 +62,21 @@ def no_leaks():
     while listening_sockets() - before_listen and time.time() < deadline:
         time.sleep(0.1)
     assert listening_sockets() - before_listen == set(), "a listening socket was left open"
+
+
+@pytest.fixture
+def no_orphans():
+    """After the test: no process of any labkit run alive, no new listening socket."""
+    before_listen = listening_sockets()
+    yield
+    check_leftovers(before_listen)
+
+
+@pytest.fixture
+def no_leaks():
+    """``no_orphans``, and no file descriptors leaked by this process (the launcher ran in it)."""
+    before_listen = listening_sockets()
+    before_fds = len(os.listdir("/proc/self/fd"))
+    yield
+    check_leftovers(before_listen)
     assert len(os.listdir("/proc/self/fd")) <= before_fds + 2, "file descriptors leaked"

@@ -1,0 +1,163 @@
+"""%%torchrun through a real Jupyter kernel (nbclient, papermill, jupyter_client):
+what a student's notebook, a papermill sweep and an interrupt actually do."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from conftest import leftover_ranks
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+
+def notebook(*cells: str, params: str | None = None) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    if params is not None:
+        nb.cells.append(nbformat.v4.new_code_cell(params, metadata={"tags": ["parameters"]}))
+    nb.cells += [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def execute(nb, **kw):
+    NotebookClient(nb, timeout=180, kernel_name="python3", **kw).execute()
+    return nb
+
+
+def text_of(cell) -> str:
+    parts = []
+    for out in cell.outputs:
+        if out.output_type == "stream":
+            parts.append(out.text)
+        elif "data" in out and "text/plain" in out.data:
+            parts.append(out.data["text/plain"])
+        elif out.output_type == "error":
+            parts.append("\n".join(out.traceback))
+    return "\n".join(parts)
+
+
+def test_magic_runs_cell_and_summary_lands_in_that_cell():  # F32
+    nb = execute(
+        notebook(
+            "%load_ext labkit",
+            "%%torchrun -n 2\nfrom labkit import rank\nimport torch.distributed as dist\nrank.report(r=rank.rank(), w=dist.get_world_size())",
+            "import labkit\nprint(_.values, _ is labkit.last_run, _.ok)",
+        )
+    )
+    run_cell = nb.cells[1]
+    text = text_of(run_cell)
+    assert "2 ranks, backend gloo" in text and "all ranks finished" in text
+    kinds = {mime for out in run_cell.outputs for mime in out.get("data", {})}
+    assert "application/vnd.jupyter.widget-view+json" in kinds, "the live dashboard was displayed"
+    assert "image/png" in kinds, "one static figure at the end"
+    assert text_of(nb.cells[2]).strip() == "{0: {'r': 0, 'w': 2}, 1: {'r': 1, 'w': 2}} True True"
+
+
+def test_rank_error_in_notebook_names_rank_and_cell_line():
+    nb = notebook(
+        "%load_ext labkit",
+        "%%torchrun -n 2\nfrom labkit import rank\nx = 1\nif rank.rank() == 1:\n    raise KeyError('missing')\n",
+    )
+    with pytest.raises(CellExecutionError) as info:
+        execute(nb)
+    err = nb.cells[1].outputs[-1]
+    assert err.ename == "RankError"
+    assert "rank 1 failed (cell line 5): KeyError: 'missing'" in err.evalue
+    assert any('File "<cell>", line 5' in line for line in err.traceback)
+    assert "launcher.py" not in "\n".join(err.traceback), "no labkit frames in what the student sees"
+    assert "RankError" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "magic,needle",
+    [
+        ("%%torchrun -n 0\npass", "nproc must be at least 1"),
+        ("%%torchrun --backend tcp\npass", "unknown backend"),
+        ("%%torchrun --vars nothere\npass", "'nothere'"),
+        ("%%torchrun --bogus\npass", "unrecognized arguments"),
+        ("%%torchrun\nif True\n    pass", "SyntaxError"),
+    ],
+)
+def test_bad_options_are_one_clear_line(magic, needle):
+    nb = notebook("%load_ext labkit", magic)
+    with pytest.raises(CellExecutionError):
+        execute(nb)
+    err = nb.cells[1].outputs[-1]
+    assert needle in "\n".join(err.traceback)
+    assert len(err.traceback) <= 4
+
+
+def test_romanian_messages_from_the_magic():
+    nb = notebook("%load_ext labkit\n%labkit_lang ro", "%%torchrun -n 0\npass")
+    with pytest.raises(CellExecutionError):
+        execute(nb)
+    assert "trebuie să fie cel puțin 1" in nb.cells[1].outputs[-1].evalue
+
+
+def test_papermill_parameters_and_timeout(tmp_path):  # F31
+    import papermill
+
+    src = tmp_path / "in.ipynb"
+    nbformat.write(
+        notebook(
+            "%load_ext labkit",
+            "%%torchrun -n $nproc --vars seconds\nimport time\nfrom labkit import rank\ntime.sleep(seconds)\nrank.report(n=rank.world_size())",
+            params="nproc = 2\nseconds = 0.1",
+        ),
+        src,
+    )
+    out = papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"), parameters={"nproc": 3}, kernel_name="python3")
+    assert "3 ranks" in text_of(out.cells[-1])
+
+    t0 = time.time()
+    from nbclient.exceptions import CellTimeoutError
+
+    with pytest.raises((papermill.PapermillExecutionError, CellTimeoutError)):
+        papermill.execute_notebook(
+            str(src), str(tmp_path / "slow.ipynb"), parameters={"seconds": 60}, kernel_name="python3", execution_timeout=15
+        )
+    assert time.time() - t0 < 15 + 5 + 20
+    assert leftover_ranks(10) == []
+    saved = nbformat.read(tmp_path / "slow.ipynb", as_version=4)  # papermill kept the notebook
+    assert saved.cells[-1].source.startswith("%%torchrun")
+
+
+def test_interrupt_and_shutdown_leave_no_rank():  # the kernel's own interrupt and shutdown
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        kc.execute_interactive("%load_ext labkit", timeout=60)
+        kc.execute("%%torchrun -n 2\nimport time\ntime.sleep(1000)")
+        from labkit.launcher import find_run_processes
+
+        deadline = time.time() + 60
+        while len(find_run_processes(None)) < 3 and time.time() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)
+        t0 = time.time()
+        km.interrupt_kernel()
+        assert leftover_ranks(5.0) == []
+        assert time.time() - t0 < 5.5
+        reply = kc.get_shell_msg(timeout=10)  # the interrupted cell's reply
+        assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "RunInterrupted"
+        # the kernel is usable right away: a new run succeeds
+        reply = kc.execute_interactive("%%torchrun -n 2 --quiet\nfrom labkit import rank\nrank.report(again=1)", timeout=120)
+        assert reply["content"]["status"] == "ok"
+
+        kc.execute("%%torchrun -n 2\nimport time\ntime.sleep(1000)")
+        deadline = time.time() + 60
+        while len(find_run_processes(None)) < 3 and time.time() < deadline:
+            time.sleep(0.2)
+        time.sleep(0.5)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+    assert leftover_ranks(10.0) == [], "ranks outlived their kernel"
+    assert not os.path.exists(f"/proc/{km.provisioner.pid}") if km.provisioner else True
