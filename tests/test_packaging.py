@@ -6,9 +6,13 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 
 import yaml
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONDA_NAMES = {"torch": "pytorch"}  # PyPI name -> conda-forge name, where they differ
