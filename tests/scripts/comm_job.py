@@ -1,0 +1,107 @@
+"""Train a few steps under several wrappings in one torchrun job; count and time each step.
+
+    LABKIT_REPORT_DIR=/tmp/out python -m torch.distributed.run --nproc-per-node 2 \
+        tests/scripts/comm_job.py tiny 3 ddp fsdp1:FULL_SHARD:BACKWARD_PRE fsdp2:reshard
+
+Arguments: model preset, steps per configuration, then configurations:
+``ddp``, ``fsdp2:reshard`` / ``fsdp2:keep`` (reshard_after_forward), or
+``fsdp1:STRATEGY[:PREFETCH][:fwd][:nolimit]`` with PREFETCH one of BACKWARD_PRE,
+BACKWARD_POST, NONE (default BACKWARD_PRE), ``fwd`` for forward_prefetch and
+``nolimit`` for limit_all_gathers=False. Each configuration builds a fresh model and
+records every step with ``labkit.timeline.Recorder`` (which also sends the ``comm``
+counts); messages carry ``config``. One job for all, because a torchrun launch costs seconds.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from labkit import comm, timeline
+from labkit.models import TransformerBlock, TransformerLM, get_config, synthetic_batch
+from labkit.rank import send as rank_send
+
+
+def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:
+    if spec == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model)
+    flavor, *opts = spec.split(":")
+    if flavor == "fsdp2":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        mesh = init_device_mesh("cpu", (world,))
+        reshard = opts[0] == "reshard"
+        for block in model.layers:
+            fully_shard(block, mesh=mesh, reshard_after_forward=reshard)
+        fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
+        return model
+    from torch.distributed.fsdp import BackwardPrefetch, FullyShardedDataParallel, ShardingStrategy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    strategy = opts[0]
+    prefetch = opts[1] if len(opts) > 1 and opts[1].startswith(("BACKWARD", "NONE")) else "BACKWARD_PRE"
+    extra = {}
+    if strategy in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"):
+        from torch.distributed.device_mesh import init_device_mesh
+
+        extra["device_mesh"] = init_device_mesh("cpu", (world // 2, 2), mesh_dim_names=("replicate", "shard"))
+    return FullyShardedDataParallel(
+        model,
+        auto_wrap_policy=ModuleWrapPolicy({TransformerBlock}),
+        sharding_strategy=ShardingStrategy[strategy],
+        backward_prefetch=None if prefetch == "NONE" else BackwardPrefetch[prefetch],
+        forward_prefetch="fwd" in opts,
+        limit_all_gathers="nolimit" not in opts,
+        device_id=torch.device("cpu"),
+        **extra,
+    )
+
+
+def cross_check(model: torch.nn.Module, opt: torch.optim.Optimizer, cfg, rank: int, spec: str, i: int) -> None:
+    """One more step counted twice: by labkit.comm and by torch's own CommDebugMode."""
+    from torch.distributed.tensor.debug import CommDebugMode
+
+    x, y = synthetic_batch(cfg, 2, i, rank)
+    with CommDebugMode() as debug, comm.count(send=False) as ours:
+        model(x, y).backward()
+        opt.step()
+        opt.zero_grad()
+    theirs = {str(op).split(".")[-1]: n for op, n in debug.get_comm_counts().items()}
+    mine: dict[str, int] = {}
+    for c in ours.calls:
+        name = c.c10d.split("::")[-1]
+        mine[name] = mine.get(name, 0) + 1
+    rank_send("commdebug", config=spec, commdebugmode=theirs, labkit=mine)
+
+
+def main() -> None:
+    torch.set_num_threads(1)  # ranks share 2 cores
+    dist.init_process_group("gloo", timeout=timedelta(seconds=60))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    cfg = get_config(sys.argv[1])
+    steps = int(sys.argv[2])
+    for spec in sys.argv[3:]:
+        torch.manual_seed(0)
+        model = wrap(spec, TransformerLM(cfg), world)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        rec = timeline.Recorder(model, optimizer=opt)
+        for i in range(steps):
+            x, y = synthetic_batch(cfg, 2, i, rank)
+            with rec.step(i, config=spec, num_params=cfg.num_params()):
+                model(x, y).backward()
+                opt.step()
+                opt.zero_grad()
+        rec.close()
+        cross_check(model, opt, cfg, rank, spec, steps)
+        dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
