@@ -388,19 +388,31 @@ def _labkit_begin_cell(state, index, backend, own_init):
     rank = state["rank"]
     rank.values.clear()
     rank._step_count = 0
-    timeout = datetime.timedelta(seconds=state["pg_timeout"])
-    if own_init and not hasattr(dist.init_process_group, "labkit_timeout"):
-        original = dist.init_process_group
+    state["cell"] = index
+    if "init" not in state:
+        state["init"] = dist.init_process_group
 
-        def with_timeout(*args, **kwargs):  # the cell makes its own group: it still gets the timeout
-            kwargs.setdefault("timeout", with_timeout.labkit_timeout)
-            return original(*args, **kwargs)
+        def init_process_group(*args, **kwargs):
+            """The group of a cell: with the lab's timeout, and a store of the cell's own.
 
-        dist.init_process_group = with_timeout
-    if own_init:
-        dist.init_process_group.labkit_timeout = timeout
-    elif not dist.is_initialized():
-        kwargs = {"timeout": timeout}
+            Each cell makes and destroys a group, and torch 2.13 numbers a group made again in
+            the same process as the one before it: on the same store it reads the last group's
+            keys and fails ("Connection reset by peer") or hangs. A prefix per cell keeps them apart.
+            """
+            timeout = datetime.timedelta(seconds=state["pg_timeout"])
+            kwargs.setdefault("timeout", timeout)
+            if len(args) < 2 and "init_method" not in kwargs and "store" not in kwargs:
+                r, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+                if "store" not in state:  # torchrun's own store (env://), one for the whole script
+                    state["store"] = next(dist.rendezvous("env://", r, world, timeout=timeout))[0]
+                kwargs.update(
+                    store=dist.PrefixStore(f"labkit/cell{state['cell']}", state["store"]), rank=r, world_size=world
+                )
+            return state["init"](*args, **kwargs)
+
+        dist.init_process_group = init_process_group  # a cell that makes its own group gets both too
+    if not own_init and not dist.is_initialized():
+        kwargs = {}
         if backend == "nccl":
             local = int(os.environ.get("LOCAL_RANK", "0"))
             torch.cuda.set_device(local)  # LOCAL_RANK, before anything touches CUDA

@@ -1,0 +1,252 @@
+"""labkit.export: a lesson's %%torchrun cells as a script that plain torchrun runs, with the
+notebook's values. The script is run for real on 2 gloo ranks and compared with the same
+cells run the notebook's way (labkit.magic.run_cell, what %%torchrun calls)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from labkit import export
+from labkit.errors import OptionError
+from labkit.i18n import set_lang
+
+PY = sys.executable
+TIMEOUT = 120  # seconds for one torchrun launch; a healthy one takes 3-8 s here
+
+CELL_REDUCE = """\
+import torch
+import torch.distributed as dist
+from labkit import rank
+
+x = torch.tensor([float(rank.rank() + 1)])
+for i in rank.steps(STEPS):
+    pass
+dist.all_reduce(x)
+torch.manual_seed(0)
+rank.report(total=x.item() * factor, sizes=sizes, world=dist.get_world_size(), seeded=torch.randn(2),
+            device=str(rank.device()))
+"""
+
+CELL_OWN_GROUP = """\
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")  # the cell makes its own group: the export must not make another
+from labkit import rank
+
+ranks = [None, None]
+dist.all_gather_object(ranks, dist.get_rank())
+rank.report(world=dist.get_world_size(), backend=dist.get_backend(), ranks=ranks)
+"""
+
+
+def make_notebook(path: str) -> str:
+    c = nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A lesson"),  # 0
+        c("STEPS = 3\nSCALE = 2.0", metadata={"tags": ["parameters"]}),  # 1
+        c("%load_ext labkit\nimport math\nfactor = SCALE * 1.5\nsizes = [1, 2]\nsizes.append(STEPS)"),  # 2
+        c("%%torchrun -n 2 --vars STEPS,factor,sizes\n" + CELL_REDUCE),  # 3
+        c("%%torchrun -n 2 --backend gloo\n" + CELL_OWN_GROUP),  # 4
+        c("STEPS = 99\nfor i in range(2):\n    SCALE = i"),  # 5: after cell 3, so not its value
+        c("%%torchrun -n 2 --vars STEPS\nfrom labkit import rank\nrank.report(steps=STEPS)"),  # 6
+        c("%%torchrun -n 2 --vars SCALE\npass"),  # 7: SCALE was last set in a for loop
+        c("%%torchrun -n 4\npass"),  # 8
+    ]
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture
+def notebook(tmp_path) -> str:
+    return make_notebook(str(tmp_path / "lesson.ipynb"))
+
+
+def expected_cell3(r: int) -> dict:
+    import torch
+
+    torch.manual_seed(0)
+    return {"total": 9.0, "sizes": [1, 2, 3], "world": 2, "seeded": torch.randn(2).tolist(), "device": "cpu"}
+
+
+EXPECTED_CELL4 = {"world": 2, "backend": "gloo", "ranks": [0, 1]}
+
+
+def run_torchrun(script: str, report_dir: str, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+    """``torchrun --nproc-per-node=2 script`` with a hard timeout; every process it made is gone after."""
+    from labkit.launcher import find_run_processes
+
+    mark = "exporttest-" + secrets.token_hex(4)  # found in /proc by the sweep below
+    env = {**os.environ, "LABKIT_REPORT_DIR": report_dir, "LABKIT_RUN_ID": mark, **(extra_env or {})}
+    cmd = [PY, "-m", "torch.distributed.run", "--nproc-per-node=2", "--rdzv-backend=c10d"]
+    cmd += ["--rdzv-endpoint=127.0.0.1:0", "--max-restarts=0", script]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        out, _ = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)  # torchrun passes SIGTERM on to its ranks
+        out, _ = proc.communicate(timeout=30)
+        pytest.fail(f"torchrun did not finish in {TIMEOUT} s:\n{out[-3000:]}")
+    finally:
+        for pid in find_run_processes(mark):
+            os.kill(pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, "")
+
+
+def reported(report_dir: str) -> dict[int, dict[int, dict]]:
+    """{cell: {rank: values}} from the JSON lines the ranks wrote."""
+    out: dict[int, dict[int, dict]] = {}
+    for r in (0, 1):
+        cell = None
+        with open(os.path.join(report_dir, f"rank{r}.jsonl")) as f:
+            for line in f:
+                msg = json.loads(line)
+                if msg["t"] == "cell":
+                    cell = msg["index"]
+                elif msg["t"] == "report":
+                    out.setdefault(cell, {}).setdefault(r, {}).update(msg["values"])
+    return out
+
+
+def notebook_run(path: str, index: int) -> dict[int, dict]:
+    """The cell run as %%torchrun runs it, after the kernel ran the cells above it."""
+    from labkit import magic
+
+    cells = nbformat.read(path, as_version=4).cells
+    namespace: dict = {}
+    for cell in cells[:index]:
+        if cell.cell_type == "code" and not cell.source.startswith("%%"):
+            exec("\n".join(ln for ln in cell.source.split("\n") if not ln.startswith("%")), namespace)
+    line, body = export.split_magic(cells[index].source)
+    run = magic.run_cell(line + " --quiet", body, namespace)
+    return run.values
+
+
+def test_exported_lesson_gives_the_notebook_values(notebook, tmp_path):
+    script = str(tmp_path / "lesson.py")
+    export.export_notebook(notebook, cells=[3, 4], out=script)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    done = run_torchrun(script, str(reports))
+    assert done.returncode == 0, done.stdout[-3000:]
+
+    values = reported(str(reports))
+    assert values[3] == {r: expected_cell3(r) for r in (0, 1)}
+    assert values[4] == {0: EXPECTED_CELL4, 1: EXPECTED_CELL4}
+    assert "cell 3, rank 0 reported: " + json.dumps(values[3][0]) in done.stdout  # reporting with no notebook
+
+    # the same two cells run the notebook's way
+    assert notebook_run(notebook, 3) == values[3]
+    assert notebook_run(notebook, 4) == values[4]
+
+
+def test_exported_script_runs_without_labkit(notebook, tmp_path):
+    shadow = tmp_path / "shadow" / "labkit"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text('raise ImportError("labkit is not installed on this cluster")\n')
+    script = str(tmp_path / "cell3.py")
+    export.export_notebook(notebook, cells=[3], out=script)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    done = run_torchrun(script, str(reports), {"PYTHONPATH": str(shadow.parent)})
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert reported(str(reports))[3] == {r: expected_cell3(r) for r in (0, 1)}
+    kinds = [json.loads(line)["t"] for line in open(reports / "rank1.jsonl")]
+    assert kinds == ["cell"] + ["step_start", "step"] * 3 + ["report"]  # the stand-in sends what labkit sends
+
+
+def test_vars_come_from_the_notebook_in_order(notebook):
+    text = export.export_notebook(notebook, cells=[3])
+    section = text.split("# ---- cell 3:")[1]
+    assert "# from cell 1 (parameters)\nSTEPS = 3\nSCALE = 2.0\n# from cell 2\n" in section
+    assert "factor = SCALE * 1.5\nsizes = [1, 2]\nsizes.append(STEPS)\n" in section
+    assert "import math" not in section  # not needed by any --vars name
+    assert "_labkit_begin_cell(_LABKIT, 3, backend='auto', own_init=False)" in section
+    # cell 6 comes after `STEPS = 99`: that is its value, and only that
+    six = export.export_notebook(notebook, cells=[6]).split("# ---- cell 6:")[1]
+    assert "STEPS = 99" in six and "STEPS = 3" not in six
+    assert "own_init=True" in export.export_notebook(notebook, cells=[4])
+    compile(text, "lesson.py", "exec")
+
+
+def test_a_value_the_export_cannot_know_is_an_error(notebook):
+    set_lang("en")
+    try:
+        with pytest.raises(OptionError, match=r"'SCALE'.*cell 5.*for i in range\(2\)"):
+            export.export_notebook(notebook, cells=[7])
+    finally:
+        set_lang(None)
+
+
+def test_missing_variable_and_dependency_are_named(tmp_path):
+    c = nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [c("lr = base * 2"), c("%%torchrun --vars lr,epochs\npass")]
+    path = str(tmp_path / "nb.ipynb")
+    nbformat.write(nb, path)
+    set_lang("en")
+    try:
+        with pytest.raises(OptionError, match=r"'lr'.*computed from 'base'"):
+            export.export_notebook(path)
+        nb.cells[0] = c("base = 0.1\nlr = base * 2")
+        nbformat.write(nb, path)
+        with pytest.raises(OptionError, match=r"'epochs'.*epochs = \.\.\."):
+            export.export_notebook(path)
+        set_lang("ro")
+        with pytest.raises(OptionError, match="nicio celulă de cod dinaintea ei"):
+            export.export_notebook(path)
+    finally:
+        set_lang(None)
+
+
+def test_cells_that_cannot_share_one_script(notebook, tmp_path):
+    set_lang("en")
+    try:
+        with pytest.raises(OptionError, match="different numbers of ranks"):
+            export.export_notebook(notebook, cells=[3, 8])
+        with pytest.raises(OptionError, match=r"cell 2 is not a %%torchrun cell.*3, 4, 6, 7, 8"):
+            export.export_notebook(notebook, cells=[2])
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell("%%torchrun -n 2\nx = (")]
+        broken = str(tmp_path / "broken.ipynb")
+        nbformat.write(nb, broken)
+        with pytest.raises(OptionError, match="cell 0 does not compile"):
+            export.export_notebook(broken)
+    finally:
+        set_lang(None)
+
+
+def test_env_option_is_set_before_torch(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("%%torchrun -n 2 --env NCCL_DEBUG=INFO --env A=1\npass")]
+    path = str(tmp_path / "env.ipynb")
+    nbformat.write(nb, path)
+    text = export.export_notebook(path)
+    assert text.index("os.environ.update({'NCCL_DEBUG': 'INFO', 'A': '1'})") < text.index("import torch")
+
+
+def test_cli_subcommand(notebook, tmp_path, capsys):
+    parser = argparse.ArgumentParser(prog="labkit")
+    export.register(parser.add_subparsers(dest="command"))
+    out = str(tmp_path / "one.py")
+    args = parser.parse_args(["export", notebook, "--cell", "3", "-o", out])
+    assert args.func(args) == 0
+    assert f"run it with: torchrun --nproc-per-node=2 {out}" in capsys.readouterr().err
+    assert os.access(out, os.X_OK) and "# ---- cell 3:" in open(out).read()
+    args = parser.parse_args(["export", notebook, "--list"])
+    assert args.func(args) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [int(line.split()[0]) for line in listed] == [3, 4, 6, 7, 8]
+    assert export.main([notebook, "--cell", "0"]) == 2  # an OptionError, said on stderr
