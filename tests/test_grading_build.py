@@ -33,6 +33,11 @@ def test_romanian_stub_and_markdown_answer():
     assert strip(md, "markdown") == "Why?\n\nYOUR ANSWER HERE"
 
 
+def test_nbgrader_marker_spellings():
+    src = "a = 1\n  # BEGIN SOLUTION\n  b = 2\n  #END SOLUTION\n# BEGIN HIDDEN TESTS  \nassert b\n## END HIDDEN TESTS"
+    assert strip(src) == "a = 1\n  # YOUR CODE HERE\n  raise NotImplementedError()"
+
+
 def test_hidden_tests_are_removed():
     src = "check(x)\n### BEGIN HIDDEN TESTS\nassert x == 16\n### END HIDDEN TESTS\ndone()"
     assert strip(src) == "check(x)\ndone()"
@@ -56,6 +61,7 @@ def test_one_line_solution_becomes_ellipsis():
         ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n### END SOLUTION", "still open", 2),
         ("### BEGIN SOLUTION\nx = 1\n### END HIDDEN TESTS", "closes a region opened by '### BEGIN SOLUTION'", 3),
         ("### BEGIN HIDDEN TESTS\n### BEGIN SOLUTION", "still open", 2),
+        ("x = 1\ny = 2  ### BEGIN SOLUTION\n### END SOLUTION", "a comment line of its own", 2),
     ],
 )
 def test_marker_errors_name_notebook_cell_and_line(src, what, line):

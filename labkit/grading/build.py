@@ -52,6 +52,10 @@ catalog(
             "en": "{where}: '{marker}' closes a region opened by '{opener}'",
             "ro": "{where}: '{marker}' închide o regiune deschisă de '{opener}'",
         },
+        "build.not_alone": {
+            "en": "{where}: a solution or hidden-tests marker must be a comment line of its own",
+            "ro": "{where}: un marcaj de soluție sau de teste ascunse trebuie să fie singur pe linie, ca și comentariu",
+        },
         "build.one_line": {
             "en": "{where}: '# SOLUTION' at the end of a line works only on an assignment (name = value)",
             "ro": "{where}: '# SOLUTION' la sfârșitul unei linii merge doar pe o atribuire (nume = valoare)",
@@ -94,11 +98,14 @@ class MarkerError(BuildError):
     """Solution markers that do not pair up; the message names notebook, cell and line."""
 
 
+# a marker is a comment line of its own; any number of '#', as nbgrader accepts "# BEGIN SOLUTION" too
+_MARKER = re.compile(r"^\s*#+\s*((?:BEGIN|END) (?:SOLUTION|HIDDEN TESTS))\s*$")
+_ANY_MARKER = re.compile(r"(?:BEGIN|END) (?:SOLUTION|HIDDEN TESTS)")
+
+
 def _marker(line: str) -> str | None:
-    for m in (BEGIN_SOLUTION, END_SOLUTION, BEGIN_HIDDEN, END_HIDDEN):
-        if m in line:
-            return m
-    return None
+    m = _MARKER.match(line)
+    return "### " + m.group(1) if m else None
 
 
 def _stub(cell_type: str, lang: str) -> list[str]:
@@ -139,6 +146,8 @@ def strip_solutions(source: str, cell_type: str, where: tuple[str, int], lang: s
             opened = None
         elif opened:
             continue
+        elif _ANY_MARKER.search(line):  # "x = 1  ### BEGIN SOLUTION" would leak into the student edition
+            raise MarkerError(t("build.not_alone", where=here(n)))
         elif cell_type == "code" and _ONE_LINE.search(line):
             m = _ASSIGNMENT.match(line)
             if not m:

@@ -97,10 +97,10 @@ def run_grade(args: argparse.Namespace) -> int:
     if not Path(args.submissions).is_dir():
         print(t("cli.grade.no_folder", path=args.submissions), file=sys.stderr)
         return 2
-    if args.questions:  # the kernels inherit the variable, so the notebooks see the same questions
-        extra = [os.path.abspath(q) if q.endswith(".py") else q for q in args.questions]
-        current = [p for p in os.environ.get("LABKIT_QUESTIONS", "").split(os.pathsep) if p]
-        os.environ["LABKIT_QUESTIONS"] = os.pathsep.join(current + extra)
+    # the kernels inherit the variable, so the notebooks see the same questions; they run in
+    # a folder of their own, so a relative path would not be found there
+    names = [p for p in os.environ.get("LABKIT_QUESTIONS", "").split(os.pathsep) if p] + args.questions
+    os.environ["LABKIT_QUESTIONS"] = os.pathsep.join(os.path.abspath(n) if n.endswith(".py") else n for n in names)
     try:
         registry.load_questions()  # a broken questions module fails here, not in every notebook
     except OptionError as e:
