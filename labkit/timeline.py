@@ -320,6 +320,7 @@ class Recorder:
         compute = self._compute_spans()
         if self._device() == "cpu":  # one thread: it was not computing while it waited in a collective
             compute = _cut(compute, [(c.issued, c.done or c.returned) for c in counter.calls if c.blocking])
+            compute = _one_thread(compute)
         self.spans = compute + self._extra + [_comm_span(c) for c in counter.calls]
         self.spans.sort(key=lambda s: s["start"])
         if send:
@@ -379,6 +380,17 @@ def _comm_span(c: Any) -> dict[str, Any]:
     done = c.done if c.done is not None else c.returned
     extra = {"bytes": c.bytes, "wire_bytes": c.wire_bytes, "group_size": c.group_size, "blocking": c.blocking}
     return span(c.unit or "", c.op, c.issued, done, "comm", **extra)
+
+
+def _one_thread(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One thread runs one span at a time. Where two touch (one module's input gradient is the
+    next module's output gradient: two hooks on one tensor, a few µs apart), end the first
+    where the second begins."""
+    spans = sorted(spans, key=lambda s: s["start"])
+    for a, b in zip(spans, spans[1:]):
+        if 0 < a["end"] - b["start"] < 1e-3:  # a larger overlap would be a bug in the hooks: keep it visible
+            a["end"] = max(b["start"], a["start"])
+    return [s for s in spans if s["end"] > s["start"]]
 
 
 def _cut(spans: list[dict[str, Any]], holes: Sequence[tuple[float, float]]) -> list[dict[str, Any]]:
@@ -514,65 +526,85 @@ def peak_held(spans: Sequence[dict[str, Any]]) -> int:
     return max((n for _, n in held_curve(spans)), default=0)
 
 
+LANES = ("compute", "comm", "held")
+
+
 def plot_timeline(
-    run: Any, ax: Any = None, step: int | None = None, title: str | None = None, simulated: bool = False
+    run: Any,
+    ax: Any = None,
+    step: int | None = None,
+    title: str | None = None,
+    simulated: bool = False,
+    legend: bool = True,
 ) -> Any:
-    """A Gantt chart of one step: per rank, a compute row, a comm row, and the units held."""
+    """A Gantt chart of one step: per rank, a compute row, a comm row, and the number of units held."""
     import matplotlib.pyplot as plt
 
     by_rank = spans_by_rank(run, step)
     simulated = simulated or any(m.get("simulated") for m in by_rank.values())
     if ax is None:
-        fig, ax = plt.subplots(figsize=(10, 1.1 + 1.0 * len(by_rank)), constrained_layout=True)
+        fig, ax = plt.subplots(figsize=(10, 1.2 + 0.55 * len(LANES) * len(by_rank)), constrained_layout=True)
         plt.close(fig)  # returned, not shown twice by the inline backend
     t0 = _origin(by_rank)
-    labels, y = [], 0.0
-    seen: set[str] = set()
-    for r in sorted(by_rank):
+    width = max((s["end"] - t0 for m in by_rank.values() for s in m["spans"]), default=0.0) * 1e3
+    ticks, labels = [], []
+    for i, r in enumerate(sorted(by_rank)):
         spans = by_rank[r]["spans"]
-        for lane, kinds in (("held", ("held",)), ("comm", None), ("compute", COMPUTE_KINDS)):
+        for j, lane in enumerate(LANES):
+            y = i * (len(LANES) + 0.5) + j
             if lane == "held":
                 _draw_held(ax, spans, t0, y)
-            else:
-                for s in spans:
-                    if s["stream"] != lane or (kinds and s["kind"] not in kinds):
-                        continue
-                    _bar(ax, s, t0, y, seen)
+            for s in spans:
+                if _lane(s) == lane and lane != "held":
+                    _bar(ax, s, t0, y, label_if_wider=width / 25)
+            ticks.append(y)
             labels.append(t(f"timeline.lane.{lane}", rank=r))
-            y += 1
-        y += 0.4
-    ax.set_yticks([i + 0.4 * (i // 3) for i in range(len(labels))], labels)
-    ax.invert_yaxis()
+    ax.set_yticks(ticks, labels, fontsize="small")
+    ax.set_ylim(max(ticks) + 0.6, -0.6)
     ax.set_xlabel(t("timeline.xlabel"))
     step_shown = next(iter(by_rank.values())).get("step")
     head = title or t("timeline.title", step=step_shown if step_shown is not None else "")
     ax.set_title(t("timeline.title.simulated", title=head) if simulated else head, fontsize="medium")
-    ax.legend(fontsize="x-small", loc="upper right", ncols=4)
+    if legend:
+        ax.legend(
+            handles=_legend_handles(by_rank),
+            fontsize="x-small",
+            ncols=4,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.18),
+        )
     return ax.figure
 
 
-def _bar(ax: Any, s: dict[str, Any], t0: float, y: float, seen: set[str]) -> None:
-    kind = s["kind"]
-    label = None if kind in seen else t(f"timeline.legend.{kind}") if kind in COLORS else kind
-    seen.add(kind)
+def _lane(s: dict[str, Any]) -> str:
+    return "held" if s["stream"] == "memory" else "comm" if s["stream"] == "comm" else "compute"
+
+
+def _bar(ax: Any, s: dict[str, Any], t0: float, y: float, label_if_wider: float) -> None:
     x, w = (s["start"] - t0) * 1e3, max((s["end"] - s["start"]) * 1e3, 1e-3)
-    ax.broken_barh(
-        [(x, w)], (y, 0.8), facecolors=COLORS.get(kind, "#999999"), edgecolor="white", linewidth=0.3, label=label
-    )
-    if s.get("unit") and s["unit"] != kind:
-        ax.text(x + w / 2, y + 0.4, _short(s["unit"]), ha="center", va="center", fontsize=5, clip_on=True)
+    color = COLORS.get(s["kind"], "#999999")
+    ax.broken_barh([(x, w)], (y - 0.4, 0.8), facecolors=color, edgecolor="white", linewidth=0.3)
+    if s.get("unit") and s["unit"] != s["kind"] and w >= label_if_wider:
+        ax.text(x + w / 2, y, _short(s["unit"]), ha="center", va="center", fontsize=6, color="white", clip_on=True)
 
 
 def _draw_held(ax: Any, spans: Sequence[dict[str, Any]], t0: float, y: float) -> None:
+    """The number of units whose gathered parameters are in memory, as a filled step curve."""
     curve = held_curve(spans)
     if not curve:
         return
     peak = max(n for _, n in curve)
     xs = [(w - t0) * 1e3 for w, _ in curve]
-    ys = [y + 0.8 - 0.8 * n / max(peak, 1) for _, n in curve]
-    ax.step(xs, ys, where="post", color=COLORS["held"], linewidth=1.2)
-    ax.fill_between(xs, ys, y + 0.8, step="post", color=COLORS["held"], alpha=0.35, label=t("timeline.legend.held"))
-    ax.text(xs[-1], y + 0.1, " " + t("timeline.peak", n=peak), fontsize=6, va="top")
+    ys = [y + 0.4 - 0.8 * n / max(peak, 1) for _, n in curve]
+    ax.fill_between(xs, ys, y + 0.4, step="post", color=COLORS["held"], alpha=0.6, linewidth=0)
+    ax.text(xs[-1], y, " " + t("timeline.peak", n=peak), fontsize=6, va="center")
+
+
+def _legend_handles(by_rank: Mapping[int, dict[str, Any]]) -> list[Any]:
+    from matplotlib.patches import Patch
+
+    kinds = {s["kind"] for m in by_rank.values() for s in m["spans"]}
+    return [Patch(color=c, label=t(f"timeline.legend.{k}")) for k, c in COLORS.items() if k in kinds]
 
 
 def _short(unit: str) -> str:
@@ -584,13 +616,21 @@ def plot_timelines(runs: Mapping[str, Any], step: int | None = None, sharex: boo
     import matplotlib.pyplot as plt
 
     n = len(runs)
-    nranks = max(len(spans_by_rank(r, step)) for r in runs.values())
+    all_ranks = {label: spans_by_rank(r, step) for label, r in runs.items()}
+    nranks = max(len(b) for b in all_ranks.values())
     fig, axes = plt.subplots(
-        1, n, figsize=(5.2 * n, 1.3 + 1.0 * nranks), sharex=sharex, sharey=True, constrained_layout=True
+        1,
+        n,
+        figsize=(4.6 * n + 1.2, 1.4 + 0.55 * len(LANES) * nranks),
+        sharex=sharex,
+        sharey=True,
+        constrained_layout=True,
     )
     axes = [axes] if n == 1 else list(axes)
     for ax, (label, run) in zip(axes, runs.items()):
-        plot_timeline(run, ax=ax, step=step, title=label)
+        plot_timeline(run, ax=ax, step=step, title=label, legend=False)
+    merged = {i: {"spans": [s for b in all_ranks.values() for m in b.values() for s in m["spans"]]} for i in (0,)}
+    fig.legend(handles=_legend_handles(merged), fontsize="x-small", ncols=7, loc="outside lower center")
     plt.close(fig)
     return fig
 
