@@ -46,7 +46,11 @@ catalog(
             "en": "a module or .py file of extra questions (repeatable; added to LABKIT_QUESTIONS)",
             "ro": "un modul sau fișier .py cu întrebări în plus (se poate repeta; adăugat la LABKIT_QUESTIONS)",
         },
-        "cli.grade.progress": {"en": "grading {student}: {file}", "ro": "se notează {student}: {file}"},
+        "cli.grade.progress": {"en": "graded {file}: {score} ({status})", "ro": "notat {file}: {score} ({status})"},
+        "cli.grade.jobs": {
+            "en": "how many notebooks to run at once, each in its own kernel (default: %(default)s)",
+            "ro": "câte notebook-uri rulează deodată, fiecare în kernelul lui (implicit: %(default)s)",
+        },
         "cli.grade.done": {
             "en": "{n} students graded; reports in {out}, gradebook in {csv}",
             "ro": "{n} studenți notați; rapoartele în {out}, catalogul în {csv}",
@@ -80,6 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--out", required=True, help=t("cli.grade.out"))
     g.add_argument("--timeout", type=float, default=600, help=t("cli.grade.timeout"))
     g.add_argument("--lang", choices=LANGS, help=t("cli.grade.lang"))
+    g.add_argument("--jobs", type=int, default=1, help=t("cli.grade.jobs"))
     g.add_argument("--questions", action="append", default=[], help=t("cli.grade.questions"))
     g.set_defaults(func=run_grade)
 
@@ -92,7 +97,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_grade(args: argparse.Namespace) -> int:
     from labkit.grading import registry
-    from labkit.grading.grade import grade_folder
+    from labkit.grading.checks import fmt_points
+    from labkit.grading.grade import NotebookScore, grade_folder
 
     if not Path(args.submissions).is_dir():
         print(t("cli.grade.no_folder", path=args.submissions), file=sys.stderr)
@@ -107,10 +113,15 @@ def run_grade(args: argparse.Namespace) -> int:
         print(e, file=sys.stderr)
         return 2
 
-    def progress(student: str, file: str) -> None:
-        print(t("cli.grade.progress", student=student, file=file), file=sys.stderr, flush=True)
+    def progress(nb: NotebookScore) -> None:
+        score = f"{fmt_points(nb.points)}/{fmt_points(nb.max_points)}"
+        print(
+            t("cli.grade.progress", file=nb.executed or nb.file, score=score, status=nb.status),
+            file=sys.stderr,
+            flush=True,
+        )
 
-    students = grade_folder(args.submissions, args.out, args.timeout, args.lang, log=progress)
+    students = grade_folder(args.submissions, args.out, args.timeout, args.lang, args.jobs, log=progress)
     out = Path(args.out)
     print((out / "gradebook.md").read_text(), end="")
     print(t("cli.grade.done", n=len(students), out=out, csv=out / "gradebook.csv"))

@@ -168,7 +168,7 @@ def execute(
 # -- reading the results back --------------------------------------------------------
 
 
-def _cells(nb: nbformat.NotebookNode) -> Iterator[tuple[int, Any]]:
+def student_cells(nb: nbformat.NotebookNode) -> Iterator[tuple[int, Any]]:
     """(index in the student's file, cell), skipping the banner cells papermill inserts."""
     i = 0
     for cell in nb.cells:
@@ -181,7 +181,7 @@ def _cells(nb: nbformat.NotebookNode) -> Iterator[tuple[int, Any]]:
 def check_records(nb: nbformat.NotebookNode) -> list[tuple[int, dict[str, Any]]]:
     """Every check record in the outputs, with its cell index, in execution order."""
     found = []
-    for i, cell in _cells(nb):
+    for i, cell in student_cells(nb):
         for out in cell.get("outputs", []):
             rec = out.get("data", {}).get(MIME)
             if isinstance(rec, dict) and isinstance(rec.get("id"), str):
@@ -192,7 +192,7 @@ def check_records(nb: nbformat.NotebookNode) -> list[tuple[int, dict[str, Any]]]
 def cell_errors(nb: nbformat.NotebookNode) -> list[dict[str, Any]]:
     return [
         {"cell": i, "ename": out.get("ename", ""), "evalue": out.get("evalue", "")}
-        for i, cell in _cells(nb)
+        for i, cell in student_cells(nb)
         for out in cell.get("outputs", [])
         if out.get("output_type") == "error"
     ]
@@ -321,27 +321,57 @@ def report_lang(notebooks: list[NotebookScore], forced: str | None) -> str:
     return langs.most_common(1)[0][0] if langs else get_lang()
 
 
+def _grade_all(tasks: list[tuple[Path, Path, str]], timeout: float, jobs: int, log: Any) -> list[NotebookScore]:
+    """Grade (notebook, executed path, name) tasks, ``jobs`` at a time, in the order given."""
+    if jobs <= 1:
+        scores = []
+        for path, executed, name in tasks:
+            scores.append(grade_notebook(path, executed, timeout, name))
+            if log:
+                log(scores[-1])
+        return scores
+    # processes, not threads: papermill and the zmq channels keep state per process; spawn,
+    # not fork, because this process already has zmq threads
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+        futures = {pool.submit(grade_notebook, p, e, timeout, n): i for i, (p, e, n) in enumerate(tasks)}
+        results: dict[int, NotebookScore] = {}
+        for f in as_completed(futures):
+            results[futures[f]] = f.result()
+            if log:
+                log(results[futures[f]])
+    return [results[i] for i in range(len(tasks))]
+
+
 def grade_folder(
     submissions: str | Path,
     out_dir: str | Path,
     timeout: float = 600,
     lang: str | None = None,
+    jobs: int = 1,
     log: Any = None,
 ) -> list[StudentReport]:
-    """Grade every student in ``submissions``; write their reports and the gradebook under ``out_dir``."""
+    """Grade every student in ``submissions``; write their reports and the gradebook under ``out_dir``.
+
+    ``jobs`` notebooks run at once (each in its own kernel); ``log`` is called with each NotebookScore.
+    """
     from labkit.grading import report
 
     root, out = Path(submissions), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    found = find_submissions(root, skip=out)
+    tasks = [
+        (path, out / student / (os.path.splitext(name)[0] + ".executed.ipynb"), name)
+        for student, files in found.items()
+        for path, name in files
+    ]
+    scores = iter(_grade_all(tasks, timeout, jobs, log))
     students = []
-    for student, files in find_submissions(root, skip=out).items():
-        scores = []
-        for path, name in files:
-            if log:
-                log(student, name)
-            executed = out / student / (os.path.splitext(name)[0] + ".executed.ipynb")
-            scores.append(grade_notebook(path, executed, timeout, name))
-        rep = StudentReport(student, scores, report_lang(scores, lang))
+    for student, files in found.items():
+        mine = [next(scores) for _ in files]
+        rep = StudentReport(student, mine, report_lang(mine, lang))
         report.write_student(rep, out / student)
         students.append(rep)
     report.write_gradebook(students, out, lang)

@@ -2,7 +2,8 @@
 
 A question has an id ``"<lesson>.<name>"``, points, a bilingual hint, and either
 an ``answer`` (a constant, or a function of the check's context) or a ``verify``
-function. Lesson questions live in ``labkit/grading/questions.py``; an instructor
+function. The course's questions live in ``labkit/grading/questions.py`` and
+``labkit/course/questions.py``; an instructor
 can add modules of their own with ``LABKIT_QUESTIONS`` (module names or ``.py``
 paths, separated by ``os.pathsep``), which both the notebook and the grader load.
 
@@ -192,9 +193,13 @@ def all_questions() -> list[Question]:
     return list(_QUESTIONS.values())
 
 
+# the course's questions: the grading examples, and the lessons' own (when the course is installed)
+COURSE_MODULES = ("labkit.grading.questions", "labkit.course.questions")
+
+
 def load_questions() -> None:
-    """Import labkit's own questions and any module named in LABKIT_QUESTIONS (once each)."""
-    names = ["labkit.grading.questions"]
+    """Import the course's questions and any module named in LABKIT_QUESTIONS (once each)."""
+    names = [n for n in COURSE_MODULES if _exists(n)]
     names += [n for n in os.environ.get("LABKIT_QUESTIONS", "").split(os.pathsep) if n.strip()]
     for name in names:
         if name in _loaded:
@@ -205,6 +210,13 @@ def load_questions() -> None:
         except Exception as e:
             _loaded.discard(name)
             raise OptionError(t("check.questions_module", name=name, error=f"{type(e).__name__}: {e}")) from e
+
+
+def _exists(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its package is not there either
+        return False
 
 
 def _import(name: str) -> None:
