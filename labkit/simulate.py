@@ -175,6 +175,7 @@ def profile_from_run(run: Any, rank: int = 0, skip_first: bool = True, config: s
     measured = {k: last.get(k) for k in ("strategy", "backward_prefetch", "forward_prefetch", "limit_all_gathers")}
     measured["step_s"] = statistics.median(m["end"] - m["start"] for m in msgs)
     measured["comm_s"] = statistics.median(_comm_seconds(m["spans"]) for m in msgs)
+    measured["unattributed_s"] = statistics.median(_unattributed(m) for m in msgs)
     return Profile(
         forward=fwd,
         backward=bwd,
@@ -216,6 +217,14 @@ def _median_segments(steps: list[list[tuple[str, float]]]) -> list[tuple[str, fl
 
 def _comm_seconds(spans: Sequence[dict[str, Any]]) -> float:
     return math.fsum(s["end"] - s["start"] for s in spans if s["stream"] == "comm")
+
+
+def _unattributed(msg: dict[str, Any]) -> float:
+    """Step time in no span: the loss, FSDP's own copies and bookkeeping, Python between ops."""
+    from labkit.timeline import _length, _union
+
+    busy = _union([(s["start"], s["end"]) for s in msg["spans"] if s["stream"] in ("compute", "comm")])
+    return msg["end"] - msg["start"] - _length(busy)
 
 
 def fit_link(run: Any, rank: int = 0, config: str | None = None) -> Link:
@@ -532,8 +541,10 @@ def table(results: Sequence[Result], source: str | None = None) -> str:
 def compare_to_measured(prof: Profile, measured_link: Link | None = None) -> dict[str, float]:
     """The CPU/gloo run replayed as it ran (compute and collectives blocking the thread).
 
-    Returns the simulated and measured step (medians), their difference, and the
-    simulated step with an infinitely fast link, which must equal the measured compute.
+    Returns the simulated and measured step (medians) and their difference; the time
+    of the measured step that no span covers (``unattributed_s``: the loss, FSDP's own
+    copies, Python), which the simulator cannot replay; and the simulated step with an
+    infinitely fast link, which must equal the measured compute.
     """
     m = prof.measured
     ln = measured_link or Link("measured", _effective_bandwidth(prof), 0.0)
@@ -553,6 +564,7 @@ def compare_to_measured(prof: Profile, measured_link: Link | None = None) -> dic
         "measured_step_s": step,
         "difference_s": sim.step_time - step,
         "relative_difference": (sim.step_time - step) / step,
+        "unattributed_s": m.get("unattributed_s", float("nan")),
         "simulated_compute_s": free.step_time,
         "measured_compute_s": prof.compute_time,
     }
