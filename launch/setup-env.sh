@@ -25,7 +25,8 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 py=$venv/bin/python
 
-if ! "$py" -c "import torch" 2>/dev/null; then
+# is torch there? (find_spec, not import: importing torch costs seconds on every run)
+if ! "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null; then
     spec=${TORCH_SPEC:-torch==2.13.0}
     say "labkit: installing %s" "labkit: instalez %s" "$spec"
     if [ -n "${TORCH_INDEX_URL:-}" ]; then
