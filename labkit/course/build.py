@@ -1,0 +1,280 @@
+"""Build the course: one source per lesson, a notebook per language.
+
+    python -m labkit.course.build            # writes notebooks/en/*.ipynb, notebooks/ro/*.ipynb, docs/glossary.md
+    python -m labkit.course.build --check    # exit 1 if a committed file differs from a fresh build
+    labkit build-course [--check]            # the same, from the labkit command
+
+Each lesson is ``labkit/course/lessons/lessonN.py`` (found by that name, so a new
+lesson needs no registration). The notebooks carry no outputs and no execution
+counts, with two exceptions that exist for nbval: a ``labkit.check`` cell carries
+the feedback a correct answer gets, and a ``pure`` cell (deterministic, no ranks:
+a formula table) carries the output the build got by running it. Both are tagged
+``nbval-check-output``, so ``pytest --nbval-lax`` fails when a solution notebook
+stops scoring full marks or a formula's table changes.
+
+Cell ids are made from the cell's content (the English text for markdown), so an
+edit changes the id of that cell only and both editions share their ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import hashlib
+import importlib
+import io
+import pkgutil
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from labkit.course.cells import LANGS, Code, Lesson, Markdown
+from labkit.course.glossary import glossary_markdown, terms_table
+from labkit.errors import LabkitError
+from labkit.i18n import catalog, get_lang, set_lang, t
+
+catalog(
+    {
+        "course.help": {
+            "en": "build the course notebooks (English and Romanian) from labkit/course/lessons",
+            "ro": "construiește notebook-urile cursului (engleză și română) din labkit/course/lessons",
+        },
+        "course.help.check": {
+            "en": "write nothing; exit 1 if a committed notebook differs from a fresh build",
+            "ro": "nu scrie nimic; ieșire cu 1 dacă un notebook salvat diferă de unul construit acum",
+        },
+        "course.help.root": {
+            "en": "the repository folder that holds notebooks/ and docs/ (default: this checkout)",
+            "ro": "folderul depozitului care conține notebooks/ și docs/ (implicit: acest depozit)",
+        },
+        "course.wrote": {"en": "wrote {n} files under {root}", "ro": "au fost scrise {n} fișiere în {root}"},
+        "course.fresh": {"en": "{n} files are up to date", "ro": "{n} fișiere sunt la zi"},
+        "course.stale": {
+            "en": "these files differ from a fresh build (run: python -m labkit.course.build):\n{files}",
+            "ro": "aceste fișiere diferă de o construire nouă (rulați: python -m labkit.course.build):\n{files}",
+        },
+        "course.pure_failed": {
+            "en": "{lesson} ({lang}), cell {cell}: a pure cell failed while building: {error}",
+            "ro": "{lesson} ({lang}), celula {cell}: o celulă pură a eșuat la construire: {error}",
+        },
+        "course.pure_stderr": {
+            "en": "{lesson} ({lang}), cell {cell}: a pure cell wrote to stderr, which nbval cannot compare: {text}",
+            "ro": "{lesson} ({lang}), celula {cell}: o celulă pură a scris în stderr, ceea ce nbval nu poate compara: {text}",
+        },
+        "course.pure_expr": {
+            "en": "{lesson}, cell {cell}: a pure cell must print its result, not end in an expression",
+            "ro": "{lesson}, celula {cell}: o celulă pură trebuie să-și afișeze rezultatul cu print, nu să se încheie cu o expresie",
+        },
+        "course.no_check": {
+            "en": "{lesson}, cell {cell}: a check cell without labkit.check(...)",
+            "ro": "{lesson}, celula {cell}: o celulă de verificare fără labkit.check(...)",
+        },
+    }
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECK_CALL = re.compile(r"""labkit\.check\(\s*(['"])([\w.\-]+)\1""")
+KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+
+
+class CourseBuildError(LabkitError):
+    """A lesson source that cannot become a notebook."""
+
+
+# -- lessons ---------------------------------------------------------------------
+
+
+def lessons() -> list[Lesson]:
+    """Every ``labkit/course/lessons/lessonN.py``'s ``LESSON``, in lesson order."""
+    from labkit.course import lessons as package
+
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        m = re.fullmatch(r"lesson(\d+)", info.name)
+        if m:
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            found.append((int(m.group(1)), module.LESSON))
+    return [lesson for _, lesson in sorted(found, key=lambda pair: pair[0])]
+
+
+def cell_source(cell: Code, lang: str) -> str:
+    return cell.source.replace("{lang}", lang) if cell.language_line else cell.source
+
+
+def cell_ids(lesson: Lesson) -> list[str]:
+    """Stable ids from content: ``md-…`` from the English text, ``code-…`` from the source."""
+    ids, seen = [], set()
+    for cell in lesson.cells:
+        kind, content = ("md", cell.text["en"]) if isinstance(cell, Markdown) else ("code", cell.source)
+        base = f"{kind}-{hashlib.sha1(content.encode()).hexdigest()[:8]}"
+        cid, n = base, 2
+        while cid in seen:  # the same text twice in a lesson
+            cid, n = f"{base}-{n}", n + 1
+        seen.add(cid)
+        ids.append(cid)
+    return ids
+
+
+# -- outputs for nbval -------------------------------------------------------------
+
+
+def check_outputs(source: str, lang: str) -> list[dict[str, Any]]:
+    """The display_data each ``labkit.check`` in ``source`` shows for a correct answer."""
+    from labkit.course import questions  # noqa: F401 - registers the course's questions
+    from labkit.grading import registry
+    from labkit.grading.checks import CheckResult
+
+    outputs = []
+    for m in CHECK_CALL.finditer(source):
+        q = registry.get(m.group(2))
+        result = CheckResult(q.id, "correct", q.points, q.points, None, {}, lang)
+        outputs.append(nbformat.v4.new_output("display_data", data=result.bundle(), metadata={}))
+    return outputs
+
+
+def pure_outputs(lesson: Lesson, lang: str) -> dict[int, list[dict[str, Any]]]:
+    """Run the lesson's pure cells in order, in one namespace, as the kernel would; their outputs.
+
+    Pure cells see only the parameters and each other: a pure cell that needs a run's
+    result fails here, which is the point (its output would not be deterministic).
+    """
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    outputs: dict[int, list[dict[str, Any]]] = {}
+    before = get_lang()
+    set_lang(lang)
+    try:
+        for i, cell in enumerate(lesson.cells):
+            if not (isinstance(cell, Code) and cell.pure):
+                continue
+            tree = ast.parse(cell.source)
+            if tree.body and isinstance(tree.body[-1], ast.Expr) and not _is_print(tree.body[-1].value):
+                raise CourseBuildError(t("course.pure_expr", lesson=lesson.id, cell=i))
+            out, err = io.StringIO(), io.StringIO()
+            try:
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    exec(compile(tree, f"<{lesson.id} cell {i}>", "exec"), namespace)
+            except Exception as e:
+                raise CourseBuildError(
+                    t("course.pure_failed", lesson=lesson.id, lang=lang, cell=i, error=f"{type(e).__name__}: {e}")
+                ) from e
+            if err.getvalue():
+                raise CourseBuildError(
+                    t("course.pure_stderr", lesson=lesson.id, lang=lang, cell=i, text=err.getvalue())
+                )
+            text = out.getvalue()
+            outputs[i] = [nbformat.v4.new_output("stream", name="stdout", text=text)] if text else []
+    finally:
+        set_lang(before)
+    return outputs
+
+
+def _is_print(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("print", "display")
+
+
+# -- notebooks ----------------------------------------------------------------------
+
+
+def notebook(lesson: Lesson, lang: str) -> nbformat.NotebookNode:
+    """One edition of one lesson."""
+    nb = nbformat.v4.new_notebook()
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    nb.metadata = {
+        "kernelspec": dict(KERNELSPEC),
+        "language_info": {"name": "python"},
+        "labkit": {"lesson": lesson.id, "lang": lang, "title": lesson.title[lang]},
+    }
+    pure = pure_outputs(lesson, lang)
+    for i, (cell, cid) in enumerate(zip(lesson.cells, cell_ids(lesson))):
+        if isinstance(cell, Markdown):
+            nb.cells.append(nbformat.v4.new_markdown_cell(cell.text[lang], id=cid))
+            continue
+        meta = {"tags": list(cell.tags)} if cell.tags else {}
+        new = nbformat.v4.new_code_cell(cell_source(cell, lang), id=cid, metadata=meta)
+        if cell.checks:
+            new.outputs = check_outputs(cell.source, lang)
+            if not new.outputs:
+                raise CourseBuildError(t("course.no_check", lesson=lesson.id, cell=i))
+        elif i in pure:
+            new.outputs = pure[i]
+        nb.cells.append(new)
+    if lesson.terms:
+        text = terms_table(lesson.terms, lang)
+        nb.cells.append(nbformat.v4.new_markdown_cell(text, id=f"md-terms-{lesson.id}"))
+    nbformat.validate(nb)
+    return nb
+
+
+def render(nb: nbformat.NotebookNode) -> str:
+    return nbformat.writes(nb) + "\n"
+
+
+def course_files(root: Path = ROOT) -> dict[Path, str]:
+    """Every file the build writes, and its content."""
+    files = {}
+    for lesson in lessons():
+        for lang in LANGS:
+            files[root / "notebooks" / lang / f"{lesson.file}.ipynb"] = render(notebook(lesson, lang))
+    files[root / "docs" / "glossary.md"] = glossary_markdown()
+    return files
+
+
+def build(root: Path = ROOT) -> list[Path]:
+    files = course_files(root)
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    return list(files)
+
+
+def stale(root: Path = ROOT) -> list[Path]:
+    """The files whose committed content is not what a fresh build writes."""
+    return [
+        path
+        for path, text in course_files(root).items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    ]
+
+
+# -- command line -------------------------------------------------------------------
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--check", action="store_true", help=t("course.help.check"))
+    p.add_argument("--root", default=str(ROOT), help=t("course.help.root"))
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    root = Path(args.root)
+    if args.check:
+        bad = stale(root)
+        if bad:
+            print(t("course.stale", files="\n".join(f"  {p}" for p in bad)), file=sys.stderr)
+            return 1
+        print(t("course.fresh", n=len(course_files(root))))
+        return 0
+    print(t("course.wrote", n=len(build(root)), root=root))
+    return 0
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """``labkit build-course``."""
+    p = subparsers.add_parser("build-course", help=t("course.help"), description=t("course.help"))
+    add_arguments(p)
+    p.set_defaults(func=run_cli)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labkit.course.build", description=t("course.help"))
+    add_arguments(parser)
+    return run_cli(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,321 @@
+"""The Romanian-English glossary of the course, one entry per term.
+
+Both editions use it: each lesson lists the terms it introduces (``Lesson.terms``)
+and the build appends a short table of them, English beside Romanian, to the
+lesson in each language; ``docs/glossary.md`` is written from the same entries.
+A test checks that the Romanian text of a lesson introduces each of its terms once
+in the form ``fragmentare (sharding)``: the Romanian word, the English one beside it.
+
+``forms`` are the inflected Romanian forms that may carry that introduction
+("fragmentarea (sharding)").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Term:
+    en: str
+    ro: str
+    ro_note: str  # one line, in Romanian, of what it is
+    en_note: str
+    forms: tuple[str, ...] = ()
+
+
+GLOSSARY: dict[str, Term] = {
+    "rank": Term(
+        "rank",
+        "rang",
+        "un proces dintre cele N care rulează aceeași celulă; are un număr de la 0 la N-1",
+        "one of the N processes that run the same cell, numbered 0 to N-1",
+        ("rangul", "ranguri", "rangurile"),
+    ),
+    "world_size": Term(
+        "world size",
+        "numărul de ranguri",
+        "câte procese participă la antrenare",
+        "how many processes take part in training",
+        ("numărul total de ranguri",),
+    ),
+    "process_group": Term(
+        "process group",
+        "grup de procese",
+        "rangurile care comunică între ele prin operații colective",
+        "the ranks that talk to each other through collectives",
+        ("grupul de procese",),
+    ),
+    "backend": Term(
+        "backend",
+        "bibliotecă de comunicare",
+        "gloo pe CPU, NCCL pe GPU-uri NVIDIA",
+        "gloo on CPUs, NCCL on NVIDIA GPUs",
+        ("biblioteca de comunicare",),
+    ),
+    "collective": Term(
+        "collective",
+        "operație colectivă",
+        "o operație la care participă toate rangurile unui grup",
+        "an operation that every rank of a group takes part in",
+        ("operații colective", "operația colectivă"),
+    ),
+    "dashboard": Term(
+        "dashboard",
+        "panou",
+        "tabelul și graficul care se actualizează în timp ce rulează rangurile",
+        "the table and plot that update while the ranks run",
+        ("panoul",),
+    ),
+    "forward": Term(
+        "forward pass",
+        "trecerea directă",
+        "calculul ieșirii și al pierderii, de la intrare spre ieșire",
+        "computing the output and the loss, from input to output",
+        ("trecere directă",),
+    ),
+    "backward": Term(
+        "backward pass",
+        "trecerea inversă",
+        "calculul gradienților, de la pierdere înapoi spre intrare",
+        "computing the gradients, from the loss back to the input",
+        ("trecere inversă",),
+    ),
+    "loss": Term(
+        "loss",
+        "pierdere",
+        "numărul pe care antrenarea îl micșorează",
+        "the number training makes smaller",
+        ("pierderea",),
+    ),
+    "step": Term(
+        "training step",
+        "pas de antrenare",
+        "o trecere directă, o trecere inversă și o actualizare a ponderilor",
+        "one forward pass, one backward pass and one update of the weights",
+        ("pasul de antrenare",),
+    ),
+    "weights": Term(
+        "weights",
+        "ponderi",
+        "valorile parametrilor modelului",
+        "the values of the model's parameters",
+        ("ponderile",),
+    ),
+    "gradients": Term(
+        "gradients",
+        "gradienți",
+        "derivatele pierderii după fiecare parametru",
+        "the derivatives of the loss with respect to each parameter",
+        ("gradienții",),
+    ),
+    "optimizer_state": Term(
+        "optimizer state",
+        "stările optimizatorului",
+        "ce păstrează optimizatorul între pași (la Adam: m și v)",
+        "what the optimizer keeps between steps (for Adam: m and v)",
+        ("starea optimizatorului",),
+    ),
+    "mixed_precision": Term(
+        "mixed precision",
+        "precizie mixtă",
+        "calcul în bf16 sau fp16, cu o copie fp32 a ponderilor pentru actualizare",
+        "compute in bf16 or fp16, with an fp32 copy of the weights for the update",
+        ("precizia mixtă",),
+    ),
+    "master_weights": Term(
+        "master weights",
+        "copia master a ponderilor",
+        "copia fp32 a ponderilor, pe care o actualizează optimizatorul",
+        "the fp32 copy of the weights that the optimizer updates",
+        (),
+    ),
+    "data_parallel": Term(
+        "data parallelism",
+        "paralelism de date",
+        "fiecare rang primește alte date și ține aceeași copie a modelului",
+        "each rank gets other data and keeps the same copy of the model",
+        ("paralelismul de date",),
+    ),
+    "replica": Term(
+        "replica",
+        "replică",
+        "o copie completă a modelului pe un rang",
+        "a full copy of the model on one rank",
+        ("replici", "replica"),
+    ),
+    "sharding": Term(
+        "sharding",
+        "fragmentare",
+        "împărțirea unui tensor în N bucăți, câte una pe fiecare rang",
+        "splitting a tensor into N pieces, one on each rank",
+        ("fragmentarea",),
+    ),
+    "shard": Term(
+        "shard",
+        "fragment",
+        "bucata unui tensor pe care o ține un rang",
+        "the piece of a tensor that one rank keeps",
+        ("fragmentul", "fragmente"),
+    ),
+    "all_gather": Term(
+        "all-gather",
+        "colectare completă",
+        "fiecare rang primește toate fragmentele, lipite la un loc",
+        "every rank receives all the shards, put together",
+        ("colectarea completă",),
+    ),
+    "reduce_scatter": Term(
+        "reduce-scatter",
+        "reducere cu distribuire",
+        "se adună tensorii tuturor rangurilor, iar fiecare rang păstrează un fragment din sumă",
+        "the ranks' tensors are summed and each rank keeps one shard of the sum",
+        ("reducerea cu distribuire",),
+    ),
+    "all_reduce": Term(
+        "all-reduce",
+        "reducere globală",
+        "se adună tensorii tuturor rangurilor și fiecare rang primește suma întreagă",
+        "the ranks' tensors are summed and every rank receives the whole sum",
+        ("reducerea globală",),
+    ),
+    "flat_parameter": Term(
+        "flat parameter",
+        "parametru aplatizat",
+        "toți parametrii unei unități FSDP, lipiți într-un singur tensor 1D",
+        "all the parameters of one FSDP unit, joined into one 1-D tensor",
+        ("parametrul aplatizat",),
+    ),
+    "padding": Term(
+        "padding",
+        "umplere",
+        "elementele adăugate ca un tensor să se împartă exact la N",
+        "the elements added so that a tensor splits evenly into N",
+        ("umplerea",),
+    ),
+    "fsdp_unit": Term(
+        "FSDP unit",
+        "unitate FSDP",
+        "un grup de parametri adunați și eliberați împreună",
+        "a group of parameters gathered and freed together",
+        ("unitatea FSDP", "unități FSDP"),
+    ),
+    "wrap_policy": Term(
+        "wrap policy",
+        "politică de împachetare",
+        "regula care decide ce submodule devin unități FSDP",
+        "the rule that decides which submodules become FSDP units",
+        ("politica de împachetare", "politici de împachetare"),
+    ),
+    "peak_memory": Term(
+        "peak memory",
+        "vârf de memorie",
+        "cea mai mare memorie folosită în timpul unui pas",
+        "the most memory in use at any moment of a step",
+        ("vârful de memorie",),
+    ),
+    "activations": Term(
+        "activations",
+        "activări",
+        "ieșirile intermediare păstrate pentru trecerea inversă",
+        "the intermediate outputs kept for the backward pass",
+        ("activările",),
+    ),
+    "traffic": Term(
+        "communication volume",
+        "volum de comunicare",
+        "câți octeți trimite fiecare rang într-un pas",
+        "how many bytes each rank sends in a step",
+        ("volumul de comunicare",),
+    ),
+    "device_mesh": Term(
+        "device mesh",
+        "rețea de dispozitive",
+        "rangurile așezate într-un tablou cu nume pe fiecare dimensiune",
+        "the ranks arranged in an array with a name for each dimension",
+        ("rețeaua de dispozitive",),
+    ),
+    # for the later lessons (prefetch, offload, FSDP2)
+    "prefetch": Term(
+        "prefetch",
+        "preîncărcare",
+        "colectarea parametrilor unității următoare înainte să fie nevoie de ei",
+        "gathering the next unit's parameters before they are needed",
+        ("preîncărcarea",),
+    ),
+    "overlap": Term(
+        "overlap",
+        "suprapunere",
+        "comunicare care rulează în timp ce se calculează altceva",
+        "communication that runs while something else is computed",
+        ("suprapunerea",),
+    ),
+    "offload": Term(
+        "CPU offload",
+        "descărcare pe CPU",
+        "parametri sau stări ținute în memoria gazdei, nu pe GPU",
+        "parameters or states kept in host memory instead of on the GPU",
+        ("descărcarea pe CPU",),
+    ),
+    "activation_checkpointing": Term(
+        "activation checkpointing",
+        "recalcularea activărilor",
+        "activările nu se păstrează, ci se calculează din nou în trecerea inversă",
+        "activations are not kept but computed again in the backward pass",
+        (),
+    ),
+    "meta_device": Term(
+        "meta device",
+        "dispozitivul meta",
+        "tensori cu formă și tip, dar fără memorie",
+        "tensors with a shape and a dtype but no memory",
+        (),
+    ),
+    "sharded_checkpoint": Term(
+        "sharded checkpoint",
+        "salvare fragmentată",
+        "fiecare rang își scrie propriile fragmente pe disc",
+        "each rank writes its own shards to disk",
+        ("salvarea fragmentată",),
+    ),
+}
+
+
+def terms_table(keys: tuple[str, ...] | list[str], lang: str) -> str:
+    """The markdown table of ``keys`` that ends a lesson in ``lang``."""
+    if lang == "ro":
+        lines = ["## Termeni din această lecție", "", "| română | English | pe scurt |", "|---|---|---|"]
+        lines += [f"| {GLOSSARY[k].ro} | {GLOSSARY[k].en} | {GLOSSARY[k].ro_note} |" for k in keys]
+        lines += ["", "Toți termenii cursului: `docs/glossary.md`."]
+    else:
+        lines = ["## Terms in this lesson", "", "| English | Romanian | in short |", "|---|---|---|"]
+        lines += [f"| {GLOSSARY[k].en} | {GLOSSARY[k].ro} | {GLOSSARY[k].en_note} |" for k in keys]
+        lines += ["", "Every term of the course, in both languages: `docs/glossary.md`."]
+    return "\n".join(lines)
+
+
+def glossary_markdown() -> str:
+    """``docs/glossary.md``: every term, Romanian first, sorted as a Romanian reader looks them up."""
+    head = [
+        "# Glosar român–englez / Romanian–English glossary",
+        "",
+        "<!-- Generated by `python -m labkit.course.build` from labkit/course/glossary.py; do not edit by hand. -->",
+        "",
+        "Termenii cursului, așa cum apar în lecții: în ediția română, fiecare termen este explicat o dată,",
+        "cu termenul englezesc alături. / The course's terms as the lessons use them: the Romanian edition",
+        "introduces each one once with the English term beside it, and each lesson ends with its own list.",
+        "",
+        "| română | English | explicație | meaning |",
+        "|---|---|---|---|",
+    ]
+    rows = sorted(GLOSSARY.values(), key=lambda term: _ro_sort_key(term.ro))
+    body = [f"| {t.ro} | {t.en} | {t.ro_note} | {t.en_note} |" for t in rows]
+    return "\n".join(head + body) + "\n"
+
+
+# Romanian alphabetical order: a ă â b c d e f g h i î ... s ș t ț ...
+_RO_ORDER = {ch: i for i, ch in enumerate("aăâbcdefghiîjklmnopqrsștțuvwxyz")}
+
+
+def _ro_sort_key(word: str) -> list[int]:
+    return [_RO_ORDER.get(ch, 100 + ord(ch)) for ch in word.lower()]

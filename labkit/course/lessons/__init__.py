@@ -1,0 +1,4 @@
+"""One module per lesson, ``lessonN.py``, each defining ``LESSON`` (a ``labkit.course.cells.Lesson``).
+
+``labkit.course.build`` finds them by name: adding ``lesson4.py`` adds lesson 4 to the course.
+"""

@@ -1,0 +1,144 @@
+"""Small text tables for the lessons, with column names in the edition's language.
+
+Text, not HTML, so the same table reads well in JupyterLab, in papermill's executed
+notebook and in nbval's comparison, and a deterministic one can be checked by nbval.
+
+    from labkit.course import show
+    show.table([{"rank": 0, "params": 1024}], units={"params": "MiB"})
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labkit.i18n import catalog, t
+
+catalog(
+    {
+        "course.col.rank": {"en": "rank", "ro": "rang"},
+        "course.col.ranks": {"en": "ranks", "ro": "ranguri"},
+        "course.col.world_size": {"en": "world size", "ro": "ranguri"},
+        "course.col.backend": {"en": "backend", "ro": "backend"},
+        "course.col.device": {"en": "device", "ro": "dispozitiv"},
+        "course.col.pid": {"en": "process id", "ro": "id proces"},
+        "course.col.total": {"en": "all-reduce result", "ro": "rezultat all-reduce"},
+        "course.col.loss": {"en": "loss", "ro": "pierdere"},
+        "course.col.peak": {"en": "peak", "ro": "vârf"},
+        "course.col.strategy": {"en": "strategy", "ro": "strategie"},
+        "course.col.policy": {"en": "wrap policy", "ro": "politică"},
+        "course.col.units": {"en": "units", "ro": "unități"},
+        "course.col.unit": {"en": "unit", "ro": "unitate"},
+        "course.col.params": {"en": "parameters", "ro": "parametri"},
+        "course.col.grads": {"en": "gradients", "ro": "gradienți"},
+        "course.col.optim": {"en": "optimizer", "ro": "optimizator"},
+        "course.col.state": {"en": "params+grads+optim", "ro": "param.+grad.+optim."},
+        "course.col.formula": {"en": "formula", "ro": "formulă"},
+        "course.col.measured": {"en": "measured", "ro": "măsurat"},
+        "course.col.ratio": {"en": "measured / formula", "ro": "măsurat / formulă"},
+        "course.col.model": {"en": "model", "ro": "model"},
+        "course.col.n_params": {"en": "parameters", "ro": "parametri"},
+        "course.col.per_gpu": {"en": "per GPU", "ro": "pe GPU"},
+        "course.col.fits": {"en": "fits in {gpu}", "ro": "încape în {gpu}"},
+        "course.col.bytes_per_param": {"en": "bytes/param", "ro": "octeți/param."},
+        "course.col.what": {"en": "what", "ro": "ce"},
+        "course.col.dtype": {"en": "dtype", "ro": "tip"},
+        "course.col.stage": {"en": "ZeRO stage", "ro": "etapa ZeRO"},
+        "course.col.fsdp": {"en": "FSDP", "ro": "FSDP"},
+        "course.col.collective": {"en": "collective", "ro": "colectivă"},
+        "course.col.calls": {"en": "calls", "ro": "apeluri"},
+        "course.col.sent": {"en": "sent per rank", "ro": "trimis per rang"},
+        "course.col.theory": {"en": "theory", "ro": "teorie"},
+        "course.col.before": {"en": "before", "ro": "înainte"},
+        "course.col.after": {"en": "after", "ro": "după"},
+        "course.col.peak_unsharded": {"en": "peak gathered", "ro": "vârf adunat"},
+        "course.col.largest_unit": {"en": "largest unit", "ro": "cea mai mare unitate"},
+        "course.col.min_num_params": {"en": "min_num_params", "ro": "min_num_params"},
+        "course.yes": {"en": "yes", "ro": "da"},
+        "course.no": {"en": "no", "ro": "nu"},
+        "course.machine.torch": {"en": "torch", "ro": "torch"},
+        "course.machine.cores": {"en": "CPU cores", "ro": "nuclee CPU"},
+        "course.machine.gpus": {"en": "GPUs visible to this kernel", "ro": "GPU-uri vizibile acestui kernel"},
+        "course.machine.gloo": {"en": "gloo available", "ro": "gloo disponibil"},
+        "course.machine.nccl": {"en": "NCCL available", "ro": "NCCL disponibil"},
+        "course.machine.backend": {"en": "backend for these lessons", "ro": "backend pentru aceste lecții"},
+        "course.machine.ranks": {"en": "most ranks this machine allows", "ro": "cele mai multe ranguri permise aici"},
+    }
+)
+
+UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "GB": 10**9, "TB": 10**12}
+
+
+def label(key: str, **fields: Any) -> str:
+    """The column name for ``key`` in the current language (the key itself if it has none)."""
+    try:
+        return t(f"course.col.{key}", **fields)
+    except KeyError:
+        return key
+
+
+def yes_no(value: bool) -> str:
+    return t("course.yes") if value else t("course.no")
+
+
+def fmt(value: Any, unit: str | None = None) -> str:
+    if isinstance(value, bool):
+        return yes_no(value)
+    if unit is not None and isinstance(value, (int, float)):
+        scaled = value / UNITS[unit]
+        return f"{scaled:,.3f} {unit}" if abs(scaled) < 10 else f"{scaled:,.1f} {unit}"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def table(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str] | None = None,
+    units: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> str:
+    """Print (and return) ``rows`` as an aligned table; numbers right-aligned, bytes in ``units``."""
+    columns = list(columns or (rows[0].keys() if rows else []))
+    units, headers = dict(units or {}), dict(headers or {})
+    head = [headers.get(c, label(c)) for c in columns]
+    body = [[fmt(row.get(c, ""), units.get(c)) for c in columns] for row in rows]
+    numeric = [
+        all(isinstance(row.get(c), (int, float)) and not isinstance(row.get(c), bool) for row in rows) for c in columns
+    ]
+    widths = [max([len(h)] + [len(line[i]) for line in body]) for i, h in enumerate(head)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
+
+    text = "\n".join([line(head), "  ".join("-" * w for w in widths)] + [line(b) for b in body])
+    print(text)
+    return text
+
+
+def machine(backend: str = "auto") -> dict[str, Any]:
+    """What this kernel's machine has for the lessons; printed, and returned as a dict."""
+    import torch
+    import torch.distributed as dist
+
+    from labkit import gpus
+    from labkit.options import max_cpu_ranks
+
+    visible = gpus.visible_gpus()
+    chosen = backend if backend != "auto" else ("nccl" if visible else "gloo")
+    facts = {
+        "torch": torch.__version__,
+        "cores": os.cpu_count(),
+        "gpus": len(visible),
+        "gloo": dist.is_gloo_available(),
+        "nccl": dist.is_nccl_available(),
+        "backend": chosen,
+        "ranks": len(visible) if chosen == "nccl" else max_cpu_ranks(),
+    }
+    width = max(len(t(f"course.machine.{k}")) for k in facts)
+    for key, value in facts.items():
+        print(f"{t(f'course.machine.{key}').ljust(width)}  {fmt(value)}")
+    return facts
