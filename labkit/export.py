@@ -209,8 +209,11 @@ class Bindings:
                 )
         out = {pos for pos, _ in chosen}
         for pos in list(out):
-            for dep in free_names(self.stmts[pos]) - {name}:
-                out |= self.needed(dep, pos, cell_index, via or (name, pos))
+            stmt = self.stmts[pos]
+            # a function's body runs when it is called, with the names as they are then
+            at = (cell_index, -1) if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else pos
+            for dep in free_names(stmt) - {name}:
+                out |= self.needed(dep, at, cell_index, via or (name, pos))
         return out
 
     def first_line(self, pos: Position) -> str:
@@ -468,6 +471,8 @@ def check_together(chosen: list[TorchrunCell]) -> tuple[int | None, dict[str, st
                 raise OptionError(t("export.env_differ", a=setter[key], b=c.index, key=key))
             env[key], setter[key] = value, c.index
     nproc = nprocs.pop()
+    if nproc is not None and not str(nproc).strip().isdigit():
+        raise OptionError(t("opt.nproc.type", value=nproc))  # the magic's own message: the cell would fail too
     return (int(nproc) if nproc is not None else None), env
 
 

@@ -192,6 +192,22 @@ def test_vars_come_from_the_notebook_in_order(notebook):
     compile(text, "lesson.py", "exec")
 
 
+def test_functions_and_later_changes_come_along(tmp_path):
+    c = nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        c("import torch\ndef make(k):\n    return torch.ones(k) * scale\nscale = 2.0\nn, m = 3, 4\nn += 1\nprint(n)"),
+        c("%%torchrun -n 2 --vars make,n\nprint(make(n))"),
+    ]
+    path = str(tmp_path / "fn.ipynb")
+    nbformat.write(nb, path)
+    section = export.export_notebook(path).split("# from cell 0\n")[1].split("_labkit_begin_cell")[0]
+    namespace: dict = {}
+    exec(section, namespace)  # what the script runs before the cell: the values the kernel had
+    assert namespace["n"] == 4 and namespace["make"](namespace["n"]).tolist() == [2.0] * 4
+    assert "print(n)" not in section
+
+
 def test_a_value_the_export_cannot_know_is_an_error(notebook):
     set_lang("en")
     try:
