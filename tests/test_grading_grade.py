@@ -22,6 +22,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
+from labkit.grading import registry
 from labkit.grading.build import student_notebook
 from labkit.grading.checks import MIME
 from labkit.grading.cli import main
@@ -255,3 +256,28 @@ def test_nbval_lax_passes_on_the_solution(tmp_path):
     summary = proc.stdout.strip().splitlines()[-1]
     assert "1 failed, 13 passed" in summary, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "Cell outputs differ" in proc.stdout and "15.4 MiB of training state" in proc.stdout
+
+
+def test_report_rendering_without_kernels(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABKIT_QUESTIONS", str(QUESTIONS))  # the fixture lesson's 4 points
+    from labkit.grading.grade import NotebookScore, QuestionScore, StudentReport
+    from labkit.grading.report import student_markdown, write_gradebook
+
+    crash = {"cell": 2, "ename": "ValueError", "evalue": "<img src=x onerror=alert(1)> | \x1b[31mred\x1b[0m"}
+    first = NotebookScore(
+        "a.ipynb", "fixture", "errors", [QuestionScore("fixture.total_bytes", "wrong", 0, 1)], [crash]
+    )
+    second = NotebookScore("a (copy).ipynb", "fixture", "ok", [QuestionScore("fixture.total_bytes", "correct", 1, 1)])
+    md = student_markdown(StudentReport("zoe", [first, second], "en"))
+    assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt; \\| red" in md
+    assert md.count("another submission of this lesson scored higher") == 1  # the first copy, not the second
+    assert "Total: 1/1 (100%)" in md
+
+    other = NotebookScore("b.ipynb", "lesson1", "ok", [QuestionScore("lesson1.bytes_per_param", "correct", 1, 1)])
+    write_gradebook([StudentReport("zoe", [first, second], "en"), StudentReport("yan", [other], "en")], tmp_path)
+    rows = list(csv.reader((tmp_path / "gradebook.csv").read_text().splitlines()))
+    # lesson1's maximum comes from the registry (all its questions), not from yan's one check
+    lesson1_max = sum(q.points for q in registry.lesson_questions("lesson1"))
+    assert rows[0] == ["student", "fixture", "lesson1", "total", "max_points", "percent"]
+    assert rows[1][:3] == ["zoe", "1", "0"] and rows[2][:3] == ["yan", "0", "1"]
+    assert rows[1][4] == rows[2][4] == str(4 + lesson1_max)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -85,15 +86,20 @@ def feedback(q: QuestionScore, lang: str) -> str:
     if q.key and q.key in all_messages():
         try:
             text = t(q.key, lang, **q.fields)
-        except (KeyError, IndexError, ValueError):
+        except (KeyError, IndexError, ValueError, TypeError):
             pass  # fields from another labkit version: keep the recorded text
     if q.attempts > 1:
         text = f"{text} ({t('report.attempts', lang, n=q.attempts)})".strip()
     return text
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Safe in a Markdown table: no '|' or newline, and no HTML from a student's error message."""
+    text = _ANSI.sub("", str(text)).replace("\n", " ").replace("|", "\\|")
+    return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
@@ -108,7 +114,8 @@ def run_status(nb: NotebookScore, lang: str) -> str:
 def _notebook_section(nb: NotebookScore, lang: str, counted: bool) -> list[str]:
     score = f"{fmt_points(nb.points)}/{fmt_points(nb.max_points)}"
     head = t("report.lesson", lang, lesson=nb.lesson or "?") + f": {score} ({_percent(nb.points, nb.max_points)})"
-    lines = [f"## {head}", "", t("report.file", lang, file=nb.file, status=run_status(nb, lang), seconds=nb.seconds)]
+    status = t("report.file", lang, file=_cell(nb.file), status=_cell(run_status(nb, lang)), seconds=nb.seconds)
+    lines = [f"## {_cell(head)}", "", status]
     if not counted:
         lines += ["", f"*{t('report.not_counted', lang)}*"]
     cols = ["question", "result", "points", "feedback"]
@@ -143,7 +150,7 @@ def student_totals(
 def student_markdown(rep: StudentReport) -> str:
     lang = rep.lang
     _, total, max_total = student_totals(rep)
-    lines = [f"# {t('report.title', lang, student=rep.student)}", ""]
+    lines = [f"# {t('report.title', lang, student=_cell(rep.student))}", ""]
     score = f"{fmt_points(total)}/{fmt_points(max_total)}"
     lines += [t("report.total", lang, score=score, percent=_percent(total, max_total)), ""]
     if not rep.notebooks:
