@@ -32,9 +32,9 @@ JUPYTER_TOKEN=${JUPYTER_TOKEN:-$("$py" -c 'import secrets; print(secrets.token_u
 export JUPYTER_TOKEN
 export JUPYTER_PREFER_ENV_PATH=1 # the kernel is this environment's Python, whatever else is installed
 say "labkit: the lab is at http://127.0.0.1:%s/lab?token=%s" "labkit: laboratorul este la http://127.0.0.1:%s/lab?token=%s" "$port" "$JUPYTER_TOKEN"
-args=()
-[ "$(id -u)" -ne 0 ] || args+=(--allow-root) # root in a container (or CI): Jupyter refuses it otherwise
-exec "$py" -m jupyter lab "${args[@]}" \
+allow_root=
+[ "$(id -u)" -ne 0 ] || allow_root=--allow-root # root in a container (or CI): Jupyter refuses it otherwise
+exec "$py" -m jupyter lab ${allow_root:+"$allow_root"} \
     --ServerApp.root_dir="$repo/notebooks" \
     --ServerApp.ip=127.0.0.1 \
     --ServerApp.port="$port" \

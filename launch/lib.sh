@@ -1,10 +1,11 @@
+# shellcheck shell=bash
 # Sourced by the launch scripts: messages in English or Romanian, and the course's Python.
 # The language is chosen as labkit.i18n chooses it: LABKIT_LANG, else LC_ALL, LC_MESSAGES, LANG.
 
 labkit_lang() {
     local v code
     for v in "${LABKIT_LANG:-}" "${LC_ALL:-}" "${LC_MESSAGES:-}" "${LANG:-}"; do
-        code=${v,,}
+        code=$(printf '%s' "$v" | tr '[:upper:]' '[:lower:]') # not ${v,,}: macOS ships bash 3.2
         code=${code%%[_.@-]*}
         case $code in en | ro) echo "$code" && return ;; esac
     done

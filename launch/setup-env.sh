@@ -39,9 +39,10 @@ fi
 stamp=$venv/.labkit-setup
 want="$(cd "$repo" && "$py" -c 'import hashlib, os; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest(), os.path.realpath(os.getcwd()))')"
 have=$(cat "$stamp" 2>/dev/null || true)
-where=$(cd / && "$py" -c 'import os, labkit; print(os.path.dirname(os.path.dirname(os.path.realpath(labkit.__file__))))' 2>/dev/null || true)
+# which checkout is installed (asked from /, so that ./labkit does not answer for it)
+where=$(cd / && "$py" -c 'import os, labkit; print(os.path.dirname(os.path.dirname(os.path.realpath(labkit.__file__))))' 2>/dev/null) || where=
 if [ "$where" != "$repo" ] || [ "$have" != "$want" ]; then
     say "labkit: installing labkit from %s" "labkit: instalez labkit din %s" "$repo"
-    "$py" -m pip install -e "$repo[test]"
+    "$py" -m pip install -e "${repo}[test]"
     echo "$want" >"$stamp"
 fi

@@ -63,8 +63,9 @@ else
         "labkit: --nnodes trebuie să fie N sau MIN:MAX cu 1 <= MIN <= MAX, nu %s" "$nnodes"
 fi
 if [ -n "$node_rank" ]; then
-    [[ $node_rank =~ ^[0-9]+$ ]] && [ "$node_rank" -lt "$max_nodes" ] ||
+    if ! [[ $node_rank =~ ^[0-9]+$ ]] || [ "$node_rank" -ge "$max_nodes" ]; then
         die "labkit: --node-rank must be 0..%s, not %s" "labkit: --node-rank trebuie să fie între 0 și %s, nu %s" "$((max_nodes - 1))" "$node_rank"
+    fi
 fi
 
 # --rdzv-endpoint: one node alone may pick a free port; several must agree on one
