@@ -83,7 +83,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("submissions", help=t("cli.grade.submissions"))
     g.add_argument("--out", required=True, help=t("cli.grade.out"))
     g.add_argument("--timeout", type=float, default=600, help=t("cli.grade.timeout"))
-    g.add_argument("--lang", choices=LANGS, help=t("cli.grade.lang"))
+    # own dest names: `labkit --lang` (the messages' language) must not be overwritten by these
+    g.add_argument("--lang", dest="report_lang", choices=LANGS, help=t("cli.grade.lang"))
     g.add_argument("--jobs", type=int, default=1, help=t("cli.grade.jobs"))
     g.add_argument("--questions", action="append", default=[], help=t("cli.grade.questions"))
     g.set_defaults(func=run_grade)
@@ -91,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b = subparsers.add_parser("build-student", help=t("cli.build.help"), description=t("cli.build.description"))
     b.add_argument("paths", nargs="+", help=t("cli.build.paths"))
     b.add_argument("--out", required=True, help=t("cli.build.out"))
-    b.add_argument("--lang", choices=LANGS, help=t("cli.build.lang"))
+    b.add_argument("--lang", dest="stub_lang", choices=LANGS, help=t("cli.build.lang"))
     b.set_defaults(func=run_build)
 
 
@@ -121,7 +122,7 @@ def run_grade(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    students = grade_folder(args.submissions, args.out, args.timeout, args.lang, args.jobs, log=progress)
+    students = grade_folder(args.submissions, args.out, args.timeout, args.report_lang, args.jobs, log=progress)
     out = Path(args.out)
     print((out / "gradebook.md").read_text(), end="")
     print(t("cli.grade.done", n=len(students), out=out, csv=out / "gradebook.csv"))
@@ -132,7 +133,7 @@ def run_build(args: argparse.Namespace) -> int:
     from labkit.grading.build import BuildError, build_student
 
     try:
-        written = build_student(args.paths, args.out, args.lang)
+        written = build_student(args.paths, args.out, args.stub_lang)
     except BuildError as e:
         print(e, file=sys.stderr)
         return 1
