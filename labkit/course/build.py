@@ -51,6 +51,10 @@ catalog(
             "en": "the repository folder that holds notebooks/ and docs/ (default: this checkout)",
             "ro": "folderul depozitului care conține notebooks/ și docs/ (implicit: acest depozit)",
         },
+        "course.help.lesson": {
+            "en": "only this lesson (e.g. lesson2); repeatable; the glossary is then left alone",
+            "ro": "doar această lecție (de ex. lesson2); se poate repeta; glosarul rămâne atunci neatins",
+        },
         "course.wrote": {"en": "wrote {n} files under {root}", "ro": "au fost scrise {n} fișiere în {root}"},
         "course.fresh": {"en": "{n} files are up to date", "ro": "{n} fișiere sunt la zi"},
         "course.stale": {
@@ -58,16 +62,16 @@ catalog(
             "ro": "aceste fișiere diferă de o construire nouă (rulați: python -m labkit.course.build):\n{files}",
         },
         "course.pure_failed": {
-            "en": "{lesson} ({lang}), cell {cell}: a pure cell failed while building: {error}",
-            "ro": "{lesson} ({lang}), celula {cell}: o celulă pură a eșuat la construire: {error}",
+            "en": "{lesson} ({edition}), cell {cell}: a pure cell failed while building: {error}",
+            "ro": "{lesson} ({edition}), celula {cell}: o celulă pură a eșuat la construire: {error}",
         },
         "course.pure_stderr": {
-            "en": "{lesson} ({lang}), cell {cell}: a pure cell wrote to stderr, which nbval cannot compare: {text}",
-            "ro": "{lesson} ({lang}), celula {cell}: o celulă pură a scris în stderr, ceea ce nbval nu poate compara: {text}",
+            "en": "{lesson} ({edition}), cell {cell}: a pure cell wrote to stderr, which nbval cannot compare: {text}",
+            "ro": "{lesson} ({edition}), celula {cell}: o celulă pură a scris în stderr, ceea ce nbval nu poate compara: {text}",
         },
         "course.pure_expr": {
-            "en": "{lesson}, cell {cell}: a pure cell must print its result, not end in an expression",
-            "ro": "{lesson}, celula {cell}: o celulă pură trebuie să-și afișeze rezultatul cu print, nu să se încheie cu o expresie",
+            "en": "{lesson}, cell {cell}: a pure cell must print its result, not end in an expression that has a value",
+            "ro": "{lesson}, celula {cell}: o celulă pură trebuie să-și afișeze rezultatul cu print, nu să se încheie cu o expresie care are o valoare",
         },
         "course.no_check": {
             "en": "{lesson}, cell {cell}: a check cell without labkit.check(...)",
@@ -148,32 +152,41 @@ def pure_outputs(lesson: Lesson, lang: str) -> dict[int, list[dict[str, Any]]]:
     set_lang(lang)
     try:
         for i, cell in enumerate(lesson.cells):
-            if not (isinstance(cell, Code) and cell.pure):
+            if not isinstance(cell, Code) or not (cell.pure or cell.language_line):
                 continue
-            tree = ast.parse(cell.source)
-            if tree.body and isinstance(tree.body[-1], ast.Expr) and not _is_print(tree.body[-1].value):
-                raise CourseBuildError(t("course.pure_expr", lesson=lesson.id, cell=i))
+            source = cell.source
+            if cell.language_line:  # the setup cell: its Python lines (imports) are what pure cells use
+                source = "\n".join(line for line in source.splitlines() if not line.startswith("%"))
             out, err = io.StringIO(), io.StringIO()
             try:
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    exec(compile(tree, f"<{lesson.id} cell {i}>", "exec"), namespace)
+                    shown = _run(source, f"<{lesson.id} cell {i}>", namespace)
             except Exception as e:
                 raise CourseBuildError(
-                    t("course.pure_failed", lesson=lesson.id, lang=lang, cell=i, error=f"{type(e).__name__}: {e}")
+                    t("course.pure_failed", lesson=lesson.id, edition=lang, cell=i, error=f"{type(e).__name__}: {e}")
                 ) from e
+            if shown is not None:  # the kernel would show its repr, which nbval would compare
+                raise CourseBuildError(t("course.pure_expr", lesson=lesson.id, cell=i))
             if err.getvalue():
                 raise CourseBuildError(
-                    t("course.pure_stderr", lesson=lesson.id, lang=lang, cell=i, text=err.getvalue())
+                    t("course.pure_stderr", lesson=lesson.id, edition=lang, cell=i, text=err.getvalue())
                 )
             text = out.getvalue()
-            outputs[i] = [nbformat.v4.new_output("stream", name="stdout", text=text)] if text else []
+            if cell.pure:
+                outputs[i] = [nbformat.v4.new_output("stream", name="stdout", text=text)] if text else []
     finally:
         set_lang(before)
     return outputs
 
 
-def _is_print(node: ast.expr) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("print", "display")
+def _run(source: str, filename: str, namespace: dict[str, Any]) -> Any:
+    """Run a cell as IPython does: every statement, then the value of a final expression (or None)."""
+    tree = ast.parse(source)
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    exec(compile(tree, filename, "exec"), namespace)
+    if last is None:
+        return None
+    return eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
 
 
 # -- notebooks ----------------------------------------------------------------------
@@ -213,18 +226,21 @@ def render(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
 
-def course_files(root: Path = ROOT) -> dict[Path, str]:
-    """Every file the build writes, and its content."""
+def course_files(root: Path = ROOT, only: list[str] | None = None) -> dict[Path, str]:
+    """Every file the build writes, and its content; ``only``: these lesson ids (and no glossary)."""
     files = {}
     for lesson in lessons():
+        if only and lesson.id not in only:
+            continue
         for lang in LANGS:
             files[root / "notebooks" / lang / f"{lesson.file}.ipynb"] = render(notebook(lesson, lang))
-    files[root / "docs" / "glossary.md"] = glossary_markdown()
+    if not only:
+        files[root / "docs" / "glossary.md"] = glossary_markdown()
     return files
 
 
-def build(root: Path = ROOT) -> list[Path]:
-    files = course_files(root)
+def build(root: Path = ROOT, only: list[str] | None = None) -> list[Path]:
+    files = course_files(root, only)
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -232,11 +248,11 @@ def build(root: Path = ROOT) -> list[Path]:
     return list(files)
 
 
-def stale(root: Path = ROOT) -> list[Path]:
+def stale(root: Path = ROOT, only: list[str] | None = None) -> list[Path]:
     """The files whose committed content is not what a fresh build writes."""
     return [
         path
-        for path, text in course_files(root).items()
+        for path, text in course_files(root, only).items()
         if not path.exists() or path.read_text(encoding="utf-8") != text
     ]
 
@@ -247,18 +263,19 @@ def stale(root: Path = ROOT) -> list[Path]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help=t("course.help.check"))
     p.add_argument("--root", default=str(ROOT), help=t("course.help.root"))
+    p.add_argument("--lesson", action="append", default=None, help=t("course.help.lesson"))
 
 
 def run_cli(args: argparse.Namespace) -> int:
     root = Path(args.root)
     if args.check:
-        bad = stale(root)
+        bad = stale(root, args.lesson)
         if bad:
             print(t("course.stale", files="\n".join(f"  {p}" for p in bad)), file=sys.stderr)
             return 1
-        print(t("course.fresh", n=len(course_files(root))))
+        print(t("course.fresh", n=len(course_files(root, args.lesson))))
         return 0
-    print(t("course.wrote", n=len(build(root)), root=root))
+    print(t("course.wrote", n=len(build(root, args.lesson)), root=root))
     return 0
 
 

@@ -278,6 +278,14 @@ GLOSSARY: dict[str, Term] = {
         "each rank writes its own shards to disk",
         ("salvarea fragmentată",),
     ),
+    # lessons 4 to 6
+    "interconnect": Term(
+        "interconnect",
+        "interconectare",
+        "legătura prin care comunică GPU-urile: NVLink, PCIe sau rețeaua dintre noduri",
+        "the link the GPUs talk over: NVLink, PCIe or the network between nodes",
+        ("interconectarea",),
+    ),
 }
 
 

@@ -55,6 +55,13 @@ catalog(
         "course.col.peak_unsharded": {"en": "peak gathered", "ro": "vârf adunat"},
         "course.col.largest_unit": {"en": "largest unit", "ro": "cea mai mare unitate"},
         "course.col.min_num_params": {"en": "min_num_params", "ro": "min_num_params"},
+        "course.col.weights": {"en": "weights", "ro": "ponderi"},
+        "course.col.gradients": {"en": "gradients", "ro": "gradienți"},
+        "course.col.master": {"en": "fp32 master weights", "ro": "copia master fp32"},
+        "course.col.adam_m": {"en": "Adam m", "ro": "Adam m"},
+        "course.col.adam_v": {"en": "Adam v", "ro": "Adam v"},
+        "course.col.fp32_bytes": {"en": "fp32 (bytes)", "ro": "fp32 (octeți)"},
+        "course.col.mixed_bytes": {"en": "mixed precision (bytes)", "ro": "precizie mixtă (octeți)"},
         "course.yes": {"en": "yes", "ro": "da"},
         "course.no": {"en": "no", "ro": "nu"},
         "course.machine.torch": {"en": "torch", "ro": "torch"},
@@ -67,6 +74,37 @@ catalog(
     }
 )
 
+catalog(
+    {
+        "course.say.ddp_head": {
+            "en": "model {model}: {n:,} parameters, {nproc} DDP ranks",
+            "ro": "modelul {model}: {n:,} parametri, {nproc} ranguri DDP",
+        },
+        "course.say.checksums": {"en": "weight checksums: {values}", "ro": "sume de control ale ponderilor: {values}"},
+        "course.fig.params_b": {"en": "parameters (billions)", "ro": "parametri (miliarde)"},
+        "course.fig.gb_per_gpu": {"en": "GB per GPU", "ro": "GB pe GPU"},
+        "course.fig.ddp_full": {
+            "en": "DDP, mixed-precision AdamW ({b} B/param)",
+            "ro": "DDP, AdamW în precizie mixtă ({b} B/param.)",
+        },
+        "course.fig.weights_grads": {
+            "en": "bf16 weights and gradients only ({b} B/param)",
+            "ro": "doar ponderi și gradienți bf16 ({b} B/param.)",
+        },
+    }
+)
+
+catalog(  # lessons 4 to 6
+    {
+        "course.col.setting": {"en": "setting", "ro": "setare"},
+        "course.col.step_ms": {"en": "step (ms)", "ro": "pas (ms)"},
+        "course.col.units_held": {"en": "peak units held", "ro": "maxim unități ținute"},
+        "course.col.order": {"en": "collectives, in the order issued", "ro": "operații colective, în ordinea lansării"},
+        "course.col.block_params": {"en": "parameters per block", "ro": "parametri pe bloc"},
+        "course.col.prefetch_extra": {"en": "one block in bf16", "ro": "un bloc în bf16"},
+    }
+)
+
 UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "GB": 10**9, "TB": 10**12}
 
 
@@ -76,6 +114,16 @@ def label(key: str, **fields: Any) -> str:
         return t(f"course.col.{key}", **fields)
     except KeyError:
         return key
+
+
+def text(key: str, **fields: Any) -> str:
+    """A sentence or figure label of the lessons (``course.say.*``, ``course.fig.*``) in the current language."""
+    return t(f"course.{key}", **fields)
+
+
+def say(key: str, **fields: Any) -> None:
+    """Print the sentence ``course.say.<key>``."""
+    print(text(f"say.{key}", **fields))
 
 
 def yes_no(value: bool) -> str:
@@ -100,8 +148,8 @@ def table(
     columns: Sequence[str] | None = None,
     units: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
-) -> str:
-    """Print (and return) ``rows`` as an aligned table; numbers right-aligned, bytes in ``units``."""
+) -> None:
+    """Print ``rows`` as an aligned table: numbers right-aligned, bytes in ``units``."""
     columns = list(columns or (rows[0].keys() if rows else []))
     units, headers = dict(units or {}), dict(headers or {})
     head = [headers.get(c, label(c)) for c in columns]
@@ -114,9 +162,7 @@ def table(
     def line(cells: list[str]) -> str:
         return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
 
-    text = "\n".join([line(head), "  ".join("-" * w for w in widths)] + [line(b) for b in body])
-    print(text)
-    return text
+    print("\n".join([line(head), "  ".join("-" * w for w in widths)] + [line(b) for b in body]))
 
 
 def machine(backend: str = "auto") -> dict[str, Any]:

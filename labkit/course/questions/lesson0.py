@@ -1,19 +1,10 @@
-"""The questions of lessons 0 to 3, one ``question(...)`` per ``labkit.check(id, ...)``.
-
-Loaded by ``labkit.check`` through the registry (``labkit.grading.registry``): answers
-that depend on the student's own run are computed from the ``run=`` the check is
-given, never from numbers written here. Hints point to where the answer is, never
-at the answer. Lesson 1's first three questions live in ``labkit/grading/questions.py``
-(they were the grading module's examples, and lesson 1 uses them as they are).
-"""
+"""Lesson 0's questions: setup and check."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from labkit.grading.registry import question
-
-# -- lesson 0: setup and check ---------------------------------------------------------
 
 
 @question(
