@@ -94,13 +94,10 @@ class WidgetView:
         self.plot = w.HTML()
         self.stop = w.Button(description=t("dash.stop"), button_style="danger", icon="stop")
         self.stop.add_class("labkit-stop")
-
-        def clicked(_: Any) -> None:
-            self.stop.description = t("dash.stopping")
-            self.stop.disabled = True
-            on_stop()
-
-        self.stop.on_click(clicked)
+        self._on_stop = on_stop
+        self._stop_clicked = self._stop_shown = self._finished = False
+        self.stop.on_click(lambda _: self._request_stop())
+        self._watch_clicks()
         self.logs = {r: w.HTML() for r in run.ranks}
         self.tabs = w.Tab(children=[self.logs[r] for r in run.ranks])
         for i, r in enumerate(run.ranks):
@@ -112,8 +109,47 @@ class WidgetView:
         self._poll = self._ui_poller()
         self.update(run, force=True)
 
+    def _request_stop(self) -> None:
+        """A click on Stop. It may arrive on the kernel's shell-channel thread: only flags are set here."""
+        if self._finished or self._stop_clicked:  # a click queued until the cell ended changes nothing
+            return
+        self._stop_clicked = True
+        self._on_stop()
+
+    def _watch_clicks(self) -> None:
+        """See the Stop click while the cell blocks the kernel's main thread (ipykernel 7).
+
+        ipykernel 7 handles comm messages on the main thread's event loop, which the running
+        cell holds, so ``on_click`` would only fire after the run. Its shell-channel thread,
+        though, asks each comm where to route an incoming message (``_reply_subshell_for``)
+        before queueing it; wrapping that call on the button's comm sees the click at once.
+        The message then goes on as usual. Without the hook (ipykernel 6) jupyter-ui-poll
+        delivers the click instead, see ``_ui_poller``.
+        """
+        comm = getattr(self.stop, "comm", None)
+        route = getattr(comm, "_reply_subshell_for", None)
+        if route is None:
+            return
+
+        def spy(data: Any, default: Any) -> Any:
+            content = data.get("content") if isinstance(data, dict) else None
+            if isinstance(content, dict) and data.get("method") == "custom" and content.get("event") == "click":
+                self._request_stop()
+            return route(data, default)
+
+        comm._reply_subshell_for = spy
+
     def _ui_poller(self) -> Callable[[int], None] | None:
-        """Widget clicks wait in the shell queue while a cell runs; jupyter-ui-poll lets us read them."""
+        """Widget clicks wait in the shell queue while a cell runs; jupyter-ui-poll lets us read them.
+
+        It drives ``kernel.do_one_iteration``, which ipykernel 7 no longer has (there it would
+        silently do nothing while swapping the kernel's handlers): then ``_watch_clicks`` serves.
+        """
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+        if not hasattr(kernel, "do_one_iteration"):
+            return None
         try:
             from jupyter_ui_poll import ui_events
 
@@ -128,6 +164,10 @@ class WidgetView:
                 self._poll(5)
             except Exception:  # noqa: BLE001
                 self._poll = None
+        if self._stop_clicked and not self._stop_shown:  # the click came from another thread: show it here
+            self._stop_shown = True
+            self.stop.description = t("dash.stopping")
+            self.stop.disabled = True
         if not force and now - self._last_table < TABLE_PERIOD:
             return
         self._last_table = now
@@ -150,6 +190,7 @@ class WidgetView:
     def finish(self, run: Run) -> None:
         self._ui.close()
         self.update(run, force=True)
+        self._finished = True
         self.stop.disabled = True
         self.stop.description = t(f"run.status.{'done' if run.ok else 'stopped'}")
         TextView().finish(run)
