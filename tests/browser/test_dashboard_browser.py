@@ -1,0 +1,198 @@
+"""The live dashboard in real JupyterLab and Chromium: it renders, updates, fails and stops.
+
+One server and one browser serve the whole module (starting them is most of the
+cost); each test runs one cell of the fixture notebook, as a student would, with
+a click and Shift+Enter, and reads the dashboard from the DOM.
+
+    .venv/bin/pytest -m browser tests/browser
+    LABKIT_UPDATE_SCREENSHOTS=1 .venv/bin/pytest -m browser tests/browser   # also refresh docs/screenshots/
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+
+import pytest
+from jupyterlab_driver import CHROMIUM, Browser, JupyterLab, marked_processes
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+FIXTURE = os.path.join(HERE, "dashboard_fixture.ipynb")
+SCREENSHOTS = os.path.join(ROOT, "docs", "screenshots")
+
+pytestmark = pytest.mark.browser
+
+
+def t_en(key: str, **fields: object) -> str:
+    import labkit.dashboard  # noqa: F401 - registers the catalogs the dashboard uses
+    import labkit.launcher  # noqa: F401
+    from labkit.i18n import t
+
+    return t(key, lang="en", **fields)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium); launch/test.sh installs it")
+    pytest.importorskip(
+        "playwright.sync_api", reason="pip install playwright (the Python package; no browser download)"
+    )
+    shots = SCREENSHOTS if os.environ.get("LABKIT_UPDATE_SCREENSHOTS") == "1" else str(tmp_path_factory.mktemp("shots"))
+    server = JupyterLab([FIXTURE], env={"LABKIT_LANG": "en"})
+    with server:
+        with Browser(server.marker) as page:
+            nb = server.open(page, os.path.basename(FIXTURE))
+            nb.run_and_wait(nb.index("load"), timeout=60)
+            yield Lab(server, nb, shots)
+        assert not [p for p in server.leftovers() if "chrom" in _cmdline(p)], "chromium is still running"
+    assert marked_processes(server.marker) == [], "the server, a kernel or a rank outlived the shutdown"
+
+
+class Lab:
+    def __init__(self, server: JupyterLab, nb, shots: str) -> None:
+        self.server, self.nb, self.shots = server, nb, shots
+
+    def screenshot(self, locator, name: str) -> str:
+        os.makedirs(self.shots, exist_ok=True)
+        path = os.path.join(self.shots, name)
+        locator.screenshot(path=path, animations="disabled")
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+        return path
+
+
+@pytest.fixture(autouse=True)
+def no_rank_left(lab):
+    """After each test: no rank (nor torchrun) of this server's kernel is alive."""
+    yield
+    left = ranks_left(lab.server)
+    for pid in left:  # so that the next test starts clean even when this one failed
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "rank processes outlived the cell"
+
+
+def ranks_left(server: JupyterLab, wait: float = 10.0) -> list[int]:
+    # find_run_processes(None) sees every labkit rank of this user; keep those our server started
+    # (other test sessions may run ranks on the same machine)
+    from labkit.launcher import find_run_processes
+
+    deadline = time.monotonic() + wait
+    while True:
+        ours = set(server.leftovers())
+        left = [p for p in find_run_processes(None) if p in ours]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def watch(lab: Lab, i: int, timeout: float = 120.0, on_sample=None) -> list[list[dict[str, str]]]:
+    """Read the rank table of cell ``i`` about 5 times a second until the cell finishes."""
+    nb = lab.nb
+    nb.wait_rows(i)
+    samples = []
+    deadline = time.monotonic() + timeout
+    while nb.running(i):
+        assert time.monotonic() < deadline, f"cell {i} still running after {timeout:.0f} s"
+        rows = nb.rank_rows(i)
+        samples.append(rows)
+        if on_sample is not None:
+            on_sample(rows)
+        time.sleep(0.2)
+    nb.wait_done(i, timeout=10)
+    return samples
+
+
+def test_dashboard_shows_every_rank_updates_live_and_ends_with_summary(lab):
+    nb = lab.nb
+    i = nb.index("train")
+    nb.run(i)
+    running = t_en("run.status.running")
+    shot = []
+
+    def mid_run_screenshot(rows):
+        steps = [int(r["steps"] or 0) for r in rows]
+        if not shot and all(r["status"] == running for r in rows) and min(steps) >= 4:
+            shot.append(lab.screenshot(nb.cell(i), "dashboard-running.png"))
+
+    samples = watch(lab, i, on_sample=mid_run_screenshot)
+
+    assert samples, "the dashboard was never seen while the cell ran"
+    assert all([r["rank"] for r in rows] == ["0", "1"] for rows in samples), "one row per rank, in order"
+    for r in (0, 1):
+        live = [rows[r] for rows in samples if rows[r]["status"] == running]
+        mems = {row["mem"] for row in live if row["mem"]}
+        steps = {row["step"] for row in live if row["step"]}
+        assert len(mems) >= 2, f"rank {r}: memory never changed while running: {mems}; seen: {samples[::5]}"
+        assert len(steps) >= 2, f"rank {r}: the last step never changed while running: {steps}; seen: {samples[::5]}"
+    assert shot, "no moment with both ranks running and 4 steps done: nothing to screenshot"
+
+    final = nb.rank_rows(i)
+    assert [r["status"] for r in final] == [t_en("run.status.done")] * 2
+    assert [r["steps"] for r in final] == ["16", "16"]
+    assert all(r["log"].startswith("step 15 loss") for r in final), final
+    out = nb.output_text(i)
+    assert re.search(r"Run run-\S+: 2 ranks, backend gloo, [\d.]+ s, all ranks finished", out), out
+    assert re.search(r"rank 0 values: loss=", out), out
+    img = nb.cell(i).locator(".jp-OutputArea-output img").last  # the static summary figure
+    img.wait_for(timeout=10_000)
+    assert img.evaluate("el => el.complete && el.naturalWidth > 200 && el.naturalHeight > 100")
+    assert nb.cell(i).locator(".labkit-memplot polyline").count() == 2, "one memory line per rank"
+
+
+def test_rank_error_is_shown_naming_rank_1(lab):
+    nb = lab.nb
+    i = nb.index("fail")
+    nb.run(i)
+    watch(lab, i)
+
+    rows = nb.rank_rows(i)
+    assert rows[1]["status"].startswith(t_en("run.status.failed")), rows
+    assert not rows[0]["status"].startswith(t_en("run.status.failed")), "rank 0 only stopped because of rank 1"
+    error = nb.cell(i).locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").last
+    text = error.inner_text()
+    assert "RankError: rank 1 failed at step 2" in text, text
+    assert "ValueError: rank 1 gave up on purpose" in text, text
+    lab.screenshot(nb.cell(i), "dashboard-failed.png")
+
+
+def test_stop_button_ends_a_long_run_and_leaves_no_rank(lab):
+    nb = lab.nb
+    i = nb.index("long")
+    nb.run(i)
+    cell = nb.cell(i)
+    nb.wait_rows(i)
+    deadline = time.monotonic() + 90
+    while min(int(r["steps"] or 0) for r in nb.rank_rows(i)) < 3:  # both ranks well into the loop
+        assert nb.running(i) and time.monotonic() < deadline, nb.rank_rows(i)
+        time.sleep(0.2)
+    assert ranks_left(lab.server, wait=0), "the ranks should be alive before the click"
+
+    clicked = time.monotonic()
+    cell.locator("button.labkit-stop").click()
+    nb.wait_done(i, timeout=30)
+    took = time.monotonic() - clicked
+
+    assert took < 15, f"the run took {took:.1f} s to stop"
+    assert ranks_left(lab.server, wait=5) == [], "a rank survived the Stop button"
+    rows = nb.rank_rows(i)
+    assert [r["status"] for r in rows] == [t_en("run.status.stopped")] * 2, rows
+    assert int(rows[0]["steps"]) < 1000
+    assert "RunStopped: " + t_en("launch.stopped") in nb.output_text(i)
+    assert cell.locator("button.labkit-stop").is_disabled()
+
+    # the kernel is free again and saw the same run
+    j = nb.index("after_stop")
+    nb.run_and_wait(j, timeout=30)
+    assert "after stop: ['stopped', 'stopped']" in nb.output_text(j)
