@@ -121,7 +121,7 @@ def processes():
 def lesson_script(tmp_path) -> str:
     """A one-cell lesson, exported: the script the nodes run."""
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("%%torchrun -n 2\n" + CELL)]
+    nb.cells = [nbformat.v4.new_code_cell("%%torchrun -n 2 --backend gloo\n" + CELL)]
     path = str(tmp_path / "lesson.ipynb")
     nbformat.write(nb, path)
     return export.export_notebook(path, out=str(tmp_path / "lesson.py")) and str(tmp_path / "lesson.py")
@@ -208,13 +208,14 @@ def test_multinode_options_are_checked(tmp_path):
 
 
 def test_nproc_defaults_to_the_gpus_that_are_ours(tmp_path):
+    import torch
+
+    if torch.cuda.device_count() > 0:
+        pytest.skip("this machine has GPUs: the count depends on which")
     env = {k: v for k, v in base_env(tmp_path).items() if k != "NPROC_PER_NODE"}
     done = dry_run({**env, "CUDA_VISIBLE_DEVICES": "2,5"}, MULTINODE, "x.py")
     # labkit.gpus: this machine's torch opens no GPU, so the variable cannot widen it: 2 CPU ranks
-    import torch
-
-    expected = min(2, torch.cuda.device_count()) or 2
-    assert f"--nproc-per-node={expected}" in done.stderr, done.stderr
+    assert "--nproc-per-node=2" in done.stderr, done.stderr
 
 
 # -- Slurm --------------------------------------------------------------------------------------
