@@ -233,6 +233,7 @@ class CommCounter:
     def __init__(self) -> None:
         self.calls: list[Call] = []
         self.unit_of: Any = None  # set by labkit.timeline: a callable naming the current FSDP unit
+        self.synchronize: Any = None  # set by labkit.timeline on GPUs: wait for the device around each call
 
     def __enter__(self) -> CommCounter:
         _install()
@@ -246,7 +247,10 @@ class CommCounter:
         call = _describe(name, args, issued)
         call.unit, call.blocking = unit, blocking
         self.calls.append(call)
-        _watch_completion(call, out)
+        if self.synchronize is not None:
+            call.done = call.returned  # synchronized: done when the call returned
+        else:
+            _watch_completion(call, out)
 
     def totals(self) -> dict[str, dict[str, float]]:
         """Per collective: number of calls, payload bytes, and wire bytes sent by this rank."""
@@ -302,9 +306,14 @@ def _kernel(name: str, op: Any) -> Any:
                 return op(*args, **kwargs)
         namer = next((c.unit_of for c in counters if c.unit_of is not None), None)
         unit = namer(kind) if namer is not None else None  # before the call, which may block
+        sync = next((c.synchronize for c in counters if c.synchronize is not None), None)
+        if sync is not None:
+            sync()
         issued = time.time()
         with torch._C._AutoDispatchBelowAutograd():
             out = op(*args, **kwargs)
+        if sync is not None:
+            sync()  # the collective has run on the device: its end is now
         blocking = async_at is not None and not kwargs.get("async_op", args[async_at] if async_at < len(args) else True)
         for c in counters:
             c.record(name, args, unit, issued, out, blocking)

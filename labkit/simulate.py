@@ -398,6 +398,7 @@ def simulate(
     sync_comm: bool = False,
     bucket_bytes: float = 25 * 2**20,
     first_bucket_bytes: float = 2**20,
+    compute_scale: float = 1.0,
 ) -> Result:
     """Simulate one step of ``prof`` on ``link_spec``. The result is labelled simulated.
 
@@ -405,7 +406,11 @@ def simulate(
     regather_root: whether backward gathers the root unit again (default: FSDP2 yes, FSDP1 no).
     DDP all-reduces buckets of ``bucket_bytes`` (the first one ``first_bucket_bytes``) as the
     units' gradients complete, at unit granularity.
+    compute_scale: divide every measured compute time by this, to ask "and on a device this
+    many times faster?" (an assumption, kept in ``result.options``).
     """
+    if compute_scale != 1.0:
+        prof = _scaled(prof, compute_scale)
     if backward_prefetch not in PREFETCH:
         raise ValueError(t("simulate.unknown_prefetch", name=backward_prefetch))
     ln = link(link_spec)
@@ -421,6 +426,7 @@ def simulate(
         "shard_size": shard_size,
         "cpu_bound": cpu_bound,
         "sync_comm": sync_comm,
+        "compute_scale": compute_scale,
     }
     sch = _Schedule(prof, ln, o, link(inter_link) if inter_link is not None else ln)
     sharded = strategy in SHARDED
@@ -434,6 +440,22 @@ def simulate(
     comm = math.fsum(s["end"] - s["start"] for s in sch.spans if s["stream"] == "comm")
     exposed = max(step - prof.compute_time, 0.0)
     return Result(step, prof.compute_time, comm, exposed, sch.peak_units, sch.peak_bytes, spans, o, ln)
+
+
+def _scaled(prof: Profile, factor: float) -> Profile:
+    fwd = [(u, d / factor) for u, d in prof.forward]
+    bwd = [(u, d / factor) for u, d in prof.backward]
+    return Profile(
+        fwd,
+        bwd,
+        prof.param_bytes,
+        prof.grad_bytes,
+        prof.world_size,
+        prof.optimizer / factor,
+        prof.flavor,
+        prof.measured,
+        prof.source,
+    )
 
 
 def _forward(sch: _Schedule, prof: Profile, sharded: bool) -> None:

@@ -106,10 +106,11 @@ def span(unit: str, kind: str, start: float, end: float, stream: str, **extra: A
 class _Call:
     """One forward call of one compute module: its forward span and, later, its backward."""
 
-    __slots__ = ("unit", "fwd_start", "fwd_end", "bwd_start", "bwd_end")
+    __slots__ = ("unit", "fwd_start", "fwd_end", "bwd_start", "bwd_end", "now")
 
-    def __init__(self, unit: str, fwd_start: float) -> None:
+    def __init__(self, unit: str, fwd_start: float, now: Any) -> None:
         self.unit = unit
+        self.now = now
         self.fwd_start = fwd_start
         self.fwd_end: float | None = None
         self.bwd_start: float | None = None
@@ -117,10 +118,10 @@ class _Call:
 
     def output_grad_ready(self, _grad: Any = None) -> None:
         if self.bwd_start is None:
-            self.bwd_start = time.time()
+            self.bwd_start = self.now()
 
     def input_grad_ready(self, *_: Any) -> None:
-        self.bwd_end = time.time()  # the last input's gradient marks the end
+        self.bwd_end = self.now()  # the last input's gradient marks the end
 
 
 def _tensors(x: Any) -> Iterator[Any]:
@@ -141,10 +142,22 @@ class Recorder:
 
     ``units``: module types to treat as units when the model is not FSDP-wrapped (DDP or a
     plain model); by default labkit's ``TransformerBlock``. The root is always a unit.
+
+    ``synchronize`` (default: when the model is on a GPU): wait for the device at every
+    timestamp, so that a span is the device's time and not the CPU's launch time. That
+    serializes compute and collectives, so such a timeline measures per-unit compute (what
+    ``labkit.simulate`` replays) but shows no overlap; see the GPU's own overlap with
+    ``torch.profiler`` and Perfetto.
     """
 
-    def __init__(self, model: Any, optimizer: Any = None, units: Sequence[type] | None = None) -> None:
+    def __init__(
+        self, model: Any, optimizer: Any = None, units: Sequence[type] | None = None, synchronize: bool | None = None
+    ) -> None:
         self.model = model
+        if synchronize is None:
+            synchronize = self._device() == "cuda"
+        self._sync = _cuda_synchronize if synchronize else None
+        self.now = _synced_clock if synchronize else time.time
         self.flavor, self.units = find_units(model, units)
         if not self.units:
             raise ValueError(t("timeline.no_units"))
@@ -176,7 +189,7 @@ class Recorder:
         def pre(mod: Any, args: Any) -> None:
             if not self.active:
                 return
-            call = _Call(name, time.time())
+            call = _Call(name, self.now(), self.now)
             pending.append(call)
             self._calls.append(call)
             needs_grad = [x for x in _tensors(args) if x.requires_grad]
@@ -188,7 +201,7 @@ class Recorder:
             if not self.active or not pending:
                 return
             call = pending[-1] if outer is not None else pending.pop()
-            call.fwd_end = time.time()
+            call.fwd_end = self.now()
             if call.bwd_end == -1.0:
                 call.bwd_end = None
                 for y in _tensors(out):
@@ -217,11 +230,11 @@ class Recorder:
 
         def pre(*_: Any) -> None:
             if self.active:
-                started.append(time.time())
+                started.append(self.now())
 
         def post(*_: Any) -> None:
             if self.active and started:
-                self._extra.append(span("optimizer", "optimizer", started.pop(), time.time(), "compute"))
+                self._extra.append(span("optimizer", "optimizer", started.pop(), self.now(), "compute"))
 
         self._hooks.append(optimizer.register_step_pre_hook(pre))
         self._hooks.append(optimizer.register_step_post_hook(post))
@@ -280,7 +293,7 @@ class Recorder:
     def _freed(self, name: str) -> None:
         start = self._held_since.pop(name, None)
         if self.active and start is not None:
-            self._extra.append(span(name, "held", start, time.time(), "memory"))
+            self._extra.append(span(name, "held", start, self.now(), "memory"))
 
     def _unit_of(self, kind: str) -> str | None:
         """Called by the comm counter for each collective: which unit is it for?"""
@@ -291,7 +304,7 @@ class Recorder:
         else:
             return None
         if kind == "all_gather":
-            self._held_since.setdefault(name, time.time())
+            self._held_since.setdefault(name, self.now())
         return name
 
     # the step -----------------------------------------------------------
@@ -303,15 +316,16 @@ class Recorder:
 
         self._calls, self._extra = [], []
         self._last_post_backward = None
-        t0 = time.time()
+        t0 = self.now()
         with _comm.count(step=i, send=send and comm, **fields) as counter:
             counter.unit_of = self._unit_of
+            counter.synchronize = self._sync
             self.active = True
             try:
                 yield self
             finally:
                 self.active = False
-        t1 = time.time()
+        t1 = self.now()
         for name, start in self._held_since.items():  # e.g. SHARD_GRAD_OP keeps units until the end
             self._extra.append(span(name, "held", start, t1, "memory"))
         self._held_since = {}
@@ -374,6 +388,18 @@ class Recorder:
         for obj, attr in self._patched:
             obj.__dict__.pop(attr, None)
         self._hooks, self._patched = [], []
+
+
+def _cuda_synchronize() -> None:
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _synced_clock() -> float:
+    _cuda_synchronize()
+    return time.time()
 
 
 def _comm_span(c: Any) -> dict[str, Any]:

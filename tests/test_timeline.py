@@ -117,6 +117,17 @@ def test_prefetch_holds_one_more_unit():
         assert timeline.peak_held(spans("ddp", r)) == 3  # unsharded: everything, all the time
 
 
+def test_synchronized_recorder_records_the_same():
+    """synchronize=True (the GPU mode) takes its times after waiting for the device; same spans."""
+
+    def shape(config):
+        seq = [(s["kind"], s["unit"]) for s in spans(config) if s["stream"] != "memory"]
+        return [x for i, x in enumerate(seq) if i == 0 or seq[i - 1] != x]  # a span cut in two is one
+
+    assert shape("fsdp2:reshard:sync") == shape("fsdp2:reshard")
+    assert all(s["end"] >= s["start"] for s in spans("fsdp2:reshard:sync"))
+
+
 def test_comm_spans_carry_bytes():
     for s in spans("fsdp2:reshard"):
         if s["stream"] == "comm":

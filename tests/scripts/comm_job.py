@@ -7,13 +7,16 @@ Arguments: model preset, steps per configuration, then configurations:
 ``ddp``, ``fsdp2:reshard`` / ``fsdp2:keep`` (reshard_after_forward), or
 ``fsdp1:STRATEGY[:PREFETCH][:fwd][:nolimit]`` with PREFETCH one of BACKWARD_PRE,
 BACKWARD_POST, NONE (default BACKWARD_PRE), ``fwd`` for forward_prefetch and
-``nolimit`` for limit_all_gathers=False. Each configuration builds a fresh model and
+``nolimit`` for limit_all_gathers=False; a trailing ``:sync`` records with
+``synchronize=True`` (the GPU mode; a no-op wait on CPU). Each configuration builds a fresh model and
 records every step with ``labkit.timeline.Recorder`` (which also sends the ``comm``
-counts); messages carry ``config``. One job for all, because a torchrun launch costs seconds.
+counts); messages carry ``config``. Then one more step is counted by torch's CommDebugMode
+too (``COMM_JOB_CROSS_CHECK=0`` skips it). One job for all, because a torchrun launch costs seconds.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import timedelta
 
@@ -90,7 +93,7 @@ def main() -> None:
         torch.manual_seed(0)
         model = wrap(spec, TransformerLM(cfg), world)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        rec = timeline.Recorder(model, optimizer=opt)
+        rec = timeline.Recorder(model, optimizer=opt, synchronize=spec.endswith(":sync"))
         for i in range(steps):
             x, y = synthetic_batch(cfg, 2, i, rank)
             with rec.step(i, config=spec, num_params=cfg.num_params()):
@@ -98,7 +101,8 @@ def main() -> None:
                 opt.step()
                 opt.zero_grad()
         rec.close()
-        cross_check(model, opt, cfg, rank, spec, steps)
+        if os.environ.get("COMM_JOB_CROSS_CHECK", "1") == "1":
+            cross_check(model, opt, cfg, rank, spec, steps)
         dist.barrier()
     dist.destroy_process_group()
 

@@ -20,10 +20,13 @@ ROOT = HERE.parent.parent
 
 
 @functools.cache
-def run_job(nproc: int, model: str, steps: int, *configs: str, timeout: float = 240) -> dict[int, list[dict[str, Any]]]:
+def run_job(
+    nproc: int, model: str, steps: int, *configs: str, timeout: float = 240, cross_check: bool = True
+) -> dict[int, list[dict[str, Any]]]:
     """Every message of every rank, in order, as ``Run.events`` holds them."""
     with tempfile.TemporaryDirectory(prefix="labkit-comm-") as out:
         env = {**os.environ, "LABKIT_REPORT_DIR": out, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+        env["COMM_JOB_CROSS_CHECK"] = "1" if cross_check else "0"
         cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}"]
         cmd += ["--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:0", str(HERE / "comm_job.py"), model, str(steps)]
         proc = subprocess.Popen(

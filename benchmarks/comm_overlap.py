@@ -1,0 +1,120 @@
+"""Communication per step, measured against theory, and what prefetch buys on other links (simulated).
+
+    .venv/bin/python benchmarks/comm_overlap.py                        # small model, 2 and 4 ranks
+    .venv/bin/python benchmarks/comm_overlap.py --model tiny --ranks 2 --links pcie4 ib100
+
+For each world size it launches one torchrun job (gloo, CPU) that trains the model a few
+steps under DDP, FSDP1 FULL_SHARD with each backward prefetch, FSDP1 SHARD_GRAD_OP and
+FSDP2, counting every collective in the ranks and recording the per-unit timeline
+(tests/scripts/comm_job.py, the job the tests run). It prints:
+
+1. measured bytes per step and rank against ``labkit.comm.theory_bytes``, in MiB and in
+   units of (N-1)/N·Ψ·4 bytes, where DDP should read 2 and FULL_SHARD 3;
+2. the FULL_SHARD run replayed by ``labkit.simulate`` on two links for each prefetch
+   option (the CPU's measured compute and bytes, re-timed: SIMULATED, not measured);
+3. the replay of each CPU run as it ran, against its measured step time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "scripts"))
+
+from comm_launch import of_config, run_job  # noqa: E402
+
+from labkit import comm, simulate  # noqa: E402
+from labkit.models import get_config  # noqa: E402
+
+CONFIGS = {
+    "ddp": "DDP",
+    "fsdp1:FULL_SHARD:BACKWARD_PRE": "FULL_SHARD",
+    "fsdp1:FULL_SHARD:BACKWARD_POST": "FULL_SHARD",
+    "fsdp1:FULL_SHARD:NONE": "FULL_SHARD",
+    "fsdp1:SHARD_GRAD_OP": "SHARD_GRAD_OP",
+    "fsdp2:reshard": "FULL_SHARD",
+}
+
+
+def measured_vs_theory(events: dict, n: int, psi: int) -> list[list[str]]:
+    rows = [["config", "calls AG/RS/AR", "measured MiB", "theory MiB", "meas./theory", "in (N-1)/N·Ψ"]]
+    unit = (n - 1) / n * psi * 4
+    for config, strategy in CONFIGS.items():
+        ev = of_config(events, config)[0]
+        counts = [m for m in ev if m["t"] == "comm"][-1]["counts"]
+        spans = [m for m in ev if m["t"] == "spans"][-1]
+        padded = spans["padded_units"]
+        num = sum(padded.values()) or psi
+        root = padded.get("root", 0) if spans["flavor"] == "fsdp1" and strategy == "FULL_SHARD" else 0
+        theory = comm.total(comm.theory_bytes(num, strategy, n, unsharded_root_params=root))
+        got = comm.total(counts)
+        calls = "/".join(
+            str(int(counts.get(k, {}).get("calls", 0))) for k in ("all_gather", "reduce_scatter", "all_reduce")
+        )
+        rows.append(
+            [config, calls, f"{got / 2**20:.3f}", f"{theory / 2**20:.3f}", f"{got / theory:.4f}", f"{got / unit:.3f}"]
+        )
+    return rows
+
+
+def simulated(events: dict, links: list[str]) -> list[list[str]]:
+    prof = simulate.profile_from_run(of_config(events, "fsdp1:FULL_SHARD:BACKWARD_PRE"))
+    rows = [["SIMULATED on", "strategy", "prefetch", "step ms", "exposed comm ms", "peak units"]]
+    for ln in links:
+        for strategy in ("FULL_SHARD", "SHARD_GRAD_OP", "DDP"):
+            options = [(pf, False) for pf in simulate.PREFETCH] + [("BACKWARD_PRE", True)]
+            for pf, fwd in options if strategy == "FULL_SHARD" else [("BACKWARD_PRE", False)]:
+                r = simulate.simulate(prof, ln, strategy=strategy, backward_prefetch=pf, forward_prefetch=fwd)
+                label = (str(pf) + (" +forward_prefetch" if fwd else "")) if strategy == "FULL_SHARD" else "-"
+                rows.append(
+                    [ln, strategy, label, f"{r.step_time * 1e3:.2f}", f"{r.exposed_comm * 1e3:.2f}", str(r.peak_units)]
+                )
+    rows.append(["(compute replayed)", "", "", f"{prof.compute_time * 1e3:.2f}", "", ""])
+    return rows
+
+
+def replay(events: dict) -> list[list[str]]:
+    rows = [["CPU run replayed", "measured step ms", "simulated ms", "difference", "in no span ms"]]
+    for config in CONFIGS:
+        c = simulate.compare_to_measured(simulate.profile_from_run(of_config(events, config)))
+        rows.append(
+            [
+                config,
+                f"{c['measured_step_s'] * 1e3:.1f}",
+                f"{c['simulated_step_s'] * 1e3:.1f}",
+                f"{c['relative_difference']:+.0%}",
+                f"{c['unattributed_s'] * 1e3:.1f}",
+            ]
+        )
+    return rows
+
+
+def show(rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="small", help="labkit.models preset (default: small)")
+    ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4], help="world sizes to run (default: 2 4)")
+    ap.add_argument("--steps", type=int, default=4, help="steps per configuration (default: 4)")
+    ap.add_argument("--links", nargs="+", default=["nvlink4", "ib100"], help=f"presets: {', '.join(simulate.LINKS)}")
+    args = ap.parse_args()
+    psi = get_config(args.model).num_params()
+    for n in args.ranks:
+        print(f"== {args.model} ({psi:,} parameters, fp32), {n} ranks, gloo on CPU ==\n")
+        events = run_job(n, args.model, args.steps, *CONFIGS, timeout=900, cross_check=False)
+        show(measured_vs_theory(events, n, psi))
+        show(simulated(events, args.links))
+        show(replay(events))
+
+
+if __name__ == "__main__":
+    main()
