@@ -67,8 +67,8 @@ catalog(
             "exportați-le separat cu --cell",
         },
         "export.env_differ": {
-            "en": "cells {a} and {b} set {key} to different values; export them separately with --cell",
-            "ro": "celulele {a} și {b} dau lui {key} valori diferite; exportați-le separat cu --cell",
+            "en": "cells {a} and {b} set {name} to different values; export them separately with --cell",
+            "ro": "celulele {a} și {b} dau lui {name} valori diferite; exportați-le separat cu --cell",
         },
         "export.var_missing": {
             "en": "cell {index} sends {name!r} with --vars, but no code cell before it assigns {name!r}; "
@@ -468,7 +468,7 @@ def check_together(chosen: list[TorchrunCell]) -> tuple[int | None, dict[str, st
     for c in chosen:
         for key, value in parse_env(c.opts.env).items():
             if key in env and env[key] != value:
-                raise OptionError(t("export.env_differ", a=setter[key], b=c.index, key=key))
+                raise OptionError(t("export.env_differ", a=setter[key], b=c.index, name=key))
             env[key], setter[key] = value, c.index
     nproc = nprocs.pop()
     if nproc is not None and not str(nproc).strip().isdigit():
