@@ -1,0 +1,120 @@
+"""Train a few steps under several wrappings in one torchrun job; measure memory by category.
+
+    LABKIT_REPORT_DIR=/tmp/out python -m torch.distributed.run --nproc-per-node 2 \
+        tests/scripts/mem_job.py small 2 fsdp1:FULL_SHARD fsdp2:reshard fsdp1:NO_SHARD
+
+Arguments: model preset (or ``odd``, a shape that FSDP must pad), steps per configuration,
+then configurations: ``ddp``, ``plain``, ``fsdp2:reshard`` / ``fsdp2:keep``
+(reshard_after_forward), or ``fsdp1:STRATEGY``; a ``:nowrap`` suffix leaves out the
+auto_wrap_policy (FSDP1) or the per-block ``fully_shard`` calls (FSDP2), ``:ac`` adds
+activation checkpointing per block, ``:bf16`` mixed precision (FSDP1 MixedPrecision /
+FSDP2 MixedPrecisionPolicy). Step 1 is measured by ``labkit.memtrack``; for FSDP2 the
+last step is also measured by torch's ``FSDPMemTracker`` ("fsdpmemtracker" messages).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from labkit import memtrack
+from labkit.models import ModelConfig, TransformerBlock, TransformerLM, get_config, synthetic_batch
+from labkit.rank import send as rank_send
+
+# Every dimension odd enough that neither FSDP1's flat parameters nor FSDP2's dim-0 shards
+# divide evenly at 4 ranks: both must pad.
+ODD = ModelConfig(vocab_size=1001, dim=36, n_layers=2, n_heads=4, ffn_dim=98, seq_len=16)
+BATCH = 2
+
+
+def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:
+    flavor, *opts = spec.split(":")
+    if "ac" in opts:
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+        for i, block in enumerate(model.layers):
+            model.layers[i] = checkpoint_wrapper(block)
+    if flavor == "plain":
+        return model
+    if flavor == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model)
+    if flavor == "fsdp2":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        mesh = init_device_mesh("cpu", (world,))
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if "bf16" in opts else None
+        extra = {"mp_policy": mp} if mp else {}
+        reshard = opts[0] == "reshard"
+        if "nowrap" not in opts:
+            for block in model.layers:
+                fully_shard(block, mesh=mesh, reshard_after_forward=reshard, **extra)
+        fully_shard(model, mesh=mesh, reshard_after_forward=reshard, **extra)
+        return model
+    from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision, ShardingStrategy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    blocks = {TransformerBlock}
+    if "ac" in opts:
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
+
+        blocks = {CheckpointWrapper}
+    mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16) if "bf16" in opts else None
+    return FullyShardedDataParallel(
+        model,
+        auto_wrap_policy=None if "nowrap" in opts else ModuleWrapPolicy(blocks),
+        sharding_strategy=ShardingStrategy[opts[0]],
+        mixed_precision=mp,
+        device_id=torch.device("cpu"),
+    )
+
+
+def reference(
+    model: torch.nn.Module, opt: torch.optim.Optimizer, cfg: ModelConfig, rank: int, spec: str, i: int
+) -> None:
+    """One more step measured by torch's FSDPMemTracker, right after backward (FSDP2 only)."""
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+
+    x, y = synthetic_batch(cfg, BATCH, i, rank)
+    mt = FSDPMemTracker(model, opt)
+    with mt:
+        model(x, y).backward()
+        after_backward = mt.get_tracker_snapshot("current")
+        opt.step()
+        opt.zero_grad()
+    snap = {str(k.value if hasattr(k, "value") else k): v for k, v in after_backward[torch.device("cpu")].items()}
+    rank_send("fsdpmemtracker", config=spec, after_backward=snap)
+
+
+def main() -> None:
+    torch.set_num_threads(1)  # ranks share 2 cores
+    dist.init_process_group("gloo", timeout=timedelta(seconds=60))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    cfg = ODD if sys.argv[1] == "odd" else get_config(sys.argv[1])
+    steps = int(sys.argv[2])
+    for spec in sys.argv[3:]:
+        torch.manual_seed(0)
+        model = wrap(spec, TransformerLM(cfg), world)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
+        tracker = memtrack.track(model, opt, steps=[1], send=False)
+        for i in range(steps):
+            x, y = synthetic_batch(cfg, BATCH, i, rank)
+            with tracker.step(i):
+                model(x, y).backward()
+                opt.step()
+                opt.zero_grad()
+        for msg in tracker.results:
+            rank_send("memcat", config=spec, num_params=cfg.num_params(), world_size=world, **msg)
+        if spec.startswith("fsdp2") and "bf16" not in spec:
+            reference(model, opt, cfg, rank, spec, steps)
+        dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
