@@ -10,6 +10,10 @@ In order, and the order matters:
 4. The process group, unless the cell creates its own; always with a timeout,
    since gloo's default of 30 minutes turns a lab mistake into a silent hang.
 5. The cell's code, compiled as ``<cell>`` so tracebacks show the cell's lines.
+
+In "serve" mode (warm ranks, ``labkit.warm``) step 5 becomes a loop: the rank waits
+for cells from the kernel and runs each one on its main thread in a namespace that
+persists, until the kernel says stop or goes away.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import faulthandler
 import json
 import linecache
 import os
+import queue
 import signal
 import socket
 import sys
@@ -34,6 +39,7 @@ from labkit.sampler import Sampler
 
 CELL_FILENAME = "<cell>"
 _finishing = False
+_in_cell = False  # serve mode: a SIGINT interrupts a cell, never the loop between cells
 
 
 def set_parent_death_signal() -> None:
@@ -122,15 +128,31 @@ def destroy_process_group() -> None:
             pass
 
 
-def format_error(exc: BaseException) -> tuple[str, int | None]:
+def format_error(exc: BaseException, cell_filename: str = CELL_FILENAME) -> tuple[str, int | None]:
     """The traceback without labkit's own frames, and the cell line where it happened."""
     tb = traceback.TracebackException.from_exception(exc)
     tb.stack = traceback.StackSummary.from_list([f for f in tb.stack if not f.filename.endswith("bootstrap.py")])
     lineno = None
     for frame in tb.stack:
-        if frame.filename == CELL_FILENAME:
+        if frame.filename == cell_filename:
             lineno = frame.lineno
     return "".join(tb.format()), lineno
+
+
+def send_error(exc: BaseException, kind: str = "error", cell_filename: str = CELL_FILENAME, **extra: Any) -> None:
+    """The traceback to this rank's stderr (flushed), then the error to the notebook."""
+    text, lineno = format_error(exc, cell_filename)
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    rank_api.send(
+        kind,
+        type=type(exc).__name__,
+        message=str(exc)[:2000],
+        traceback=text[-20000:],
+        lineno=lineno,
+        step=rank_api._step_count,
+        **extra,
+    )
 
 
 def load_job(run_dir: str) -> dict[str, Any]:
@@ -182,12 +204,17 @@ def main() -> None:
         "host": socket.gethostname(),
     }
     token = os.environ.pop("LABKIT_TOKEN", "")  # out of the environment of anything we start
-    client = ChannelClient(os.environ["LABKIT_SOCKET"], token, hello, on_close=kernel_gone)
+    inbox: queue.SimpleQueue = queue.SimpleQueue()  # messages from the kernel, for the main thread
+    client = ChannelClient(
+        os.environ["LABKIT_SOCKET"], token, hello, on_message=lambda m: from_kernel(m, inbox), on_close=kernel_gone
+    )
     rank_api._connect(client)
     send = rank_api.send
 
     job = load_job(run_dir)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    if job["mode"] == "serve":
+        finish(client, serve(job, run_dir, namespace, inbox))
     if job.get("vars_file"):
         namespace.update(load_pickle(run_dir, job["vars_file"]))
     sampler = Sampler(send, namespace, float(job.get("sample_interval", 0.2)))
@@ -203,16 +230,7 @@ def main() -> None:
             send("exit", code=exit_code, step=rank_api._step_count)
         result = None
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, KeyboardInterrupt too
-        text, lineno = format_error(exc)
-        sys.stderr.write(text)
-        send(
-            "error",
-            type=type(exc).__name__,
-            message=str(exc)[:2000],
-            traceback=text[-20000:],
-            lineno=lineno,
-            step=rank_api._step_count,
-        )
+        send_error(exc)
         exit_code = 1
         result = None
     _finishing = True
@@ -220,11 +238,124 @@ def main() -> None:
     if exit_code == 0:
         destroy_process_group()
         send("done", result=result, time_end=time.time())
+    finish(client, exit_code)
+
+
+def finish(client: ChannelClient, exit_code: int) -> None:
+    global _finishing
+    _finishing = True
     client.close()
     sys.stdout.flush()
     sys.stderr.flush()
     # os._exit: skip interpreter teardown, where a broken process group can hang at exit
     os._exit(exit_code)
+
+
+# -- serve mode: warm ranks ------------------------------------------------------
+
+
+def from_kernel(msg: dict[str, Any], inbox: queue.SimpleQueue) -> None:
+    """Runs on the channel's reader thread. A cut must happen here, while the main thread is
+    blocked in a collective; everything else is for the main thread."""
+    if msg.get("t") == "cut":
+        cut_collectives()
+    else:
+        inbox.put(msg)
+
+
+def on_sigint(signum: int, frame: Any) -> None:
+    if _in_cell:
+        raise KeyboardInterrupt  # between cells a late interrupt is dropped: there is nothing to stop
+
+
+def serve(job: dict[str, Any], run_dir: str, namespace: dict[str, Any], inbox: queue.SimpleQueue) -> int:
+    """Join the process group, then run each cell the kernel sends until it says stop."""
+    try:
+        init_process_group(job["backend"], float(job["pg_timeout"]))
+    except BaseException as exc:  # noqa: BLE001 - the kernel is told, then this rank ends
+        send_error(exc)
+        return 1
+    default_pg_timeout(float(job["pg_timeout"]))  # a cell that destroys the group and makes its own keeps the timeout
+    signal.signal(signal.SIGINT, on_sigint)  # whatever torchrun left us, SIGINT interrupts a cell
+    interval = float(job.get("sample_interval", 0.2))
+    rank_api.send("ready")
+    while True:
+        msg = inbox.get()
+        if msg.get("t") == "stop":
+            return 0
+        if msg.get("t") == "exec":
+            try:
+                run_cell(msg, run_dir, namespace, interval)
+            except KeyboardInterrupt:  # landed in our own code after the cell ended; it had nothing to stop
+                pass
+
+
+def run_cell(msg: dict[str, Any], run_dir: str, namespace: dict[str, Any], interval: float) -> None:
+    """One cell: its output flushed and its end (``cell_done`` or ``cell_error``) sent, whatever happens."""
+    global _in_cell
+    cell = msg["cell"]
+    filename = f"<cell {cell}>"  # one name per cell: a function from cell 2 still shows cell 2's lines in cell 5
+    source = msg["code"]
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    rank_api._step_count = 0
+    sampler = Sampler(rank_api.send, namespace, interval)
+    sampler.start()
+    failure: BaseException | None = None
+    try:
+        try:
+            if msg.get("vars"):
+                namespace.update(load_pickle(run_dir, msg["vars"]))
+            code = compile(source, filename, "exec")
+            _in_cell = True
+            exec(code, namespace)
+        finally:
+            _in_cell = False
+    except SystemExit as exc:  # sys.exit() ends the cell, not the rank: the session lives on
+        if exc.code not in (None, 0):
+            failure = exc
+    except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt too: the kernel asked for it
+        failure = exc
+    sampler.stop()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if failure is None:
+        rank_api.send("cell_done", cell=cell, time_end=time.time())
+    else:
+        send_error(failure, "cell_error", filename, cell=cell)
+
+
+def cut_collectives() -> None:
+    """Make a collective that blocks this rank fail now instead of at its timeout.
+
+    Neither SIGINT (handled only once the collective returns) nor ``abort()`` (a no-op for
+    gloo in torch 2.13) wakes a rank blocked in gloo; shutting down its TCP connections to
+    the peers does, with "Connection closed by peer". The connection to torchrun's store
+    and listening sockets are left alone (shutting down gloo's listener aborts the process).
+    The process group is unusable afterwards: the kernel says so and offers a restart.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and os.environ.get("LABKIT_BACKEND") == "nccl" and dist.is_initialized():
+        for pg in list(dist.distributed_c10d._world.pg_map):
+            try:
+                pg.abort()  # NCCL communicators support abort
+            except Exception:  # noqa: BLE001 - best effort; the kernel ends the session if this is not enough
+                pass
+    store_port = int(os.environ.get("MASTER_PORT", "0"))
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                continue
+            sock = socket.socket(fileno=os.dup(int(name)))
+        except OSError:
+            continue
+        try:
+            if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
+                if sock.getpeername()[1] != store_port:
+                    sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # not connected (a listener): leave it
+            pass
+        finally:
+            sock.close()
 
 
 if __name__ == "__main__":

@@ -191,7 +191,9 @@ def runs_root() -> str:
 
 def prune_runs(root: str, keep: int = KEEP_RUN_DIRS) -> None:
     """Old run folders go; the most recent ones stay, so their logs can be read."""
-    dirs = sorted((os.path.join(root, d) for d in os.listdir(root) if d.startswith("run-")), key=os.path.getmtime)
+    dirs = [os.path.join(root, d) for d in os.listdir(root) if d.startswith("run-")]
+    dirs = [d for d in dirs if not os.path.exists(os.path.join(d, "ch.sock"))]  # a live run (a warm session) stays
+    dirs.sort(key=os.path.getmtime)
     for d in dirs[:-keep] if len(dirs) > keep else []:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -414,14 +416,7 @@ class Launch:
             alive = [r for r, s in run.ranks.items() if s.status in ("starting", "running")]
             self._mark_stopped(run)
             lines = [t("launch.timeout", timeout=self.cfg.timeout, alive=", ".join(map(str, alive)) or "-")]
-            for r in alive:
-                lines.append(t("launch.timeout.last", rank=r))
-                tail = [x for x in run.logs[r].streams["stdout"][-3:] + run.logs[r].streams["stderr"][-30:] if x.strip()]
-                where = stuck_at(tail, (self.job.source or "").splitlines())
-                shown = [x for x in tail if not x.startswith((" ", "Thread 0x", "Current thread", "Stack"))][-4:]
-                lines.extend("    " + x for x in shown or ["-"])
-                if where:
-                    lines.append("    " + t("launch.timeout.where", frames=" <- ".join(where)))
+            lines += hang_report(run, alive, self.job.source or "")
             return RunTimeout("\n".join(lines), run=run, alive=alive)
         return self._root_cause(run)
 
@@ -542,7 +537,21 @@ def cleanup() -> list[int]:
     return pids
 
 
-def stuck_at(stderr_lines: list[str], cell_lines: list[str] = ()) -> list[str]:
+def hang_report(run: Run, ranks: list[int], source: str, cell_name: str = "<cell>") -> list[str]:
+    """For each hung rank: its last lines, and where its main thread is (from faulthandler's dump)."""
+    lines = []
+    for r in ranks:
+        lines.append(t("launch.timeout.last", rank=r))
+        tail = [x for x in run.logs[r].streams["stdout"][-3:] + run.logs[r].streams["stderr"][-30:] if x.strip()]
+        where = stuck_at(tail, source.splitlines(), cell_name)
+        shown = [x for x in tail if not x.startswith((" ", "Thread 0x", "Current thread", "Stack"))][-4:]
+        lines.extend("    " + x for x in shown or ["-"])
+        if where:
+            lines.append("    " + t("launch.timeout.where", frames=" <- ".join(where)))
+    return lines
+
+
+def stuck_at(stderr_lines: list[str], cell_lines: list[str] = (), cell_name: str = "<cell>") -> list[str]:
     """From a faulthandler dump, the innermost frames of the main thread: where a rank hangs."""
     start = max((i for i, x in enumerate(stderr_lines) if x.startswith("Current thread")), default=None)
     if start is None:
@@ -553,7 +562,7 @@ def stuck_at(stderr_lines: list[str], cell_lines: list[str] = ()) -> list[str]:
         if not m:
             break
         name, line, func = m.group(1), int(m.group(2)), m.group(3)
-        if name == "<cell>" and 0 < line <= len(cell_lines):
+        if name == cell_name and 0 < line <= len(cell_lines):
             frames.append(f"cell line {line}: {cell_lines[line - 1].strip()}")
         elif "labkit" not in name and "runpy" not in name:
             frames.append(f"{os.path.basename(name)}:{line} {func}")

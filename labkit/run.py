@@ -65,8 +65,17 @@ class RankLog:
         self.streams: dict[str, list[str]] = {"stdout": [], "stderr": []}
         self.dropped = {"stdout": 0, "stderr": 0}
         self._offset = {"stdout": 0, "stderr": 0}
+        self._start = {"stdout": 0, "stderr": 0}
         self._partial = {"stdout": b"", "stderr": b""}
         self.last_line = ""
+
+    def start_at_end(self) -> None:
+        """Read only what is written from now on: a warm cell's log holds that cell's output alone."""
+        for name, path in (("stdout", self.stdout_path), ("stderr", self.stderr_path)):
+            try:
+                self._offset[name] = self._start[name] = os.path.getsize(path)
+            except FileNotFoundError:
+                pass
 
     def poll(self, max_bytes: int = 1 << 20) -> bool:
         """Read what was appended to the files since the last call; True if anything was."""
@@ -131,6 +140,7 @@ class RankLog:
         """The whole stream from disk (may be large)."""
         path = self.stdout_path if name == "stdout" else self.stderr_path
         with open(path, "rb") as f:
+            f.seek(self._start[name])
             return f.read().decode("utf-8", errors="replace")
 
     def __str__(self) -> str:
