@@ -589,16 +589,29 @@ def export_notebook(path: str, cells: list[int] | None = None, out: str | None =
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``export`` to the ``labkit`` command's subparsers; it calls ``run_cli(args)``."""
-    p = subparsers.add_parser("export", help=t("export.help"), description=t("export.help"))
-    p.add_argument("notebook", help=t("export.help.notebook"))
-    p.add_argument("--cell", dest="cells", type=int, action="append", metavar="N", help=t("export.help.cell"))
-    p.add_argument("-o", "--output", metavar="SCRIPT", help=t("export.help.output"))
-    p.add_argument("--list", action="store_true", help=t("export.help.list"))
+
+    def helps(key: str) -> str:
+        return t(key).replace("%", "%%")  # argparse %-formats help texts: %%torchrun must stay whole
+
+    p = subparsers.add_parser("export", help=helps("export.help"), description=t("export.help"))
+    p.add_argument("notebook", help=helps("export.help.notebook"))
+    p.add_argument("--cell", dest="cells", type=int, action="append", metavar="N", help=helps("export.help.cell"))
+    p.add_argument("-o", "--output", metavar="SCRIPT", help=helps("export.help.output"))
+    p.add_argument("--list", action="store_true", help=helps("export.help.list"))
     p.set_defaults(func=run_cli)
     return p
 
 
 def run_cli(args: argparse.Namespace) -> int:
+    """``labkit export``: 0 when the script was written, 2 with the reason on stderr otherwise."""
+    try:
+        return _run_cli(args)
+    except OptionError as exc:
+        print(f"labkit export: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_cli(args: argparse.Namespace) -> int:
     if args.list:
         for c in torchrun_cells(read_cells(args.notebook)):
             first = next((ln.strip() for ln in c.code.split("\n") if ln.strip()), "")
@@ -628,11 +641,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="labkit")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["export", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return args.func(args)
-    except OptionError as exc:
-        print(f"labkit export: {exc}", file=sys.stderr)
-        return 2
+    return args.func(args)
 
 
 if __name__ == "__main__":
