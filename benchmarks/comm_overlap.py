@@ -12,6 +12,8 @@ FSDP2, counting every collective in the ranks and recording the per-unit timelin
    units of (N-1)/N·Ψ·4 bytes, where DDP should read 2 and FULL_SHARD 3;
 2. the FULL_SHARD run replayed by ``labkit.simulate`` on two links for each prefetch
    option (the CPU's measured compute and bytes, re-timed: SIMULATED, not measured);
+   ``--compute-scale 100`` adds the same with compute 100 times faster, a stand-in for a
+   GPU (an assumption, labelled as such: the CPU's compute hides any link's traffic);
 3. the replay of each CPU run as it ran, against its measured step time.
 """
 
@@ -61,19 +63,21 @@ def measured_vs_theory(events: dict, n: int, psi: int) -> list[list[str]]:
     return rows
 
 
-def simulated(events: dict, links: list[str]) -> list[list[str]]:
+def simulated(events: dict, links: list[str], scale: float) -> list[list[str]]:
     prof = simulate.profile_from_run(of_config(events, "fsdp1:FULL_SHARD:BACKWARD_PRE"))
-    rows = [["SIMULATED on", "strategy", "prefetch", "step ms", "exposed comm ms", "peak units"]]
+    head = "SIMULATED on" if scale == 1 else f"SIMULATED, compute / {scale:g}, on"
+    rows = [[head, "strategy", "prefetch", "step ms", "exposed comm ms", "peak units"]]
     for ln in links:
         for strategy in ("FULL_SHARD", "SHARD_GRAD_OP", "DDP"):
             options = [(pf, False) for pf in simulate.PREFETCH] + [("BACKWARD_PRE", True)]
             for pf, fwd in options if strategy == "FULL_SHARD" else [("BACKWARD_PRE", False)]:
-                r = simulate.simulate(prof, ln, strategy=strategy, backward_prefetch=pf, forward_prefetch=fwd)
+                kw = {"strategy": strategy, "backward_prefetch": pf, "forward_prefetch": fwd, "compute_scale": scale}
+                r = simulate.simulate(prof, ln, **kw)
                 label = (str(pf) + (" +forward_prefetch" if fwd else "")) if strategy == "FULL_SHARD" else "-"
                 rows.append(
                     [ln, strategy, label, f"{r.step_time * 1e3:.2f}", f"{r.exposed_comm * 1e3:.2f}", str(r.peak_units)]
                 )
-    rows.append(["(compute replayed)", "", "", f"{prof.compute_time * 1e3:.2f}", "", ""])
+    rows.append(["(compute replayed)", "", "", f"{prof.compute_time / scale * 1e3:.2f}", "", ""])
     return rows
 
 
@@ -106,13 +110,21 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4], help="world sizes to run (default: 2 4)")
     ap.add_argument("--steps", type=int, default=4, help="steps per configuration (default: 4)")
     ap.add_argument("--links", nargs="+", default=["nvlink4", "ib100"], help=f"presets: {', '.join(simulate.LINKS)}")
+    ap.add_argument(
+        "--compute-scale",
+        type=float,
+        nargs="+",
+        default=[1.0],
+        help="also simulate with the measured compute divided by these factors (an assumption: a faster device)",
+    )
     args = ap.parse_args()
     psi = get_config(args.model).num_params()
     for n in args.ranks:
         print(f"== {args.model} ({psi:,} parameters, fp32), {n} ranks, gloo on CPU ==\n")
         events = run_job(n, args.model, args.steps, *CONFIGS, timeout=900, cross_check=False)
         show(measured_vs_theory(events, n, psi))
-        show(simulated(events, args.links))
+        for scale in args.compute_scale:
+            show(simulated(events, args.links, scale))
         show(replay(events))
 
 

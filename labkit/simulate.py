@@ -26,8 +26,8 @@ scheduled the way FSDP issues them:
   With the CPU ahead, forward prefetch changes nothing, as FSDP's docs say: it helps
   CPU-bound runs (``cpu_bound=True``).
 
-``cpu_bound=True, sync_comm=True`` is what a CPU/gloo run does (compute and every
-collective block the one thread); with the link fitted to that run (``fit_link``) the
+``cpu_bound=True, sync_comm=True`` is what a CPU/gloo run does (compute and every FSDP
+collective block the one thread; DDP's bucket all-reduces run in the background); with the link fitted to that run (``fit_link``) the
 simulator should land near the measured step: ``compare_to_measured`` says how near.
 """
 
@@ -335,7 +335,7 @@ class _Schedule:
         end = start + ln.time(kind, payload, group)
         self.comm_free[channel] = end
         self.spans.append(_span(unit, kind, start, end, "comm", bytes=payload))
-        if self.o["sync_comm"]:
+        if self.o["sync_comm"] and self.o["strategy"] != "DDP":  # DDP's reducer never waits for a bucket
             self.cpu = end
         return end
 
