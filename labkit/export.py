@@ -518,7 +518,9 @@ def cell_section(cell: TorchrunCell, bindings: Bindings) -> str:
 
 def header(path: str, chosen: list[TorchrunCell], nproc: int | None, script: str) -> str:
     lines = [
-        f'"""{os.path.basename(path)}, exported by `labkit export`: cells {", ".join(str(c.index) for c in chosen)}.',
+        f'"""{os.path.basename(path)}, exported by `labkit export`: {"cell" if len(chosen) == 1 else "cells"} '
+        + ", ".join(str(c.index) for c in chosen)
+        + ".",
         "",
         f"    {torchrun_command(nproc, script)}",
         "    bash launch/torchrun-multinode.sh --nnodes 2 --node-rank R --rdzv-endpoint HOST:29400 " + script,
@@ -551,22 +553,15 @@ def build_script(
         "world": t("export.rt.world", nproc="{nproc}", world="{world}"),
         "reported": t("export.rt.reported", index="{index}", values="{values}"),
     }
+    env_line = f"import os\n\nos.environ.update({env!r})  # the cells' --env, before torch reads any of it\n"
     parts = [
-        "#!/usr/bin/env python3",
-        header(path, chosen, nproc, script_name),
-        "",
-        "import os",
-        "",
-        f"os.environ.update({env!r})  # the cells' --env, before torch reads any of it" if env else None,
-        "import torch",
-        "",
-        *["\n" + inspect.getsource(fn) for fn in RUNTIME],
-        "",
-        f"_LABKIT = _labkit_setup(nproc={nproc!r}, pg_timeout={RunConfig().pg_timeout!r}, messages={messages!r})",
-        "",
-        *["\n" + s + "\n" for s in sections],
+        "#!/usr/bin/env python3\n" + header(path, chosen, nproc, script_name) + "\n",
+        env_line if env else None,
+        *[inspect.getsource(fn) for fn in RUNTIME],
+        f"_LABKIT = _labkit_setup(nproc={nproc!r}, pg_timeout={RunConfig().pg_timeout!r}, messages={messages!r})\n",
+        *[s + "\n" for s in sections],
     ]
-    return "\n".join(p for p in parts if p is not None).rstrip() + "\n", [c.index for c in chosen], nproc
+    return "\n\n".join(p for p in parts if p is not None).rstrip() + "\n", [c.index for c in chosen], nproc
 
 
 def export_notebook(path: str, cells: list[int] | None = None, out: str | None = None) -> str:
