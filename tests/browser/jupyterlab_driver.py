@@ -212,7 +212,9 @@ class JupyterLab:
         return marked_processes(self.marker)
 
     def open(self, page: Any, name: str) -> Notebook:
-        page.goto(f"{self.url}lab/tree/{name}?token={self.token}")
+        """Open ``name`` (a file in the root) in ``page``, and wait for its kernel."""
+        # ?reset: a fresh workspace, so the notebook opened before is not restored beside this one
+        page.goto(f"{self.url}lab/tree/{name}?reset&token={self.token}")
         return Notebook(page, os.path.join(self.root, name))
 
 
@@ -223,6 +225,7 @@ class Notebook:
         import nbformat
 
         self.page = page
+        self.name = os.path.basename(path)
         self.cells_src = nbformat.read(path, as_version=4).cells
         page.wait_for_function(
             "n => document.querySelectorAll('.jp-Notebook .jp-Cell').length === n",
@@ -240,6 +243,13 @@ class Notebook:
 
     def prompt(self, i: int) -> str:
         return self.cell(i).locator(".jp-InputPrompt").inner_text().strip()
+
+    def set_source(self, i: int, text: str) -> None:
+        """Replace the code of cell ``i``, typed into its editor (no auto-indent, no auto-close)."""
+        self.cell(i).locator(".jp-InputArea-editor").click()
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.insert_text(text)
+        self.page.keyboard.press("Escape")  # back to command mode
 
     def run(self, i: int) -> None:
         """Select cell ``i`` and press Shift+Enter, as a student does; returns once it started."""
@@ -307,6 +317,8 @@ class Browser:
                 executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, env=env, timeout=START_TIMEOUT * 1000
             )
             self.page = self._browser.new_page(viewport=self.size)
+            # leaving a notebook with edits asks "leave the page?": yes (edits only touch the copy)
+            self.page.on("dialog", lambda dialog: dialog.accept())
         except BaseException:
             self._pw.stop()
             raise
