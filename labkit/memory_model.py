@@ -676,7 +676,8 @@ def peak_memory(
     """Per-rank peak: model states, the gathered units, and activations.
 
     ``model`` is a preset name, a ``ModelConfig``, or a parameter count (then there are
-    no activations, and the gathered unit is ``largest_unit`` parameters, 0 if not given).
+    no activations, and each gathered unit is ``largest_unit`` parameters, 0 if not given;
+    ``wrap="none"`` makes the whole model one unit).
     """
     is_count = isinstance(model, (int, float))
     num_params = float(model) if is_count else float(_config(model).num_params())
@@ -695,8 +696,8 @@ def peak_memory(
     torch_layout = _choose("convention", convention, {c: c for c in CONVENTIONS}) == "torch"
     if not isinstance(wrap, str):
         units = [float(u) for u in wrap]
-    elif is_count:
-        units = [num_params] if wrap == "none" else [float(largest_unit or 0.0)]
+    elif is_count:  # the other units are taken to be as large as the largest
+        units = [num_params] if wrap == "none" else [float(largest_unit or 0.0)] * 2
     else:
         units = unit_sizes(model, wrap)
     units = sorted(units, reverse=True)
@@ -744,10 +745,12 @@ def _count(n: float) -> str:
 
 
 def _fmt(n: float, units: str = "GB") -> str:
-    div = GB if units == "GB" else GiB
-    if n and abs(n) < div / 100:
-        return f"{n / 1e6:.1f} MB" if units == "GB" else f"{n / 2**20:.1f} MiB"
-    return f"{n / div:,.2f} {units}"
+    """Bytes in ``units`` (GB or GiB), or in MB / kB when that would print as 0.00."""
+    big, mid, small = (GB, 10**6, 10**3) if units == "GB" else (GiB, 2**20, 2**10)
+    names = ("MB", "kB") if units == "GB" else ("MiB", "KiB")
+    if abs(n) >= big / 100 or n == 0:
+        return f"{n / big:,.2f} {units}"
+    return f"{n / mid:.1f} {names[0]}" if abs(n) >= mid / 10 else f"{n / small:.1f} {names[1]}"
 
 
 # ---------------------------------------------------------------------------------------

@@ -103,33 +103,35 @@ def _category_label(c: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def _storage(x: Any) -> Any:
-    """The storage behind a tensor (a DTensor's local shard); None for anything else."""
+def _storage(x: Any) -> tuple[Any, str] | tuple[None, None]:
+    """The storage behind a tensor (a DTensor's local shard) and the tensor's device.
+
+    The device comes from the tensor: a fake tensor's storage says "meta"."""
     import torch
 
     if not isinstance(x, torch.Tensor):
-        return None
+        return None, None
     local = getattr(x, "_local_tensor", None)  # DTensor: memory lives in its local shard
     if local is not None:
         x = local
     try:
-        return x.untyped_storage()
+        return x.untyped_storage(), str(x.device)
     except (RuntimeError, NotImplementedError, TypeError):
-        return None
+        return None, None
 
 
-def roles(model: Any, optimizers: Sequence[Any] = ()) -> dict[int, tuple[str, Any]]:
-    """``{storage key: (category, storage)}`` for every storage holding state.
+def roles(model: Any, optimizers: Sequence[Any] = ()) -> dict[int, tuple[str, Any, str]]:
+    """``{storage key: (category, storage, device)}`` for every storage holding state.
 
     FSDP structures first, so that a FlatParameter whose ``.data`` currently points at its
     gathered buffer is still known as "params_unsharded" there and "params" in its shard.
     """
-    found: dict[int, tuple[str, Any]] = {}
+    found: dict[int, tuple[str, Any, str]] = {}
 
     def add(role: str, x: Any) -> None:
-        st = _storage(x)
+        st, device = _storage(x)
         if st is not None:
-            found.setdefault(st._cdata, (role, st))
+            found.setdefault(st._cdata, (role, st, device))
 
     for m in model.modules():
         handle = getattr(m, "_handle", None)  # FSDP1 FullyShardedDataParallel
@@ -172,7 +174,7 @@ def roles(model: Any, optimizers: Sequence[Any] = ()) -> dict[int, tuple[str, An
 def split_by_role(model: Any, optimizers: Sequence[Any] = ()) -> dict[str, int]:
     """Bytes of state by category right now, without any tracking (cheap; no activations)."""
     out = dict.fromkeys(CATEGORIES, 0)
-    for role, st in roles(model, optimizers).values():
+    for role, st, _ in roles(model, optimizers).values():
         out[role] += st.nbytes()
     return out
 
@@ -189,6 +191,7 @@ def _mode_class() -> Any:
     global _MODE_CLASS
     if _MODE_CLASS is None:
         import torch
+        from torch._guards import active_fake_mode
         from torch.distributed.tensor import DTensor
         from torch.utils._python_dispatch import TorchDispatchMode
         from torch.utils._pytree import tree_leaves
@@ -198,14 +201,23 @@ def _mode_class() -> Any:
                 super().__init__()
                 self.tracker = tracker
 
+            def __enter__(self) -> Any:
+                # None when measuring for real; the FakeTensorMode of an estimate otherwise.
+                self.fake_mode = active_fake_mode()
+                return super().__enter__()
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 if any(tp is DTensor for tp in types):
                     return NotImplemented  # let DTensor run its local ops; we see those
                 out = func(*args, **(kwargs or {}))
-                for x in tree_leaves(out):
-                    if isinstance(x, torch.Tensor):
-                        self.tracker._saw(x)
-                self.tracker._check_peak()
+                # DTensor works out output shapes under a fake mode of its own: those tensors
+                # never hold memory, so only ops under the mode we started in count (as in
+                # torch's MemTracker).
+                if active_fake_mode() is self.fake_mode:
+                    for x in tree_leaves(out):
+                        if isinstance(x, torch.Tensor):
+                            self.tracker._saw(x)
+                    self.tracker._check_peak()
                 return out
 
         _MODE_CLASS = StorageMode
@@ -275,8 +287,8 @@ class Tracker:
         self._active, self._step_index, self._stage = True, i, "before"
         self._live.clear()
         self._total, self._peak, self._peak_snap, self._peak_stage, self._snap_at = {}, {}, {}, {}, {}
-        for _, st in roles(self.model, self.optimizers).values():
-            self._add(st, str(st.device), "before")
+        for _, st, device in roles(self.model, self.optimizers).values():
+            self._add(st, device, "before")
         self._peak = dict(self._total)
         for dev in self._total:
             self._peak_snap[dev], self._peak_stage[dev], self._snap_at[dev] = self._categorize(dev), "before", 0
@@ -345,13 +357,13 @@ class Tracker:
         self._total[device] = self._total.get(device, 0) + nbytes
 
     def _saw(self, x: Any) -> None:
-        st = _storage(x)
+        st, device = _storage(x)
         if st is None:
             return
         live = self._live.get(st._cdata)
         if live is None:
             origin = "forward" if self._fwd_depth > 0 else self._stage
-            self._add(st, str(x.device), origin)
+            self._add(st, device, origin)
         elif live.nbytes != st.nbytes():
             self._resized(st)
 
@@ -381,7 +393,7 @@ class Tracker:
                     self._peak_stage[dev] = self._stage
 
     def _categorize(self, device: str) -> dict[str, int]:
-        known = {k: role for k, (role, _) in roles(self.model, self.optimizers).items()}
+        known = {k: role for k, (role, _, _) in roles(self.model, self.optimizers).items()}
         out = dict.fromkeys(CATEGORIES, 0)
         for key, live in list(self._live.items()):
             if live.device == device:

@@ -4,7 +4,8 @@
         tests/scripts/mem_job.py small 2 fsdp1:FULL_SHARD fsdp2:reshard fsdp1:NO_SHARD
 
 Arguments: model preset (or ``odd``, a shape that FSDP must pad), steps per configuration,
-then configurations: ``ddp``, ``plain``, ``fsdp2:reshard`` / ``fsdp2:keep``
+then configurations (each may end with ``@PRESET`` or ``@odd`` to use another model):
+``ddp``, ``plain``, ``fsdp2:reshard`` / ``fsdp2:keep``
 (reshard_after_forward), or ``fsdp1:STRATEGY``; a ``:nowrap`` suffix leaves out the
 auto_wrap_policy (FSDP1) or the per-block ``fully_shard`` calls (FSDP2), ``:ac`` adds
 activation checkpointing per block, ``:bf16`` mixed precision (FSDP1 MixedPrecision /
@@ -95,11 +96,12 @@ def main() -> None:
     torch.set_num_threads(1)  # ranks share 2 cores
     dist.init_process_group("gloo", timeout=timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
-    cfg = ODD if sys.argv[1] == "odd" else get_config(sys.argv[1])
     steps = int(sys.argv[2])
     for spec in sys.argv[3:]:
+        name = spec.split("@")[1] if "@" in spec else sys.argv[1]
+        cfg = ODD if name == "odd" else get_config(name)
         torch.manual_seed(0)
-        model = wrap(spec, TransformerLM(cfg), world)
+        model = wrap(spec.split("@")[0], TransformerLM(cfg), world)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
         tracker = memtrack.track(model, opt, steps=[1], send=False)
         for i in range(steps):
@@ -109,7 +111,7 @@ def main() -> None:
                 opt.step()
                 opt.zero_grad()
         for msg in tracker.results:
-            rank_send("memcat", config=spec, num_params=cfg.num_params(), world_size=world, **msg)
+            rank_send("memcat", config=spec, model=name, world_size=world, **msg)
         if spec.startswith("fsdp2") and "bf16" not in spec:
             reference(model, opt, cfg, rank, spec, steps)
         dist.barrier()
