@@ -52,8 +52,8 @@ catalog(
             "ro": "folderul depozitului care conține notebooks/ și docs/ (implicit: acest depozit)",
         },
         "course.help.lesson": {
-            "en": "only this lesson (e.g. lesson2); repeatable; the glossary is then left alone",
-            "ro": "doar această lecție (de ex. lesson2); se poate repeta; glosarul rămâne atunci neatins",
+            "en": "only the notebooks of this lesson (e.g. lesson2); repeatable",
+            "ro": "doar notebook-urile acestei lecții (de ex. lesson2); se poate repeta",
         },
         "course.wrote": {"en": "wrote {n} files under {root}", "ro": "au fost scrise {n} fișiere în {root}"},
         "course.fresh": {"en": "{n} files are up to date", "ro": "{n} fișiere sunt la zi"},
@@ -227,15 +227,14 @@ def render(nb: nbformat.NotebookNode) -> str:
 
 
 def course_files(root: Path = ROOT, only: list[str] | None = None) -> dict[Path, str]:
-    """Every file the build writes, and its content; ``only``: these lesson ids (and no glossary)."""
+    """Every file the build writes, and its content; ``only``: the notebooks of these lesson ids."""
     files = {}
     for lesson in lessons():
         if only and lesson.id not in only:
             continue
         for lang in LANGS:
             files[root / "notebooks" / lang / f"{lesson.file}.ipynb"] = render(notebook(lesson, lang))
-    if not only:
-        files[root / "docs" / "glossary.md"] = glossary_markdown()
+    files[root / "docs" / "glossary.md"] = glossary_markdown()
     return files
 
 

@@ -149,7 +149,7 @@ GLOSSARY: dict[str, Term] = {
         "fragmentare",
         "împărțirea unui tensor în N bucăți, câte una pe fiecare rang",
         "splitting a tensor into N pieces, one on each rank",
-        ("fragmentarea",),
+        ("fragmentarea", "fragmenta"),
     ),
     "shard": Term(
         "shard",
@@ -285,6 +285,41 @@ GLOSSARY: dict[str, Term] = {
         "legătura prin care comunică GPU-urile: NVLink, PCIe sau rețeaua dintre noduri",
         "the link the GPUs talk over: NVLink, PCIe or the network between nodes",
         ("interconectarea",),
+    ),
+    "host_memory": Term(
+        "host memory",
+        "memoria gazdei",
+        "memoria RAM a calculatorului, în afara GPU-urilor",
+        "the computer's RAM, outside the GPUs",
+        (),
+    ),
+    "pinned_memory": Term(
+        "pinned memory",
+        "memorie fixată",
+        "memorie a gazdei pe care sistemul nu o mută, din care GPU-ul copiază direct",
+        "host memory the system does not move, which the GPU copies from directly",
+        ("memoria fixată",),
+    ),
+    "local_rank": Term(
+        "local rank",
+        "rang local",
+        "numărul rangului în nodul lui, de la 0; alege GPU-ul nodului",
+        "the rank's number within its node, from 0; it picks the node's GPU",
+        ("rangul local",),
+    ),
+    "dtensor": Term(
+        "DTensor",
+        "tensor distribuit",
+        "un tensor al cărui conținut este împărțit între ranguri după o rețea de dispozitive",
+        "a tensor whose contents are split over the ranks along a device mesh",
+        ("tensorul distribuit", "tensori distribuiți"),
+    ),
+    "fake_tensor": Term(
+        "fake tensor",
+        "tensor fictiv",
+        "tensor cu formă, tip și dispozitiv, dar fără date, pe care operațiile rulează fără să calculeze",
+        "a tensor with a shape, dtype and device but no data, which operations run on without computing",
+        ("tensori fictivi", "tensorii fictivi"),
     ),
 }
 

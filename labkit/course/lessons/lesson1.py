@@ -22,7 +22,7 @@ LESSON = Lesson(
             en="""
             # Lesson 1: DDP's memory wall
 
-            Data-parallel training (PyTorch's `DistributedDataParallel`, DDP) is the simplest way to use
+            **Data parallelism** (PyTorch's `DistributedDataParallel`, DDP) is the simplest way to use
             many GPUs: every rank keeps a whole copy of the model and trains it on its own slice of the
             data. It is also why large models do not fit: memory per GPU does not go down when you add
             GPUs.
@@ -37,9 +37,9 @@ LESSON = Lesson(
             ro="""
             # Lecția 1: zidul de memorie al DDP
 
-            Antrenarea paralelă pe date (`DistributedDataParallel` din PyTorch, DDP) este cel mai simplu
-            mod de a folosi mai multe GPU-uri: fiecare rang ține o copie întreagă a modelului și o
-            antrenează pe propria parte din date. Tot de aici vine și problema modelelor mari: memoria
+            **Paralelismul de date (data parallelism)**, adică `DistributedDataParallel` din PyTorch (DDP),
+            este cel mai simplu mod de a folosi mai multe GPU-uri: fiecare rang ține o copie întreagă a
+            modelului și o antrenează pe propria parte din date. Tot de aici vine și problema modelelor mari: memoria
             necesară pe fiecare GPU nu scade când adăugați GPU-uri.
 
             **În această lecție veți**

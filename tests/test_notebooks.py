@@ -1,0 +1,167 @@
+"""Every lesson notebook of both editions, run for real on CPU ranks.
+
+    .venv/bin/pytest tests/test_notebooks.py -q
+
+For each ``notebooks/{en,ro}/*.ipynb`` (found by globbing, so a new lesson is tested as
+soon as it is built):
+
+- nbval in lax mode with the default parameters: every cell runs without an error, and
+  the cells tagged ``nbval-check-output`` (each ``labkit.check``'s feedback, the formula
+  tables) print what the build stored: a solution notebook that stops scoring full
+  marks, or a formula whose table changes, fails here;
+- papermill with a second parameter set (4 ranks), graded by ``labkit grade``'s own
+  code: status ok, no cell error, every question of the lesson correct (100%).
+
+Then: the seed's Example 1 cell, run directly, reports each rank's loss; and a student
+edition with one planted wrong answer scores 0 and gets that answer's hint.
+
+Notebooks run one after the other (the machine has 2 cores). Each kernel gets a tag in its
+environment, which its ranks inherit, so a test can check that nothing it started
+outlives it, without touching processes of other runs on the machine.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from labkit.grading import registry
+from labkit.grading.build import student_notebook
+from labkit.grading.grade import grade_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(ROOT.glob("notebooks/en/*.ipynb")) + sorted(ROOT.glob("notebooks/ro/*.ipynb"))
+SECOND_SET = {"nproc": 4}
+TIMEOUT = 900  # seconds for one notebook, on a loaded 2-core machine
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(TIMEOUT + 120)]
+
+
+def nb_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """PIDs of processes whose environment carries this test's tag (the kernel's ranks, torchrun)."""
+    found = []
+    marker = f"COURSE_TEST_TAG={tag}".encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if marker in f.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def tag(monkeypatch: pytest.MonkeyPatch):
+    """A tag in the environment of everything this test starts; afterwards, none of it may be alive."""
+    value = uuid.uuid4().hex
+    monkeypatch.setenv("COURSE_TEST_TAG", value)
+    yield value
+    deadline = time.time() + 15
+    left = tagged_processes(value)
+    while left and time.time() < deadline:
+        time.sleep(0.2)
+        left = tagged_processes(value)
+    for pid in left:  # only ours: they carry this test's tag
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert left == [], f"processes left alive by the notebook: {left}"
+
+
+def test_both_editions_have_the_same_notebooks():
+    en = [p.name for p in NOTEBOOKS if p.parent.name == "en"]
+    ro = [p.name for p in NOTEBOOKS if p.parent.name == "ro"]
+    assert en == ro and len(en) >= 4
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
+def test_nbval_with_the_default_parameters(path: Path, tag: str, tmp_path: Path):
+    cmd = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+        f"--nbval-cell-timeout={TIMEOUT}", "-o", f"timeout={TIMEOUT}", "--rootdir", str(tmp_path), str(path),
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT + 60)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
+def test_papermill_with_four_ranks_scores_full_marks(path: Path, tag: str, tmp_path: Path):
+    result = grade_notebook(path, tmp_path / "executed.ipynb", TIMEOUT, parameters=SECOND_SET)
+    assert (result.status, result.message, result.errors) == ("ok", "", []), result
+    lesson = nbformat.read(path, as_version=4).metadata.labkit.lesson
+    assert result.lesson == lesson
+    assert [q.id for q in result.questions] == [q.id for q in registry.lesson_questions(lesson)]
+    wrong = [(q.id, q.status, q.feedback) for q in result.questions if q.status != "correct"]
+    assert wrong == [] and result.points == result.max_points > 0
+    executed = nbformat.read(tmp_path / "executed.ipynb", as_version=4)
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "nproc = 4" in injected[0].source
+
+
+def example1_source() -> tuple[str, str]:
+    """The Example 1 cell of lesson 0: its %%torchrun line and its code."""
+    from labkit.course.lessons.lesson0 import LESSON
+
+    cell = next(c for c in LESSON.cells if getattr(c, "source", "").startswith("%%torchrun -n 2"))
+    line, code = cell.source.split("\n", 1)
+    return line, code
+
+
+def test_example1_runs_fsdp_on_two_ranks_and_reports_each_loss(tag: str):
+    import labkit
+
+    line, code = example1_source()
+    assert line.startswith("%%torchrun -n 2 ")
+    for needed in (
+        'dist.init_process_group("gloo"',
+        "FullyShardedDataParallel(",
+        "auto_wrap_policy=functools.partial(size_based_auto_wrap_policy, min_num_params=1e6)",
+        "sharding_strategy=ShardingStrategy.FULL_SHARD",
+        'device_id=torch.device("cpu")',
+        "torch.optim.AdamW(fsdp_model.parameters(), lr=1e-5)",
+        "rank.report(loss=loss.item())",
+    ):
+        assert needed in code
+    assert code.index("FullyShardedDataParallel(") < code.index("torch.optim.AdamW("), "the optimizer after wrapping"
+    assert ".cuda(" not in code and "set_device" not in code
+    run = labkit.torchrun("\n" + code, nproc=2, backend="gloo", vars={"model_size": "tiny", "steps": 3}, quiet=True)
+    assert run.ok and sorted(run.values) == [0, 1]
+    losses = [run.values[r]["loss"] for r in (0, 1)]
+    assert all(math.isfinite(x) and 0 < x < 20 for x in losses)
+    assert losses[0] != losses[1], "each rank trained on its own data"
+    assert [len(run.step_times[r]) for r in (0, 1)] == [3, 3]
+
+
+def test_student_edition_scores_zero_and_a_planted_wrong_answer_gets_its_hint(tag: str, tmp_path: Path):
+    path = ROOT / "notebooks" / "en" / "01_ddp_memory_wall.ipynb"
+    solution = nbformat.read(path, as_version=4)
+    i = next(i for i, c in enumerate(solution.cells) if c.source.startswith("### BEGIN SOLUTION\nbytes_per_param ="))
+    student = student_notebook(solution, path.name)
+    assert "raise NotImplementedError()" in student.cells[i].source
+    student.cells[i].source = "bytes_per_param = 12  # forgot the weights and gradients"
+    submission = tmp_path / "student.ipynb"
+    nbformat.write(student, submission)
+    result = grade_notebook(submission, tmp_path / "executed.ipynb", TIMEOUT)
+    assert result.status in ("ok", "errors") and result.points == 0 and result.max_points > 0
+    by_id = {q.id: q for q in result.questions}
+    assert by_id["lesson1.bytes_per_param"].status == "wrong"
+    assert by_id["lesson1.bytes_per_param"].key == "q.lesson1.bytes_per_param.mistake0"
+    assert all(q.status != "correct" for q in result.questions)
