@@ -33,6 +33,7 @@ _LAZY = {
     "RunInterrupted": "labkit.errors",
     "LabkitInternalError": "labkit.errors",
     "cleanup": "labkit.launcher",
+    "Session": "labkit.warm",
 }
 
 last_run: Any = None  # the most recent Run, set by the launcher

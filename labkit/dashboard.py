@@ -92,6 +92,7 @@ class WidgetView:
         self.header = w.HTML()
         self.table = w.HTML()
         self.plot = w.HTML()
+        self.membars = w.HTML()  # filled once the cell measures memory by category (labkit.memtrack)
         self.stop = w.Button(description=t("dash.stop"), button_style="danger", icon="stop")
         self.stop.add_class("labkit-stop")
         self._on_stop = on_stop
@@ -102,7 +103,7 @@ class WidgetView:
         self.tabs = w.Tab(children=[self.logs[r] for r in run.ranks])
         for i, r in enumerate(run.ranks):
             self.tabs.set_title(i, t("dash.rank", rank=r))
-        self.box = w.VBox([w.HBox([self.header, self.stop]), self.table, self.plot, self.tabs])
+        self.box = w.VBox([w.HBox([self.header, self.stop]), self.table, self.plot, self.membars, self.tabs])
         self.box.add_class("labkit-dashboard")
         display(self.box)
         self._ui = ExitStack()
@@ -178,6 +179,7 @@ class WidgetView:
             if force or now - self._last_plot >= PLOT_PERIOD:
                 self._last_plot = now
                 self.plot.value = memory_svg(run)
+                self.membars.value = membars_html(run)
 
     def _update_logs(self, run: Run) -> None:
         for r, log in run.logs.items():
@@ -197,10 +199,13 @@ class WidgetView:
 
 
 def rank_table_html(run: Run) -> str:
+    rows = run.rows()
     cols = ["rank", "status", "mem", "peak", "step", "steps", "log"]
+    if any(row["comm"] for row in rows):
+        cols.insert(6, "comm")
     head = "".join(f"<th style='text-align:left;padding:2px 8px'>{html.escape(t('run.col.' + c))}</th>" for c in cols)
     body = []
-    for row, state in zip(run.rows(), run.ranks.values()):
+    for row, state in zip(rows, run.ranks.values()):
         color = STATUS_COLORS.get(state.status, "#000")
         cells = []
         for c in cols:
@@ -212,6 +217,16 @@ def rank_table_html(run: Run) -> str:
             cells.append(f"<td class='labkit-{c}' style='{style}'>{html.escape(row[c])}</td>")
         body.append(f"<tr class='labkit-rank' data-rank='{row['rank']}'>{''.join(cells)}</tr>")
     return f"<table class='labkit-ranks' style='border-collapse:collapse'><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def membars_html(run: Run) -> str:
+    """Stacked per-category bars from each rank's latest ``memcat`` message; empty without any."""
+    latest = {r: m for r in run.ranks if (m := run.last_message(r, "memcat")) is not None}
+    if not latest:
+        return ""
+    from labkit.memtrack import breakdown_html
+
+    return breakdown_html(latest)
 
 
 def log_html(log: Any) -> str:

@@ -124,9 +124,6 @@ def register(ipython: Any) -> None:
             print(t("magic.lang"))
 
     ipython.register_magics(LabkitMagics)
-    try:
-        from labkit import warm
+    from labkit import warm
 
-        warm.register(ipython)
-    except ImportError:
-        pass
+    warm.register(ipython)

@@ -34,6 +34,7 @@ catalog(
         "run.col.step": {"en": "last step", "ro": "ultimul pas"},
         "run.col.steps": {"en": "steps", "ro": "pași"},
         "run.col.log": {"en": "last line", "ro": "ultima linie"},
+        "run.col.comm": {"en": "sent/step", "ro": "trimis/pas"},
         "run.col.values": {"en": "values", "ro": "valori"},
         "run.plot.title": {"en": "Memory per rank", "ro": "Memoria fiecărui rang"},
         "run.plot.time": {"en": "time since start (s)", "ro": "timp de la pornire (s)"},
@@ -269,6 +270,10 @@ class Run:
         p = self.peak_memory[r]
         return p.get("peak", p.get("allocated", p.get("tensor_bytes", p.get("rss"))))
 
+    def last_message(self, r: int, kind: str) -> dict[str, Any] | None:
+        """The latest message of one type from rank ``r`` (the dashboard's live panels read these)."""
+        return next((m for m in reversed(self.events[r]) if m.get("t") == kind), None)
+
     def messages(self, kind: str) -> dict[int, list[dict[str, Any]]]:
         """Every message of one type, per rank (e.g. ``run.messages("memcat")``)."""
         return {r: [m for m in ev if m.get("t") == kind] for r, ev in self.events.items()}
@@ -294,6 +299,7 @@ class Run:
                     "peak": fmt_bytes(self.main_peak(r)),
                     "step": "" if dt is None else f"{dt * 1000:.0f} ms (#{s.last_step})",
                     "steps": str(len(self.step_times[r])),
+                    "comm": "" if (c := self.last_message(r, "comm")) is None else comm_label(c),
                     "log": s.last_log[-120:],
                 }
             )
@@ -316,6 +322,36 @@ class Run:
 
     def __repr__(self) -> str:
         return self.summary()
+
+    # -- what labkit's in-rank trackers measured (empty when the cell did not use them) --
+
+    def memory_breakdown(self, step: int | None = None, units: str = "MiB") -> Any:
+        """Per rank and category (params, grads, optimizer, activations, ...), from ``labkit.memtrack``."""
+        from labkit.memtrack import memory_table
+
+        return memory_table(self, step=step, units=units)
+
+    def plot_memory_breakdown(self, step: int | None = None) -> Any:
+        from labkit.memtrack import plot_breakdown
+
+        return plot_breakdown(self, step=step)
+
+    def comm(self) -> dict[int, list[Any]]:
+        """Per rank, the collectives counted in each step by ``labkit.comm``."""
+        from labkit.comm import from_events
+
+        return {r: from_events(ev) for r, ev in self.events.items()}
+
+    def timeline(self, step: int | None = None) -> dict[int, dict[str, Any]]:
+        """Per rank, the spans ``labkit.timeline`` recorded for a step (default: the last)."""
+        from labkit.timeline import spans_by_rank
+
+        return spans_by_rank(self, step=step)
+
+    def plot_timeline(self, step: int | None = None, **kw: Any) -> Any:
+        from labkit.timeline import plot_timeline
+
+        return plot_timeline(self, step=step, **kw)
 
     def plot(self, ax: Any = None) -> Any:
         """Memory over time for every rank, and step times: one matplotlib figure."""
@@ -361,6 +397,14 @@ def fmt_bytes(n: float | None) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return str(n)
+
+
+def comm_label(msg: dict[str, Any]) -> str:
+    """A ``comm`` message in a few characters: what this rank sent on the wire, and how many calls."""
+    counts = msg.get("counts") or {}
+    wire = sum(c.get("wire_bytes", 0) for c in counts.values())
+    calls = sum(int(c.get("calls", 0)) for c in counts.values())
+    return f"{fmt_bytes(wire)} ({calls})"
 
 
 def _short(v: Any) -> str:

@@ -59,7 +59,8 @@ def reachable_tensor_bytes(namespace: dict[str, Any]) -> int:
     for value in list(namespace.values()):
         if isinstance(value, torch.Tensor):
             add(value)
-            add(value.grad)
+            if value.is_leaf:  # .grad of a non-leaf warns (on the rank's stderr), and is None anyway
+                add(value.grad)
         elif isinstance(value, torch.nn.Module):
             for p in value.parameters():
                 add(p)
