@@ -72,7 +72,7 @@ def lab(tmp_path_factory):
     shots = SCREENSHOTS if os.environ.get("LABKIT_UPDATE_SCREENSHOTS") == "1" else str(tmp_path_factory.mktemp("shots"))
     server = JupyterLab([LESSON, FIXTURE], env={"LABKIT_LANG": "en"})
     with server:
-        with Browser(server.marker) as page:
+        with Browser(server.marker, height=1800) as page:  # tall: a whole cell fits in a screenshot
             yield Lab(server, page, shots)
         assert not [p for p in server.leftovers() if "chrom" in _cmdline(p)], "chromium is still running"
     assert marked_processes(server.marker) == [], "the server, a kernel or a rank outlived the shutdown"
@@ -210,7 +210,8 @@ def test_rank_error_is_shown_naming_rank_1(lab):
     assert not rows[0]["status"].startswith(t_en("run.status.failed")), "rank 0 only stopped because of rank 1"
     error = nb.cell(i).locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").last
     text = error.inner_text()
-    assert "RankError: rank 1 failed at step 2" in text, text
+    line = next(n for n, x in enumerate(nb.cells_src[i].source.splitlines(), 1) if "raise ValueError" in x)
+    assert f"RankError: rank 1 failed at step 2 (cell line {line})" in text, text  # the line as the cell shows it
     assert "ValueError: rank 1 gave up on purpose" in text, text
     lab.screenshot(nb.cell(i), "dashboard-failed.png")
 
@@ -232,6 +233,7 @@ def test_stop_button_ends_a_long_run_and_leaves_no_rank(lab):
     nb.wait_done(i, timeout=30)
     took = time.monotonic() - clicked
 
+    print(f"Stop: the cell ended {took:.1f} s after the click")
     assert took < 15, f"the run took {took:.1f} s to stop"
     assert ranks_left(lab.server, wait=5) == [], "a rank survived the Stop button"
     rows = nb.rank_rows(i)
