@@ -27,7 +27,7 @@ from labkit.rank import send as rank_send
 
 # Every dimension odd enough that neither FSDP1's flat parameters nor FSDP2's dim-0 shards
 # divide evenly at 4 ranks: both must pad.
-ODD = ModelConfig(vocab_size=1001, dim=36, n_layers=2, n_heads=4, ffn_dim=98, seq_len=16)
+ODD = ModelConfig(vocab_size=1001, dim=33, n_layers=2, n_heads=3, ffn_dim=97, seq_len=16)
 BATCH = 2
 
 
