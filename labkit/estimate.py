@@ -263,7 +263,10 @@ class Estimate:
 def _config(spec: Spec) -> Any:
     from labkit.models import get_config
 
-    cfg = get_config(spec.model)
+    try:
+        cfg = get_config(spec.model)
+    except ValueError as err:  # an unknown preset: say so before any subprocess starts
+        raise OptionError(str(err)) from None
     return dataclasses.replace(cfg, seq_len=spec.seq_len) if spec.seq_len else cfg
 
 

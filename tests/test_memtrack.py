@@ -25,28 +25,14 @@ from labkit.models import get_config
 
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
 from mem_job import BATCH, ODD  # noqa: E402
-from mem_launch import phase, run_job  # noqa: E402
+from mem_launch import TEST_JOBS, phase, test_job  # noqa: E402
 
 TINY = get_config("tiny")
 PSI = TINY.num_params()
-STEPS = 2  # step 1 is measured: AdamW makes its state during step 0
-
-JOBS = {
-    1: ("fsdp1:FULL_SHARD", "fsdp2:reshard"),
-    2: (
-        "fsdp1:FULL_SHARD",
-        "fsdp2:reshard",
-        "fsdp1:NO_SHARD",
-        "fsdp1:SHARD_GRAD_OP",
-        "fsdp1:FULL_SHARD:nowrap",
-        "fsdp2:keep",
-    ),
-    4: ("fsdp1:FULL_SHARD", "fsdp2:reshard", "fsdp1:FULL_SHARD@odd", "fsdp2:reshard@odd"),
-}
 
 
 def job(n: int) -> dict[int, list[dict]]:
-    return run_job(n, "tiny", STEPS, *JOBS[n])
+    return test_job(n)
 
 
 def states(cats: dict[str, int]) -> int:
@@ -158,7 +144,7 @@ def test_activations_in_the_ranks_match_the_formula() -> None:
 
 def test_peak_is_the_largest_total() -> None:
     events = job(2)
-    for config in JOBS[2]:
+    for config in TEST_JOBS[2]:
         for r in range(2):
             peak = sum(phase(events, config, r, "peak").values())
             for p in ("forward", "backward", "optimizer"):

@@ -18,6 +18,20 @@ from typing import Any
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
+STEPS = 2  # step 1 is measured: AdamW makes its state during step 0
+# The jobs the tests read (tests/test_memtrack.py, tests/test_estimate.py), by number of ranks.
+TEST_JOBS = {
+    1: ("fsdp1:FULL_SHARD", "fsdp2:reshard"),
+    2: (
+        "fsdp1:FULL_SHARD",
+        "fsdp2:reshard",
+        "fsdp1:NO_SHARD",
+        "fsdp1:SHARD_GRAD_OP",
+        "fsdp1:FULL_SHARD:nowrap",
+        "fsdp2:keep",
+    ),
+    4: ("fsdp1:FULL_SHARD", "fsdp2:reshard", "fsdp1:FULL_SHARD@odd", "fsdp2:reshard@odd"),
+}
 
 
 @functools.cache
@@ -42,6 +56,14 @@ def run_job(nproc: int, model: str, steps: int, *configs: str, timeout: float = 
             with open(os.path.join(out, f"rank{r}.jsonl")) as f:
                 events[r] = [{**json.loads(line), "rank": r} for line in f]
         return events
+
+
+def test_job(nproc: int) -> dict[int, list[dict[str, Any]]]:
+    """The tests' job at ``nproc`` ranks on the "tiny" model (run once per session)."""
+    return run_job(nproc, "tiny", STEPS, *TEST_JOBS[nproc])
+
+
+test_job.__test__ = False  # a helper, not a test, even when pytest imports it
 
 
 def of_config(events: dict[int, list[dict[str, Any]]], config: str) -> dict[int, list[dict[str, Any]]]:

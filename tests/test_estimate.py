@@ -1,0 +1,113 @@
+"""Fake-tensor estimates against the analytical model and against a real run.
+
+    .venv/bin/pytest tests/test_estimate.py
+
+One subprocess runs two estimates: llama-1b on 8 fake ranks (bf16, activation checkpointing),
+and "tiny" on 2 fake ranks exactly as tests/scripts/mem_job.py trains it for real, so that
+the fake run can be compared with the real one category by category. Larger models (7B to
+70B, 8 to 1024 ranks) are in benchmarks/memory_accuracy.py: each takes 25-60 s here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from labkit import estimate
+from labkit import memory_model as mm
+from labkit.errors import LabkitError, OptionError
+from labkit.models import get_config
+
+sys.path.insert(0, str(Path(__file__).parent / "scripts"))
+from mem_job import BATCH  # noqa: E402
+from mem_launch import phase, test_job  # noqa: E402
+
+LLAMA = estimate.Spec("llama-1b", 8, "bf16", checkpointing=True)
+TINY = estimate.Spec("tiny", 2, "fp32", checkpointing=False, micro_batch=BATCH)
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, estimate.Estimate]:
+    llama, tiny = estimate.estimate_many([LLAMA, TINY], timeout=600)
+    return {"llama": llama, "tiny": tiny}
+
+
+def test_llama_1b_on_8_ranks(results: dict[str, estimate.Estimate]) -> None:
+    e = results["llama"]
+    cfg = get_config("llama-1b")
+    local = mm.local_numel(cfg, 8, "fsdp2", rank=0)
+    tensors = sum(len(s) for _, s in mm.transformer_units(cfg))
+    # persistent state: exactly the fp32 shards, padding and step counters included
+    assert e.peak["params"] == 4 * local["params"]
+    assert e.peak["optimizer"] == 8 * local["optimizer"] + 4 * tensors
+    assert e.phases["backward"]["grads"] == 4 * local["grads"]
+    # the same as the analytical model's "torch" convention, to 0.1%
+    for c in ("params", "optimizer"):
+        assert e.peak[c] == pytest.approx(getattr(e.analytical, c), rel=1e-3)
+    # the gathered units: the root and one block in bf16, as the model counts them
+    assert e.peak["params_unsharded"] == pytest.approx(e.analytical.params_unsharded, rel=0.01)
+    # activations stored by forward, with checkpointing: the formula's count
+    acts = mm.activation_memory(cfg, 1, None, checkpointing=True, precision="bf16")
+    assert e.phases["forward"]["activations"] == pytest.approx(acts.stored, rel=0.01)
+    # the whole peak: the model sums each category's maximum, so it may only be above, and not by much
+    assert e.total <= e.analytical.total
+    assert e.total == pytest.approx(e.analytical.total, rel=0.10)
+    assert e.stage == "backward"
+
+
+def test_fake_run_matches_the_real_run(results: dict[str, estimate.Estimate]) -> None:
+    """The same model, batch and wrapping, rank 0 of 2: fake tensors vs gloo on CPU."""
+    e = results["tiny"]
+    real = test_job(2)
+    for p in ("forward", "backward", "optimizer"):
+        measured = phase(real, "fsdp2:reshard", 0, p)
+        for c in ("params", "params_unsharded", "grads", "optimizer"):
+            assert e.phases[p][c] == measured[c], (p, c)
+        # the real batch's targets are a non-contiguous slice that cross-entropy copies (b*s int64)
+        assert e.phases[p]["activations"] == pytest.approx(measured["activations"], abs=8 * BATCH * 32 + 64)
+    real_peak = phase(real, "fsdp2:reshard", 0, "peak")
+    assert e.total == pytest.approx(sum(real_peak.values()), rel=0.05)
+
+
+def test_explanations_and_table(results: dict[str, estimate.Estimate]) -> None:
+    e = results["llama"]
+    lines = e.explain()
+    assert len(lines) == 6 and all(any(ch.isdigit() for ch in line) for line in lines)
+    table = e.table()
+    assert "fake-tensor run" in table and "analytical model" in table and "peak reached in backward" in table
+    diffs = e.differences()
+    assert diffs["params"] == pytest.approx(0, abs=0.1) and diffs["other"] is None  # the model has no "other"
+    json.dumps(e.as_dict())  # the CLI's --json
+    assert "<table" in e._repr_html_()
+
+
+def test_bad_input_fails_before_any_subprocess() -> None:
+    t0 = time.perf_counter()
+    with pytest.raises(OptionError, match="FULL_SHARD"):
+        estimate.estimate_peak("llama-1b", 8, strategy="DDP")
+    with pytest.raises(OptionError, match="llama-7b"):
+        estimate.estimate_peak("llama-7", 8)
+    with pytest.raises(OptionError, match="shard_group_size"):
+        estimate.estimate_peak("llama-1b", 12, strategy="HYBRID_SHARD", shard_group_size=8)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_timeout_stops_the_subprocess() -> None:
+    with pytest.raises(LabkitError, match="longer than"):
+        estimate.estimate_peak("llama-1b", 8, timeout=0.5)
+
+
+def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="labkit")
+    estimate.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["estimate", "--model", "llama-70b", "--nproc", "64", "--checkpointing"])
+    assert (args.model, args.nproc, args.checkpointing, args.precision) == ("llama-70b", 64, True, "bf16")
+    assert args.func is estimate.cmd_estimate
+    assert estimate.main(["--model", "llama-1b", "--strategy", "NO_SHARD"]) == 1
+    assert "FULL_SHARD" in capsys.readouterr().err
