@@ -125,6 +125,10 @@ catalog(  # lessons 4 to 6
         "course.col.prefetch_extra": {"en": "one block in bf16", "ro": "un bloc în bf16"},
         "course.col.params_unsharded": {"en": "gathered", "ro": "adunați"},
         "course.col.optimizer": {"en": "optimizer", "ro": "optimizator"},
+        "course.col.forward_order": {
+            "en": "forward: gathers (AG) and compute (F), in order",
+            "ro": "trecerea directă: adunări (AG) și calcul (F), în ordine",
+        },
         "course.col.activations": {"en": "activations", "ro": "activări"},
         "course.col.other": {"en": "other", "ro": "altele"},
         "course.col.all_gather": {"en": "all-gather", "ro": "all-gather"},
@@ -136,6 +140,10 @@ catalog(  # lessons 4 to 6
 )
 
 UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "GB": 10**9, "TB": 10**12}
+        "course.col.on_meta": {"en": "on the meta device", "ro": "pe dispozitivul meta"},
+        "course.col.allocated": {"en": "after to_empty()", "ro": "după to_empty()"},
+        "course.col.file": {"en": "file", "ro": "fișier"},
+        "course.col.bytes": {"en": "size", "ro": "dimensiune"},
 
 
 def label(key: str, **fields: Any) -> str:

@@ -1,0 +1,689 @@
+"""Lesson 4: prefetch and overlap. When FSDP issues each all-gather (backward_prefetch,
+forward_prefetch, limit_all_gathers), measured on the ranks' timeline; what prefetching costs
+in memory; and, simulated and labelled so, what a slow interconnect does to the step."""
+
+from labkit.course.cells import Lesson, check, code, exercise, md, parameters, setup
+
+LESSON = Lesson(
+    id="lesson4",
+    file="04_prefetch_overlap",
+    title={"en": "Lesson 4: prefetch and overlap", "ro": "Lecția 4: preîncărcare și suprapunere"},
+    terms=("prefetch", "overlap", "interconnect"),
+    cells=[
+        md(
+            en="""
+            # Lesson 4: prefetch and overlap
+
+            FULL_SHARD pays for its memory savings with communication: every unit's parameters are
+            all-gathered before its forward and again before its backward, and its gradients are
+            reduce-scattered after. Whether the step gets slower depends on *when* each collective is
+            issued: early enough, and it runs while another unit computes.
+
+            **In this lesson you will**
+
+            - learn what `backward_prefetch` (`BACKWARD_PRE`, `BACKWARD_POST`, `None`),
+              `forward_prefetch` and `limit_all_gathers` change;
+            - run all five settings on your ranks and read each one's timeline: which collective is
+              issued when, and how many units are gathered at once;
+            - measure the memory that prefetching costs, and predict it with a formula;
+            - replay your run on slower and faster links with a simulator, to see what a machine
+              without NVLink does to the step (simulated, and labelled so).
+            """,
+            ro="""
+            # Lecția 4: preîncărcare și suprapunere
+
+            FULL_SHARD plătește memoria economisită cu comunicare: parametrii fiecărei unități sunt
+            adunați (all-gather) înainte de trecerea directă și din nou înainte de cea inversă, iar
+            gradienții ei sunt reduși cu distribuire (reduce-scatter) după aceea. Dacă pasul devine mai
+            lent depinde de *momentul* în care este lansată fiecare operație colectivă: destul de
+            devreme, și ea rulează în timp ce o altă unitate calculează.
+
+            **În această lecție veți**
+
+            - afla ce schimbă `backward_prefetch` (`BACKWARD_PRE`, `BACKWARD_POST`, `None`),
+              `forward_prefetch` și `limit_all_gathers`;
+            - rula toate cele cinci setări pe rangurile voastre și citi cronologia fiecăreia: ce operație
+              colectivă pornește și când, câte unități sunt adunate în același timp;
+            - măsura memoria pe care o costă preîncărcarea și o veți prezice cu o formulă;
+            - rejuca rularea voastră pe legături mai lente și mai rapide cu un simulator, ca să vedeți ce
+              face unui pas o mașină fără NVLink (simulat, și marcat ca atare).
+            """,
+        ),
+        parameters(nproc=2, backend="auto", model_size="tiny", steps=3),
+        md(
+            en="""
+            The first code cell loads `%%torchrun`, sets the language of labkit's messages and imports
+            the tools of this lesson: `timeline` (each unit's work, timed in the ranks) and `simulate`
+            (the same step replayed on another link).
+            """,
+            ro="""
+            Prima celulă de cod încarcă `%%torchrun`, alege limba mesajelor labkit și importă uneltele
+            acestei lecții: `timeline` (munca fiecărei unități, cronometrată în ranguri) și `simulate`
+            (același pas, rejucat pe o altă legătură).
+            """,
+        ),
+        setup("from labkit import simulate, timeline", "from labkit.course import show"),
+        md(
+            en="""
+            ## 1. When FSDP gathers
+
+            In lesson 3 each `TransformerBlock` became one FSDP unit, and the root unit kept the rest
+            (embedding, final norm, output head). In a FULL_SHARD step each unit goes through:
+
+            1. forward: **all-gather** its parameters, compute, free the gathered copy;
+            2. backward: all-gather again, compute the gradients, free, **reduce-scatter** the gradients.
+
+            A collective takes time. If a unit's all-gather is issued only when the unit needs its
+            parameters, the computation waits for it. On GPUs it need not wait: NCCL runs collectives
+            on a CUDA stream of their own, so the all-gather of one unit can run while another unit
+            computes. Communication that runs under computation is **overlap**, and to get
+            it FSDP must issue the next unit's all-gather before that unit needs it: that is
+            **prefetch (prefetch)**. FSDP1 has three options for it:
+
+            | option | when the *next* unit's all-gather is issued | cost |
+            |---|---|---|
+            | `backward_prefetch=BACKWARD_PRE` (the default) | in the current unit's pre-backward hook, before its gradients are computed: it runs during the current backward | the next unit's parameters are in memory while the current unit's still are |
+            | `backward_prefetch=BACKWARD_POST` | after the current unit's gradients are computed and its parameters freed, before its reduce-scatter | the next backward waits for the gather, but not behind the reduce-scatter |
+            | `backward_prefetch=None` | only when the next unit's own backward starts, queued behind the current reduce-scatter | nothing overlaps |
+            | `forward_prefetch=True` | in forward, in the current unit's pre-forward hook | one more unit in memory during forward |
+            | `limit_all_gathers=True` (the default) | the CPU may not issue an all-gather while two earlier ones are not yet freed | bounds the memory when the CPU runs ahead of the GPU |
+
+            Prefetch changes *when* things happen, never *what* is computed: every setting must give
+            the same loss.
+            """,
+            ro="""
+            ## 1. Când adună FSDP parametrii
+
+            În lecția 3 fiecare `TransformerBlock` a devenit o unitate FSDP, iar unitatea rădăcină a
+            păstrat restul (încorporarea, normalizarea finală, capul de ieșire). Într-un pas FULL_SHARD,
+            fiecare unitate trece prin:
+
+            1. trecerea directă: își **adună (all-gather)** parametrii, calculează, eliberează copia adunată;
+            2. trecerea inversă: îi adună din nou, calculează gradienții, eliberează, apoi **reduce cu
+               distribuire (reduce-scatter)** gradienții.
+
+            O operație colectivă durează. Dacă adunarea parametrilor unei unități pornește abia când
+            unitatea are nevoie de ei, calculul o așteaptă. Pe GPU-uri nu e nevoie să aștepte: NCCL rulează
+            operațiile colective pe un flux CUDA separat, așa că adunarea unei unități poate rula în timp
+            ce o altă unitate calculează. Comunicarea care rulează sub calcul se numește **suprapunere
+            (overlap)**, iar ca să o obțină, FSDP trebuie să lanseze adunarea unității următoare înainte
+            ca ea să aibă nevoie de parametri: aceasta este **preîncărcarea (prefetch)**. FSDP1 are trei
+            opțiuni pentru ea:
+
+            | opțiune | când pornește adunarea parametrilor unității *următoare* | cost |
+            |---|---|---|
+            | `backward_prefetch=BACKWARD_PRE` (implicit) | în cârligul de dinaintea trecerii inverse a unității curente, înainte să i se calculeze gradienții: rulează în timpul trecerii inverse curente | parametrii unității următoare sunt în memorie cât timp sunt și ai celei curente |
+            | `backward_prefetch=BACKWARD_POST` | după ce s-au calculat gradienții unității curente și i s-au eliberat parametrii, înainte de reducerea ei | următoarea trecere inversă așteaptă adunarea, dar nu în spatele reducerii |
+            | `backward_prefetch=None` | abia când începe trecerea inversă a unității următoare, la coadă după reducerea curentă | nimic nu se suprapune |
+            | `forward_prefetch=True` | în trecerea directă, în cârligul de dinaintea trecerii directe a unității curente | încă o unitate în memorie în trecerea directă |
+            | `limit_all_gathers=True` (implicit) | procesorul nu poate lansa o adunare cât timp două adunări anterioare nu au fost încă eliberate | limitează memoria când procesorul o ia înaintea GPU-ului |
+
+            Preîncărcarea schimbă *când* se întâmplă lucrurile, niciodată *ce* se calculează: toate
+            setările trebuie să dea aceeași pierdere.
+            """,
+        ),
+        md(
+            en="""
+            ## 2. Five settings, one run
+
+            One `%%torchrun` cell trains the lesson's model under each of the five settings in turn,
+            from the same initial weights, for `steps` steps each. `timeline.Recorder` times every
+            unit's forward, backward and collectives inside the ranks, and notes when FSDP gathers and
+            frees each unit's parameters; `config=name` labels each step's record with its setting.
+            """,
+            ro="""
+            ## 2. Cinci setări, o singură rulare
+
+            O singură celulă `%%torchrun` antrenează modelul lecției pe rând, cu fiecare dintre cele cinci
+            setări, pornind de la aceleași ponderi inițiale, câte `steps` pași. `timeline.Recorder`
+            cronometrează în ranguri trecerea directă, trecerea inversă și operațiile colective ale fiecărei
+            unități și notează când adună și când eliberează FSDP parametrii fiecărei unități;
+            `config=name` etichetează înregistrarea fiecărui pas cu setarea lui.
+            """,
+        ),
+        code(
+            """
+            %%torchrun -n $nproc --backend $backend --vars model_size,steps
+            import torch
+            from torch.distributed.fsdp import BackwardPrefetch, FullyShardedDataParallel, ShardingStrategy
+            from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+            from labkit import rank, timeline
+            from labkit.models import TransformerBlock, TransformerLM, get_config, synthetic_batch
+
+            cfg = get_config(model_size)
+            device = rank.device()  # the CPU under gloo, cuda:LOCAL_RANK under NCCL
+            SETTINGS = {  # name: (backward_prefetch, forward_prefetch, limit_all_gathers)
+                "BACKWARD_PRE": (BackwardPrefetch.BACKWARD_PRE, False, True),
+                "BACKWARD_POST": (BackwardPrefetch.BACKWARD_POST, False, True),
+                "None": (None, False, True),
+                "forward_prefetch": (BackwardPrefetch.BACKWARD_PRE, True, True),
+                "no limit_all_gathers": (BackwardPrefetch.BACKWARD_PRE, False, False),
+            }
+            for name, (backward, forward, limit) in SETTINGS.items():
+                torch.manual_seed(0)  # the same initial weights for every setting
+                model = FullyShardedDataParallel(
+                    TransformerLM(cfg),
+                    auto_wrap_policy=ModuleWrapPolicy({TransformerBlock}),
+                    sharding_strategy=ShardingStrategy.FULL_SHARD,
+                    backward_prefetch=backward,
+                    forward_prefetch=forward,
+                    limit_all_gathers=limit,
+                    device_id=device,
+                )
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+                recorder = timeline.Recorder(model, optimizer)
+                for step in range(steps):
+                    inputs, targets = synthetic_batch(cfg, 8, step, rank.rank(), device)
+                    with recorder.step(step, config=name):  # sends this step's spans, labelled
+                        loss = model(inputs, targets)
+                        loss.backward()
+                        optimizer.step()
+                        optimizer.zero_grad()
+                recorder.close()
+                rank.report(**{name: loss.item()})
+            """
+        ),
+        md(
+            en="""
+            Each rank sent one timeline per step and setting. The next cell sorts them by setting and,
+            for the last step of each on rank 0, counts how many units were gathered at once and how
+            many bytes that was (each unit's size, `unit_bytes`, is recorded with the timeline). Step
+            times are gloo's on this machine's CPU: they do not resemble what NCCL does on GPUs.
+            """,
+            ro="""
+            Fiecare rang a trimis câte o cronologie pentru fiecare pas și fiecare setare. Celula următoare
+            le grupează pe setări și, pentru ultimul pas al fiecăreia pe rangul 0, numără câte unități au
+            fost adunate în același timp și câți octeți au însemnat (dimensiunea fiecărei unități,
+            `unit_bytes`, este înregistrată odată cu cronologia). Duratele pașilor sunt cele ale lui gloo,
+            pe procesorul acestei mașini: nu seamănă cu ce face NCCL pe GPU-uri.
+            """,
+        ),
+        code(
+            """
+            import statistics
+
+            prefetch = labkit.last_run
+            settings = list(prefetch.values[0])
+            by_setting = {  # setting -> {rank: that setting's messages}, as if each had been a run of its own
+                name: {r: [m for m in events if m.get("config") == name] for r, events in prefetch.events.items()}
+                for name in settings
+            }
+
+
+            def last_step(name, r=0):
+                return timeline.spans_by_rank(by_setting[name])[r]
+
+
+            def peak_gathered_bytes(msg):
+                \"\"\"The most bytes of gathered parameters held at once, from the step's "held" spans.\"\"\"
+                changes = []
+                for s in msg["spans"]:
+                    if s["kind"] == "held":
+                        size = msg["unit_bytes"][s["unit"]]
+                        changes += [(s["start"], size), (s["end"], -size)]
+                held = peak = 0
+                for _, change in sorted(changes):  # at the same instant, a free (negative) comes first
+                    held += change
+                    peak = max(peak, held)
+                return peak
+
+
+            def step_ms(name, r=0):
+                msgs = [m for m in by_setting[name][r] if m["t"] == "spans"][1:] or [last_step(name, r)]
+                return statistics.median(m["end"] - m["start"] for m in msgs) * 1e3
+
+
+            show.table([
+                {"setting": name, "loss": prefetch.values[0][name], "step_ms": step_ms(name),
+                 "units_held": timeline.peak_held(last_step(name)["spans"]),
+                 "peak_unsharded": peak_gathered_bytes(last_step(name))}
+                for name in settings
+            ], units={"peak_unsharded": "KiB"})
+            """
+        ),
+        md(
+            en="""
+            The losses are equal to the last digit: prefetching reorders the work and changes nothing
+            else. The memory is not equal. With `BACKWARD_PRE` one more unit is gathered at the peak
+            than with `BACKWARD_POST` or `None`: while a block computes its gradients, the block before
+            it is already being gathered. That is the price of prefetching, measured.
+
+            The timelines show where the difference comes from. One row per stream: compute
+            (forward, backward, optimizer), collectives, and the number of units held; time runs to
+            the right. Rank 0 only, the last step of each setting:
+            """,
+            ro="""
+            Pierderile sunt egale până la ultima cifră: preîncărcarea reordonează munca și nu schimbă
+            nimic altceva. Memoria nu este egală. Cu `BACKWARD_PRE`, la vârf este adunată o unitate în
+            plus față de `BACKWARD_POST` sau `None`: în timp ce un bloc își calculează gradienții, blocul
+            dinaintea lui este deja adunat. Acesta este prețul preîncărcării, măsurat.
+
+            Cronologiile arată de unde vine diferența. Câte un rând pentru fiecare flux: calcul (trecerea
+            directă, trecerea inversă, optimizatorul), operații colective și numărul de unități ținute în
+            memorie; timpul curge spre dreapta. Doar rangul 0, ultimul pas al fiecărei setări:
+            """,
+        ),
+        code(
+            """
+            rank0 = {name: {0: by_setting[name][0]} for name in ("BACKWARD_PRE", "BACKWARD_POST", "None")}
+            timeline.plot_timelines(rank0)
+            """
+        ),
+        md(
+            en="""
+            Read the collectives' row of each panel from the end of the forward pass on. The table
+            below spells it out: `AG` is an all-gather, `RS` a reduce-scatter, `L1` the block
+            `layers.1`. The root is not gathered again in backward: FSDP1 keeps it gathered from the
+            end of its forward (lesson 3).
+            """,
+            ro="""
+            Citiți rândul operațiilor colective din fiecare panou de la sfârșitul trecerii directe încolo.
+            Tabelul de mai jos îl scrie explicit: `AG` este o adunare (all-gather), `RS` o reducere cu
+            distribuire (reduce-scatter), `L1` este blocul `layers.1`. Rădăcina nu mai este adunată în
+            trecerea inversă: FSDP1 o păstrează adunată de la sfârșitul trecerii ei directe (lecția 3).
+            """,
+        ),
+        code(
+            """
+            SHORT = {"all_gather": "AG", "reduce_scatter": "RS", "forward": "F"}
+
+
+            def order(msg, phase):
+                \"\"\"What the step did, in order: backward's collectives, or forward's gathers and compute (F).\"\"\"
+                end_of_forward = max(s["end"] for s in msg["spans"] if s["kind"] == "forward")
+                kinds = ("all_gather", "forward") if phase == "forward" else ("all_gather", "reduce_scatter")
+                chosen = [s for s in msg["spans"] if s["kind"] in kinds and (s["start"] < end_of_forward) == (phase == "forward")]
+                names = [f"{SHORT[s['kind']]}·{s['unit'].replace('layers.', 'L')}" for s in sorted(chosen, key=lambda s: s["start"])]
+                return " ".join(n for i, n in enumerate(names) if i == 0 or n != names[i - 1])  # a unit's compute once
+
+
+            show.table([{"setting": name, "order": order(last_step(name), "backward")} for name in settings])
+            """
+        ),
+        md(
+            en="""
+            - `BACKWARD_PRE` gathers the first block to run backward (`L1`) and, before `L1` computes,
+              already the next one (`L0`): two blocks' parameters are in memory together.
+            - `BACKWARD_POST` issues the same collectives in the same order, but `L0`'s gather only
+              after `L1`'s backward has finished and `L1` has been freed: never two blocks at once.
+            - `None` gathers `L0` only after `L1`'s reduce-scatter has been issued.
+
+            On GPUs the order decides what overlaps. On this CPU it does not: look at the panels
+            again, the compute row and the collectives' row never run at the same time. gloo runs
+            each FSDP collective while the rank's one thread waits, so every collective adds its full
+            time to the step whatever the setting, and the step times in the table above differ by
+            noise, not by overlap.
+            """,
+            ro="""
+            - `BACKWARD_PRE` adună primul bloc care rulează înapoi (`L1`) și, înainte ca `L1` să calculeze,
+              deja pe următorul (`L0`): parametrii a două blocuri sunt în memorie împreună.
+            - `BACKWARD_POST` lansează aceleași operații colective, în aceeași ordine, dar adunarea lui
+              `L0` abia după ce trecerea inversă a lui `L1` s-a terminat și `L1` a fost eliberat: niciodată
+              două blocuri deodată.
+            - `None` adună `L0` abia după ce a fost lansată reducerea lui `L1`.
+
+            Pe GPU-uri ordinea decide ce se suprapune. Pe acest procesor, nu: priviți din nou panourile,
+            rândul de calcul și cel al operațiilor colective nu rulează niciodată în același timp. gloo
+            execută fiecare operație colectivă FSDP în timp ce singurul fir de execuție al rangului
+            așteaptă, așa că fiecare operație colectivă se adaugă în întregime la durata pasului, oricare
+            ar fi setarea, iar duratele din tabelul de mai sus diferă prin zgomot, nu prin suprapunere.
+            """,
+        ),
+        md(
+            en="""
+            **Exercise 1.** Why did the three `backward_prefetch` settings not change the step time on
+            this CPU run? Set `answer` to the letter of the right reason.
+
+            - **a.** On CPU, FSDP ignores `backward_prefetch`.
+            - **b.** gloo runs each collective while the rank's thread waits, so no collective overlaps
+              any computation, whatever order it was issued in.
+            - **c.** The model is too small to have more than one unit.
+            """,
+            ro="""
+            **Exercițiul 1.** De ce nu au schimbat cele trei setări `backward_prefetch` durata pasului în
+            această rulare pe CPU? Dați lui `answer` litera motivului corect.
+
+            - **a.** Pe CPU, FSDP ignoră `backward_prefetch`.
+            - **b.** gloo execută fiecare operație colectivă în timp ce firul rangului așteaptă, așa că
+              nicio operație colectivă nu se suprapune cu vreun calcul, în orice ordine ar fi lansată.
+            - **c.** Modelul este prea mic ca să aibă mai mult de o unitate.
+            """,
+        ),
+        exercise(solution='answer = "b"', pure=True),
+        check('labkit.check("lesson4.why_no_overlap", answer)'),
+        md(
+            en="""
+            **Exercise 2.** Predict the peak of gathered parameters with `BACKWARD_PRE`, in bytes, from
+            the sizes of the units: `root_bytes` (the root unit, which FSDP1 keeps gathered through
+            backward) and `block_bytes` (one block). The check compares your formula with the peak
+            measured on rank 0. The formula holds for any number of blocks, not only this model's.
+            """,
+            ro="""
+            **Exercițiul 2.** Preziceți vârful parametrilor adunați cu `BACKWARD_PRE`, în octeți, din
+            dimensiunile unităților: `root_bytes` (unitatea rădăcină, pe care FSDP1 o ține adunată în
+            trecerea inversă) și `block_bytes` (un bloc). Verificarea compară formula voastră cu vârful
+            măsurat pe rangul 0. Formula este valabilă pentru orice număr de blocuri, nu doar pentru
+            modelul acesta.
+            """,
+        ),
+        exercise(
+            """
+            unit_bytes = last_step("BACKWARD_PRE")["unit_bytes"]
+            root_bytes, block_bytes = unit_bytes["root"], unit_bytes["layers.0"]
+            """,
+            solution="peak_pre = root_bytes + 2 * block_bytes",
+        ),
+        check('labkit.check("lesson4.peak_gathered_pre", peak_pre, run=prefetch)'),
+        md(
+            en="""
+            On a laptop one extra block is a few hundred KiB. At real sizes it is a lot more: the
+            extra memory of `BACKWARD_PRE` is one block's parameters, in the dtype they are gathered
+            in. For the Llama-like configurations of `labkit.models`, gathered in bf16:
+            """,
+            ro="""
+            Pe un laptop, un bloc în plus înseamnă câteva sute de KiB. La dimensiuni reale înseamnă mult
+            mai mult: memoria în plus a lui `BACKWARD_PRE` sunt parametrii unui bloc, în tipul în care
+            sunt adunați. Pentru configurațiile de tip Llama din `labkit.models`, adunate în bf16:
+            """,
+        ),
+        code(
+            """
+            import torch
+
+            from labkit.models import PRESETS, TransformerBlock
+
+            rows = []
+            for name in ("llama-7b", "llama-13b", "llama-70b"):
+                with torch.device("meta"):  # shapes only: nothing is allocated
+                    block = TransformerBlock(PRESETS[name])
+                block_params = sum(p.numel() for p in block.parameters())
+                rows.append({"model": name, "block_params": block_params, "prefetch_extra": 2 * block_params})  # bf16: 2 bytes
+            show.table(rows, units={"prefetch_extra": "GiB"})
+            """,
+            pure=True,
+        ),
+        md(
+            en="""
+            ## 3. `forward_prefetch` and `limit_all_gathers`
+
+            `forward_prefetch=True` moves the same idea into forward: in each unit's pre-forward, FSDP
+            issues the next unit's all-gather. Compare the order of forward's all-gathers (`AG`) and
+            computations (`F`):
+            """,
+            ro="""
+            ## 3. `forward_prefetch` și `limit_all_gathers`
+
+            `forward_prefetch=True` mută aceeași idee în trecerea directă: în cârligul de dinaintea
+            trecerii directe a fiecărei unități, FSDP lansează adunarea unității următoare. Comparați
+            ordinea adunărilor (`AG`) și a calculelor (`F`) din trecerea directă:
+            """,
+        ),
+        code(
+            """
+            show.table([{"setting": name, "forward_order": order(last_step(name), "forward")}
+                        for name in ("BACKWARD_PRE", "forward_prefetch", "no limit_all_gathers")])
+            """
+        ),
+        md(
+            en="""
+            With `forward_prefetch`, `L0` is gathered while the root is still computing its embedding,
+            and `L1` before `L0`'s forward: one more unit is in memory during forward. FSDP's
+            documentation recommends it only for CPU-bound runs. On a GPU the CPU normally runs ahead
+            of the GPU anyway: it issues the all-gathers as fast as it reaches them, and the comm
+            stream starts the next one as soon as the previous is done. Prefetching that is issued
+            earlier by the CPU then starts no earlier on the GPU.
+
+            Running ahead has its own risk: a CPU far ahead of the GPU could issue the all-gathers of
+            many units before any of them is freed, and all of them would be allocated at once.
+            `limit_all_gathers=True` is FSDP1's rate limiter against that: the CPU waits before
+            issuing an all-gather while two earlier ones are still held. In this CPU run the thread
+            never runs ahead (it waits in every collective), so turning the limiter off changed
+            nothing: same order, same peak. It matters on GPUs, where the CPU is ahead.
+            """,
+            ro="""
+            Cu `forward_prefetch`, `L0` este adunat cât timp rădăcina încă își calculează încorporarea, iar
+            `L1` înainte de trecerea directă a lui `L0`: în trecerea directă este în memorie încă o unitate.
+            Documentația FSDP o recomandă doar pentru rulările limitate de procesor. Pe un GPU, procesorul
+            o ia de obicei oricum înaintea GPU-ului: lansează adunările de îndată ce ajunge la ele, iar
+            fluxul de comunicare o pornește pe următoarea imediat ce s-a terminat cea dinainte. O
+            preîncărcare lansată mai devreme de procesor nu începe atunci mai devreme pe GPU.
+
+            Avansul procesorului are și un risc: un procesor mult înaintea GPU-ului ar putea lansa adunările
+            multor unități înainte ca vreuna să fie eliberată, iar toate ar fi alocate deodată.
+            `limit_all_gathers=True` este limitatorul de ritm al FSDP1 împotriva acestui lucru: procesorul
+            așteaptă înainte de a lansa o adunare cât timp două adunări anterioare sunt încă ținute în
+            memorie. În această rulare pe CPU firul nu o ia niciodată înainte (așteaptă în fiecare operație
+            colectivă), așa că oprirea limitatorului nu a schimbat nimic: aceeași ordine, același vârf.
+            Contează pe GPU-uri, unde procesorul este înainte.
+            """,
+        ),
+        md(
+            en="""
+            ## 4. A slow interconnect, simulated
+
+            What would the same step do on GPUs, where collectives run on their own stream? And on a
+            machine whose GPUs talk over PCIe or a network instead of NVLink? The link between the GPUs,
+            the **interconnect**, sets how long each collective takes. This laptop has no such link, so the answer here is *simulated*: `labkit.simulate`
+            takes your measured step (each unit's compute time and the bytes of each collective, from
+            the timeline) and schedules it again the way FSDP issues it on a GPU, with the collectives
+            on one stream and their time from the ring algorithm's cost on the chosen link,
+            `(N-1)/N × bytes / bandwidth`.
+
+            First, a test of the simulator against your run: replayed the way the CPU ran it (every
+            collective blocking the thread) on a link as fast as gloo's measured one, it should land
+            near the measured step. What it cannot replay is the step time that no span covers (the
+            loss, FSDP's own copies, Python between the hooks); the last line shows how much that was.
+            """,
+            ro="""
+            ## 4. O legătură lentă între GPU-uri, simulată
+
+            Ce ar face același pas pe GPU-uri, unde operațiile colective rulează pe propriul flux? Și pe
+            o mașină ale cărei GPU-uri comunică prin PCIe sau printr-o rețea în loc de NVLink? Legătura
+            dintre GPU-uri, **interconectarea (interconnect)**, stabilește cât durează fiecare operație
+            colectivă. Acest laptop nu are o asemenea legătură, așa că răspunsul este aici
+            *simulat*: `labkit.simulate` ia pasul vostru măsurat (durata de calcul a fiecărei unități și
+            octeții fiecărei operații colective, din cronologie) și îl programează din nou așa cum îl
+            lansează FSDP pe un GPU, cu operațiile colective pe un singur flux și cu durata lor dată de
+            costul algoritmului în inel pe legătura aleasă, `(N-1)/N × octeți / lățime de bandă`.
+
+            Mai întâi, o probă a simulatorului față de rularea voastră: rejucat așa cum l-a rulat
+            procesorul (fiecare operație colectivă blocând firul), pe o legătură la fel de rapidă ca cea
+            măsurată pentru gloo, pasul simulat ar trebui să iasă aproape de cel măsurat. Ce nu poate
+            rejuca este timpul din pas pe care nu îl acoperă niciun interval (pierderea, copiile proprii
+            ale FSDP, Python între cârlige); ultima linie arată cât a fost acesta.
+            """,
+        ),
+        code(
+            """
+            prof = simulate.profile_from_run(prefetch, config="BACKWARD_PRE")  # rank 0, the median step
+            replay = simulate.compare_to_measured(prof)
+            for key in ("measured_step_s", "simulated_step_s", "unattributed_s"):
+                print(f"{key:18} {replay[key] * 1e3:8.2f} ms")
+            """
+        ),
+        md(
+            en="""
+            Now the GPU-like schedule on three real links. The table's first line says it: these
+            numbers are simulated.
+            """,
+            ro="""
+            Acum programarea de tip GPU, pe trei legături reale. Prima linie a tabelului o spune: aceste
+            numere sunt simulate.
+            """,
+        ),
+        code(
+            """
+            print(simulate.table(simulate.sweep(prof, links=["nvlink4", "pcie4", "ib100"]), source=prof.source))
+            """
+        ),
+        md(
+            en="""
+            Nothing is exposed on any of them: the simulated step is the compute time. That is not
+            because these links are fast, but because this CPU is slow: a block's backward takes
+            milliseconds here, against microseconds to gather a block of this size even over a
+            100 Gb/s network. What decides whether prefetching matters is the ratio of the two: how
+            long a block's all-gather takes compared with the block's own backward compute. A GPU
+            computes thousands of times faster than this CPU, so on GPUs the ratio is much larger for
+            the same link, and a slow link can make it reach 1 or more.
+
+            So the next cell chooses links by that ratio instead of by name: `link_at(ratio)` is the
+            bandwidth at which one block's all-gather takes `ratio` times the block's measured backward
+            time. It then simulates the three `backward_prefetch` settings on each.
+            """,
+            ro="""
+            Pe niciuna nu rămâne comunicare expusă: pasul simulat este chiar timpul de calcul. Nu pentru că
+            aceste legături ar fi rapide, ci pentru că acest procesor este lent: trecerea inversă a unui
+            bloc durează aici milisecunde, față de microsecundele în care se adună un bloc de această
+            dimensiune chiar și printr-o rețea de 100 Gb/s. Ce decide dacă preîncărcarea contează este
+            raportul dintre cele două: cât durează adunarea unui bloc față de calculul propriei lui treceri
+            inverse. Un GPU calculează de mii de ori mai repede decât acest procesor, așa că pe GPU-uri
+            raportul este mult mai mare pentru aceeași legătură, iar o legătură lentă îl poate duce la 1
+            sau mai mult.
+
+            De aceea celula următoare alege legăturile după acest raport, nu după nume: `link_at(ratio)`
+            este lățimea de bandă la care adunarea unui bloc durează de `ratio` ori cât trecerea inversă
+            măsurată a blocului. Apoi simulează pe fiecare cele trei setări `backward_prefetch`.
+            """,
+        ),
+        code(
+            """
+            block_backward = dict(prof.backward)["layers.0"]  # seconds, measured
+            block_wire = prof.param_bytes["layers.0"] * (prof.world_size - 1) / prof.world_size  # bytes each rank sends
+
+
+            def link_at(ratio):
+                return simulate.link(block_wire / (ratio * block_backward))
+
+
+            ratios = [0.1, 0.3, 1, 3]
+            sims = {(ratio, pf): simulate.simulate(prof, link_at(ratio), backward_prefetch=pf)
+                    for ratio in ratios for pf in simulate.PREFETCH}
+            print(simulate.table(list(sims.values()), source=prof.source))
+            """
+        ),
+        md(
+            en="""
+            Part of what is exposed happens in forward, and it is the same in every row of a ratio: these
+            settings change backward only, and the first unit's all-gather can never be hidden. The rest
+            is backward's, and there the settings part ways as the link gets slower. `None` pays most:
+            each backward waits for its own gather, queued behind the previous reduce-scatter.
+            `BACKWARD_POST` waits for the gather but not behind the reduce-scatter; `BACKWARD_PRE` runs the
+            gather under the current block's backward. Neither prefetch setting is ever slower than
+            `None` (the simulator's tests check this over random profiles and links). As the ratio passes 1
+            no setting hides much any more: the step's collectives take longer than its compute, and in
+            backward each block also has a reduce-scatter of the same size on the same stream, so the link
+            sets the step time.
+
+            The same two settings at ratio 1, side by side (the titles say *simulated*):
+            """,
+            ro="""
+            O parte din ce rămâne expus se petrece în trecerea directă și este aceeași pe fiecare rând al unui
+            raport: aceste setări schimbă doar trecerea inversă, iar adunarea primei unități nu poate fi
+            ascunsă niciodată. Restul aparține trecerii inverse, iar acolo setările se despart pe măsură ce
+            legătura devine mai lentă. `None` plătește cel mai mult: fiecare trecere inversă își așteaptă
+            propria adunare, la coadă după reducerea anterioară. `BACKWARD_POST` așteaptă adunarea, dar nu în
+            spatele reducerii; `BACKWARD_PRE` rulează adunarea sub trecerea inversă a blocului curent. Nicio
+            setare cu preîncărcare nu este vreodată mai lentă decât `None` (testele simulatorului verifică asta
+            pe profiluri și legături aleatoare). Când raportul trece de 1, nicio setare nu mai ascunde mare
+            lucru: operațiile colective ale pasului durează mai mult decât calculul lui, iar în trecerea
+            inversă fiecare bloc mai are și o reducere de aceeași dimensiune, pe același flux, așa că
+            legătura dictează durata pasului.
+
+            Aceleași două setări la raportul 1, una lângă alta (titlurile spun *simulat*):
+            """,
+        ),
+        code(
+            """
+            timeline.plot_timelines({"BACKWARD_PRE": sims[(1, "BACKWARD_PRE")], "None": sims[(1, None)]})
+            """
+        ),
+        md(
+            en="""
+            **Exercise 3.** Use the simulator yourself. On the link `slow = link_at(2)`, simulate the
+            step with `backward_prefetch="BACKWARD_PRE"` and with `backward_prefetch=None`
+            (`simulate.simulate(prof, slow, backward_prefetch=...)`; a result's `step_time` is in
+            seconds). How many milliseconds per step does `BACKWARD_PRE` save? The check runs the same
+            simulation on your profile.
+            """,
+            ro="""
+            **Exercițiul 3.** Folosiți chiar voi simulatorul. Pe legătura `slow = link_at(2)`, simulați
+            pasul cu `backward_prefetch="BACKWARD_PRE"` și cu `backward_prefetch=None`
+            (`simulate.simulate(prof, slow, backward_prefetch=...)`; câmpul `step_time` al unui rezultat
+            este în secunde). Câte milisecunde pe pas economisește `BACKWARD_PRE`? Verificarea rulează
+            aceeași simulare pe profilul vostru.
+            """,
+        ),
+        exercise(
+            "slow = link_at(2)",
+            solution="""
+            with_pre = simulate.simulate(prof, slow, backward_prefetch="BACKWARD_PRE")
+            without = simulate.simulate(prof, slow, backward_prefetch=None)
+            saved_ms = (without.step_time - with_pre.step_time) * 1e3
+            """,
+            after='print(f"BACKWARD_PRE saves {saved_ms:.2f} ms per step (simulated)")',
+        ),
+        check('labkit.check("lesson4.saved_ms", saved_ms, profile=prof, link=slow)'),
+        md(
+            en="""
+            Any timeline, measured or simulated, can also be written as a Chrome trace and opened at
+            [ui.perfetto.dev](https://ui.perfetto.dev) or `chrome://tracing`, where you can zoom into
+            each span and read its bytes:
+            """,
+            ro="""
+            Orice cronologie, măsurată sau simulată, poate fi scrisă și ca urmă Chrome (Chrome trace) și
+            deschisă la [ui.perfetto.dev](https://ui.perfetto.dev) sau în `chrome://tracing`, unde puteți
+            mări fiecare interval și îi puteți citi octeții:
+            """,
+        ),
+        code(
+            """
+            import os
+            import tempfile
+
+            trace_path = os.path.join(tempfile.mkdtemp(prefix="lesson4-"), "backward_pre.json")
+            trace = timeline.to_chrome_trace(by_setting["BACKWARD_PRE"], trace_path)
+            print(f"{len(trace['traceEvents'])} events written to {trace_path}")
+            """
+        ),
+        md(
+            en="""
+            ## Recap
+
+            - FSDP1 issues each unit's all-gather at a point set by `backward_prefetch`: `BACKWARD_PRE`
+              before the current unit's backward, `BACKWARD_POST` after it, `None` only when the next
+              unit needs it. `forward_prefetch` does the same in forward; `limit_all_gathers` stops a
+              CPU that runs ahead from gathering too many units at once.
+            - Prefetching reorders the step and leaves the result alone: your five runs gave the same loss.
+            - Its price is memory: with `BACKWARD_PRE` one more block is gathered at the peak, which you
+              measured and predicted (the root plus two blocks), and which is 1.6 GiB per GPU for a
+              Llama-70B-sized block in bf16.
+            - On CPU with gloo nothing overlaps; on GPUs it does. Simulated on your own measured step,
+              prefetching hides communication while a block's all-gather takes less than its backward,
+              and past that the link sets the step time: that is what a machine without NVLink feels.
+
+            Next, lesson 5: trading time for memory on purpose, with CPU offload and mixed precision.
+            """,
+            ro="""
+            ## Recapitulare
+
+            - FSDP1 lansează adunarea parametrilor fiecărei unități într-un moment ales de
+              `backward_prefetch`: `BACKWARD_PRE` înaintea trecerii inverse a unității curente,
+              `BACKWARD_POST` după ea, `None` abia când unitatea următoare are nevoie de ei.
+              `forward_prefetch` face același lucru în trecerea directă; `limit_all_gathers` împiedică un
+              procesor care o ia înainte să adune prea multe unități deodată.
+            - Preîncărcarea reordonează pasul și lasă rezultatul neatins: cele cinci rulări ale voastre au
+              dat aceeași pierdere.
+            - Prețul ei este memoria: cu `BACKWARD_PRE`, la vârf este adunat un bloc în plus, lucru pe care
+              l-ați măsurat și prezis (rădăcina plus două blocuri) și care înseamnă 1,6 GiB pe GPU pentru
+              un bloc de dimensiunea Llama-70B, în bf16.
+            - Pe CPU cu gloo nimic nu se suprapune; pe GPU-uri, da. Simulată pe propriul vostru pas
+              măsurat, preîncărcarea ascunde comunicarea cât timp adunarea unui bloc durează mai puțin
+              decât trecerea lui inversă, iar dincolo de acest punct legătura dictează durata pasului:
+              asta simte o mașină fără NVLink.
+
+            Urmează lecția 5: timp dat pe memorie, în mod deliberat, cu descărcarea pe CPU și precizia mixtă.
+            """,
+        ),
+    ],
+)
