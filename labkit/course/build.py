@@ -202,10 +202,12 @@ def notebook(lesson: Lesson, lang: str) -> nbformat.NotebookNode:
         "labkit": {"lesson": lesson.id, "lang": lang, "title": lesson.title[lang]},
     }
     pure = pure_outputs(lesson, lang)
+    ordinal = 0  # the execution count a top-to-bottom run gives each code cell
     for i, (cell, cid) in enumerate(zip(lesson.cells, cell_ids(lesson))):
         if isinstance(cell, Markdown):
             nb.cells.append(nbformat.v4.new_markdown_cell(cell.text[lang], id=cid))
             continue
+        ordinal += 1
         meta = {"tags": list(cell.tags)} if cell.tags else {}
         new = nbformat.v4.new_code_cell(cell_source(cell, lang), id=cid, metadata=meta)
         if cell.checks:
@@ -214,6 +216,8 @@ def notebook(lesson: Lesson, lang: str) -> nbformat.NotebookNode:
                 raise CourseBuildError(t("course.no_check", lesson=lesson.id, cell=i))
         elif i in pure:
             new.outputs = pure[i]
+        if new.outputs:  # nbval refuses a stored output whose cell has no execution count
+            new.execution_count = ordinal
         nb.cells.append(new)
     if lesson.terms:
         text = terms_table(lesson.terms, lang)

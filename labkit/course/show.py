@@ -93,6 +93,10 @@ catalog(
         },
         "course.say.ran": {"en": "{nproc} rank(s): {seconds:.1f} s", "ro": "{nproc} rang(uri): {seconds:.1f} s"},
         "course.say.n_params": {"en": "model {model}: {n:,} parameters", "ro": "modelul {model}: {n:,} parametri"},
+        "course.say.convention": {
+            "en": "convention {name}: {b} bytes per parameter, at most {n:,} parameters on one GPU under DDP",
+            "ro": "convenția {name}: {b} octeți pe parametru, cel mult {n:,} parametri pe un GPU sub DDP",
+        },
         "course.say.checksums": {"en": "weight checksums: {values}", "ro": "sume de control ale ponderilor: {values}"},
         "course.fig.unit_bytes": {
             "en": "each FSDP unit, gathered (fp32)",
@@ -121,14 +125,14 @@ catalog(  # lessons 4 to 6
         "course.col.step_ms": {"en": "step (ms)", "ro": "pas (ms)"},
         "course.col.units_held": {"en": "peak units held", "ro": "maxim unități ținute"},
         "course.col.order": {"en": "collectives, in the order issued", "ro": "operații colective, în ordinea lansării"},
-        "course.col.block_params": {"en": "parameters per block", "ro": "parametri pe bloc"},
-        "course.col.prefetch_extra": {"en": "one block in bf16", "ro": "un bloc în bf16"},
-        "course.col.params_unsharded": {"en": "gathered", "ro": "adunați"},
-        "course.col.optimizer": {"en": "optimizer", "ro": "optimizator"},
         "course.col.forward_order": {
             "en": "forward: gathers (AG) and compute (F), in order",
             "ro": "trecerea directă: adunări (AG) și calcul (F), în ordine",
         },
+        "course.col.block_params": {"en": "parameters per block", "ro": "parametri pe bloc"},
+        "course.col.prefetch_extra": {"en": "one block in bf16", "ro": "un bloc în bf16"},
+        "course.col.params_unsharded": {"en": "gathered", "ro": "adunați"},
+        "course.col.optimizer": {"en": "optimizer", "ro": "optimizator"},
         "course.col.activations": {"en": "activations", "ro": "activări"},
         "course.col.other": {"en": "other", "ro": "altele"},
         "course.col.all_gather": {"en": "all-gather", "ro": "all-gather"},
@@ -136,14 +140,14 @@ catalog(  # lessons 4 to 6
         "course.col.device_mem": {"en": "GPU memory per GPU", "ro": "memorie GPU pe GPU"},
         "course.col.host_mem": {"en": "host memory per rank", "ro": "memoria gazdei pe rang"},
         "course.col.host_per_node": {"en": "host memory per node", "ro": "memoria gazdei pe nod"},
-    }
-)
-
-UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "GB": 10**9, "TB": 10**12}
         "course.col.on_meta": {"en": "on the meta device", "ro": "pe dispozitivul meta"},
         "course.col.allocated": {"en": "after to_empty()", "ro": "după to_empty()"},
         "course.col.file": {"en": "file", "ro": "fișier"},
         "course.col.bytes": {"en": "size", "ro": "dimensiune"},
+    }
+)
+
+UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "GB": 10**9, "TB": 10**12}
 
 
 def label(key: str, **fields: Any) -> str:

@@ -66,7 +66,7 @@ LESSON = Lesson(
             messages and imports `labkit`. `show` prints the small tables of these lessons.
             """,
             ro="""
-            Prima celulă de cod încarcă magia `%%torchrun` din labkit, alege limba mesajelor labkit și
+            Prima celulă de cod încarcă comanda magică `%%torchrun` din labkit, alege limba mesajelor labkit și
             importă `labkit`. `show` afișează tabelele mici din aceste lecții.
             """,
         ),

@@ -52,7 +52,7 @@ LESSON = Lesson(
             """,
         ),
         parameters(nproc=2, backend="auto", model_size="small", steps=2),
-        setup("from labkit.course import show"),
+        setup("from labkit import memory_model as mm", "from labkit.course import show"),
         md(
             en="""
             ## 1. What a training step keeps, per parameter
@@ -309,6 +309,25 @@ LESSON = Lesson(
         check('labkit.check("lesson1.ddp_max_params", ddp_max_params, gpu_bytes=gpu_bytes)'),
         md(
             en="""
+            `labkit.memory_model` gives the same answer, and shows what the other convention (DeepSpeed's,
+            gradients kept in fp32) changes:
+            """,
+            ro="""
+            `labkit.memory_model` dă același răspuns și arată ce schimbă cealaltă convenție (a DeepSpeed,
+            cu gradienții păstrați în fp32):
+            """,
+        ),
+        code(
+            """
+            for convention in ("zero", "deepspeed"):
+                per_param = mm.bytes_per_param("bf16", "adamw", convention).total
+                largest = mm.max_params_that_fit("DDP", 1, gpu_bytes, convention=convention)
+                show.say("convention", name=convention, b=per_param, n=largest)
+            """,
+            pure=True,
+        ),
+        md(
+            en="""
             The figure draws the same formula for every model size. The full state crosses 80 GB at
             the point you just computed. The lower line counts only the bf16 weights and gradients
             (`bf16 + bf16` bytes per parameter), as if the optimizer state cost nothing: even then a
@@ -358,6 +377,21 @@ LESSON = Lesson(
         ),
         exercise(solution="sharded_bytes = bytes_per_param * n_params / ddp.nproc"),
         check('labkit.check("lesson1.sharded_bytes_per_rank", sharded_bytes, n_params=n_params, world_size=ddp.nproc)'),
+        md(
+            en="""
+            That is ZeRO stage 3, and FSDP's `FULL_SHARD`. The memory model draws where it leads: the
+            largest model whose state fits one 80 GB GPU, against the number of GPUs. DDP stays flat;
+            sharding only the optimizer state (ZeRO-1) or the gradients too (ZeRO-2) levels off; sharding
+            everything (ZeRO-3) keeps growing.
+            """,
+            ro="""
+            Aceasta este etapa 3 a ZeRO, adică `FULL_SHARD` din FSDP. Modelul de memorie desenează unde duce:
+            cel mai mare model a cărui stare încape într-un GPU de 80 GB, în funcție de numărul de GPU-uri.
+            DDP rămâne constant; fragmentarea doar a stărilor optimizatorului (ZeRO-1) sau și a gradienților
+            (ZeRO-2) se oprește la un plafon; fragmentarea tuturor (ZeRO-3) crește mai departe.
+            """,
+        ),
+        code('mm.plot_max_model_vs_gpus("80GB")'),
         md(
             en="""
             ## Recap
