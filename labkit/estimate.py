@@ -4,7 +4,7 @@
     e = estimate.estimate_peak("llama-7b", world_size=8, precision="bf16", checkpointing=True)
     print(e)        # the breakdown at the peak, the analytical model beside it, and why they differ
 
-    labkit estimate --model llama-70b --nproc 64 --checkpointing     # the same from a shell
+    labkit estimate --model llama-70b --nproc 64      # the same from a shell (--no-checkpointing to compare)
 
 How. A subprocess (so that the fake process group, and whatever torch caches, never enter the
 notebook's kernel; and so that a hang is ended by a timeout) does what a lesson's training
@@ -58,6 +58,10 @@ catalog(
         "est.help.strategy": {
             "en": "FULL_SHARD, SHARD_GRAD_OP or HYBRID_SHARD",
             "ro": "FULL_SHARD, SHARD_GRAD_OP sau HYBRID_SHARD",
+        },
+        "est.help.group": {
+            "en": "HYBRID_SHARD: ranks per shard group (default 8)",
+            "ro": "HYBRID_SHARD: ranguri per grup de fragmentare (implicit 8)",
         },
         "est.help.micro_batch": {"en": "sequences per rank per step", "ro": "secvențe per rang per pas"},
         "est.help.seq_len": {
@@ -423,8 +427,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="llama-7b", help=t("est.help.model"))
     p.add_argument("-n", "--nproc", "--world-size", dest="nproc", type=int, default=8, help=t("est.help.nproc"))
     p.add_argument("--precision", default="bf16", help=t("est.help.precision"))
-    p.add_argument("--checkpointing", action="store_true", help=t("est.help.ac"))
+    p.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=True, help=t("est.help.ac"))
     p.add_argument("--strategy", default="FULL_SHARD", help=t("est.help.strategy"))
+    p.add_argument("--shard-group-size", type=int, default=None, help=t("est.help.group"))
     p.add_argument("--micro-batch", type=int, default=1, help=t("est.help.micro_batch"))
     p.add_argument("--seq-len", type=int, default=None, help=t("est.help.seq_len"))
     p.add_argument("--timeout", type=float, default=300.0, help=t("est.help.timeout"))
@@ -441,6 +446,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             args.micro_batch,
             args.seq_len,
             args.strategy,
+            args.shard_group_size,
             timeout=args.timeout,
         )
     except LabkitError as err:

@@ -10,9 +10,9 @@
 
 Units. Everything is computed in bytes. Tables print GB = 10^9 bytes, the unit of the
 ZeRO paper, and GPU presets are the number on the box read the same way ("80GB" = 80e9
-bytes). The real card holds a little more (an "80 GB" H100 reports 79.2 GiB = 85.0e9
-bytes), and some of that goes to the CUDA context and allocator fragmentation, so the
-presets are slightly conservative on purpose.
+bytes). The real card holds a little more (an "80 GB" A100 has 80 GiB = 85.9e9 bytes),
+and some of that goes to the CUDA context and allocator fragmentation, so the presets
+are slightly conservative on purpose.
 
 Model states (ZeRO paper, Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward
 Training Trillion Parameter Models", Sec. 3.1): with Ψ parameters and mixed-precision
@@ -482,7 +482,7 @@ def model_states(
         host_grads=host["grads"],
         host_optimizer=host["optimizer"],
         num_params=num_params,
-        strategy=strat.name,
+        strategy=str(strategy).upper(),  # as the student wrote it: FULL_SHARD stays FULL_SHARD
         world_size=world_size,
         precision=resolve_precision(precision),
         optimizer_kind=resolve_optimizer(optimizer),

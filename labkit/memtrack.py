@@ -276,15 +276,12 @@ class Tracker:
         finally:
             self._end()
 
-    def close(self) -> None:
-        """Nothing stays installed between steps; kept for symmetry with other trackers."""
-
     # -- hooks -------------------------------------------------------------------------
 
     def _begin(self, i: int) -> None:
         import torch
 
-        self._active, self._step_index, self._stage = True, i, "before"
+        self._active, self._step_index, self._stage, self._fwd_depth = True, i, "before", 0
         self._live.clear()
         self._total, self._peak, self._peak_snap, self._peak_stage, self._snap_at = {}, {}, {}, {}, {}
         for _, st, device in roles(self.model, self.optimizers).values():

@@ -2,9 +2,10 @@
 
     .venv/bin/pytest tests/test_estimate.py
 
-One subprocess runs two estimates: llama-1b on 8 fake ranks (bf16, activation checkpointing),
-and "tiny" on 2 fake ranks exactly as tests/scripts/mem_job.py trains it for real, so that
-the fake run can be compared with the real one category by category. Larger models (7B to
+One subprocess runs four estimates: llama-1b on 8 fake ranks (bf16, activation checkpointing);
+"tiny" on 2 fake ranks exactly as tests/scripts/mem_job.py trains it for real, so that the
+fake run can be compared with the real one category by category; and "tiny" under
+HYBRID_SHARD and SHARD_GRAD_OP. Larger models (7B to
 70B, 8 to 1024 ranks) are in benchmarks/memory_accuracy.py: each takes 25-60 s here.
 """
 
@@ -28,12 +29,14 @@ from mem_launch import phase, test_job  # noqa: E402
 
 LLAMA = estimate.Spec("llama-1b", 8, "bf16", checkpointing=True)
 TINY = estimate.Spec("tiny", 2, "fp32", checkpointing=False, micro_batch=BATCH)
+HYBRID = estimate.Spec("tiny", 4, "fp32", checkpointing=False, strategy="HYBRID_SHARD", shard_group_size=2)
+GRAD_OP = estimate.Spec("tiny", 4, "fp32", checkpointing=True, strategy="SHARD_GRAD_OP")
 
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, estimate.Estimate]:
-    llama, tiny = estimate.estimate_many([LLAMA, TINY], timeout=600)
-    return {"llama": llama, "tiny": tiny}
+    found = estimate.estimate_many([LLAMA, TINY, HYBRID, GRAD_OP], timeout=600)
+    return dict(zip(("llama", "tiny", "hybrid", "grad_op"), found))
 
 
 def test_llama_1b_on_8_ranks(results: dict[str, estimate.Estimate]) -> None:
@@ -73,6 +76,14 @@ def test_fake_run_matches_the_real_run(results: dict[str, estimate.Estimate]) ->
     assert e.total == pytest.approx(sum(real_peak.values()), rel=0.05)
 
 
+def test_hybrid_and_shard_grad_op(results: dict[str, estimate.Estimate]) -> None:
+    psi = get_config("tiny").num_params()
+    hybrid, grad_op = results["hybrid"], results["grad_op"]
+    assert hybrid.phases["optimizer"]["params"] == 4 * psi / 2 == hybrid.analytical.params  # sharded over 2, not 4
+    assert grad_op.phases["optimizer"]["params"] == 4 * psi / 4 == grad_op.analytical.params
+    assert grad_op.phases["forward"]["params_unsharded"] == 4 * psi == grad_op.analytical.params_unsharded
+
+
 def test_explanations_and_table(results: dict[str, estimate.Estimate]) -> None:
     e = results["llama"]
     lines = e.explain()
@@ -106,8 +117,12 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
 
     parser = argparse.ArgumentParser(prog="labkit")
     estimate.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["estimate", "--model", "llama-70b", "--nproc", "64", "--checkpointing"])
+    args = parser.parse_args(["estimate", "--model", "llama-70b", "--nproc", "64"])
     assert (args.model, args.nproc, args.checkpointing, args.precision) == ("llama-70b", 64, True, "bf16")
+    args = parser.parse_args(
+        ["estimate", "--no-checkpointing", "--strategy", "HYBRID_SHARD", "--shard-group-size", "4"]
+    )
+    assert (args.checkpointing, args.strategy, args.shard_group_size) == (False, "HYBRID_SHARD", 4)
     assert args.func is estimate.cmd_estimate
     assert estimate.main(["--model", "llama-1b", "--strategy", "NO_SHARD"]) == 1
     assert "FULL_SHARD" in capsys.readouterr().err
