@@ -308,7 +308,7 @@ LESSON = Lesson(
             Citiți tabelul pe coloane. Cu `NO_SHARD` un rang ține toată starea, oricâte ranguri ar fi,
             exact ca DDP. Cu `FULL_SHARD` starea pe rang scade ca 1/N, iar raportul rămâne 1: formula
             este ce țin rangurile, până la umplerea FSDP și contoarele de pași ale AdamW (un număr de 4
-            octeți pentru fiecare parametru aplatizat). `SHARD_GRAD_OP` se odihnește exact unde și
+            octeți pentru fiecare parametru aplatizat). Între pași, `SHARD_GRAD_OP` ocupă exact cât
             `FULL_SHARD`, dar coloana lui de vârf este întregul model: între trecerea directă și cea inversă,
             fiecare unitate rămâne adunată. `HYBRID_SHARD` cu grupuri de câte 2 împarte la 2, nu la N.
             Vârful cu `FULL_SHARD` înseamnă câteva unități, nu întregul model: despre asta este lecția 3.
@@ -497,8 +497,8 @@ LESSON = Lesson(
 
             - ZeRO fragmentează stările optimizatorului (etapa 1), apoi gradienții (etapa 2), apoi parametrii
               (etapa 3); doar etapa 3 împarte toată starea modelului la numărul de ranguri.
-            - `FULL_SHARD` din FSDP este ZeRO-3, `SHARD_GRAD_OP` se odihnește la fel, dar păstrează fiecare
-              unitate adunată pe tot pasul, `NO_SHARD` este DDP, iar `HYBRID_SHARD` este ZeRO-3 în interiorul
+            - `FULL_SHARD` din FSDP este ZeRO-3, `SHARD_GRAD_OP` ocupă la fel de puțin între pași, dar
+              păstrează fiecare unitate adunată pe tot pasul, `NO_SHARD` este DDP, iar `HYBRID_SHARD` este ZeRO-3 în interiorul
               unui grup de ranguri.
             - Rulările voastre au măsurat asta pe rang, pe 1, 2 și 4 ranguri, iar formula s-a potrivit.
             - Prețul este traficul: colectări complete înainte de calcul, o reducere cu distribuire după,
