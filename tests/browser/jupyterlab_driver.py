@@ -1,9 +1,9 @@
 """JupyterLab in a temporary home, driven by Debian's Chromium through Playwright.
 
-    with JupyterLab([notebook_path]) as lab, Browser() as browser:
-        nb = lab.open(browser, "notebook.ipynb")
-        nb.run(2)
-        nb.wait_done(2)
+    with JupyterLab([notebook_path]) as lab, Browser(lab.marker) as page:
+        nb = lab.open(page, "notebook.ipynb")
+        nb.run_and_wait(2)
+        print(nb.rank_rows(2), nb.output_text(2))
 
 Everything the server writes (config, settings, runtime files, the notebook copies)
 lives in one temporary folder, so a test never touches the user's Jupyter setup
@@ -89,6 +89,7 @@ class JupyterLab:
         self.marker = secrets.token_hex(8)
         self.proc: subprocess.Popen | None = None
         self.url = ""
+        self.outlived: list[int] = []  # PIDs that stop() found alive after the shutdown, and killed
 
     def env(self) -> dict[str, str]:
         h = self.home
@@ -101,7 +102,6 @@ class JupyterLab:
             JUPYTERLAB_SETTINGS_DIR=f"{h}/settings",
             JUPYTERLAB_WORKSPACES_DIR=f"{h}/workspaces",
             IPYTHONDIR=f"{h}/ipython",
-            MPLBACKEND="module://matplotlib_inline.backend_inline",
             PYTHONUNBUFFERED="1",
         )
         env.update(self.extra_env)
@@ -186,7 +186,7 @@ class JupyterLab:
             return ""
 
     def stop(self) -> None:
-        """Shut the server down (its kernels with it), then kill whatever carries our marker."""
+        """Shut the server down (its kernels with it), then kill whatever still carries our marker."""
         if self.proc is not None and self.proc.poll() is None:
             try:
                 self.api(self.url, "api/shutdown", method="POST")
@@ -197,7 +197,11 @@ class JupyterLab:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
-        for pid in marked_processes(self.marker):  # a kernel or rank that outlived the shutdown
+        deadline = time.monotonic() + 5  # a kernel's children (torchrun, ranks) may end just after it
+        while marked_processes(self.marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.outlived = marked_processes(self.marker)  # should be empty; the test checks it
+        for pid in self.outlived:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
@@ -301,7 +305,10 @@ class Notebook:
 
 
 class Browser:
-    """Debian's Chromium, headless, one page; closed (and checked closed) on exit."""
+    """Debian's Chromium, headless, one page, closed on exit.
+
+    It carries the server's ``marker`` too, so a Chromium left running shows up in ``leftovers()``.
+    """
 
     def __init__(self, marker: str, width: int = 1280, height: int = 1000) -> None:
         self.marker, self.size = marker, {"width": width, "height": height}

@@ -75,7 +75,8 @@ def lab(tmp_path_factory):
         with Browser(server.marker, height=1800) as page:  # tall: a whole cell fits in a screenshot
             yield Lab(server, page, shots)
         assert not [p for p in server.leftovers() if "chrom" in _cmdline(p)], "chromium is still running"
-    assert marked_processes(server.marker) == [], "the server, a kernel or a rank outlived the shutdown"
+    assert server.outlived == [], "a kernel, a rank or chromium outlived the server's shutdown"
+    assert marked_processes(server.marker) == []
 
 
 @pytest.fixture(autouse=True)
@@ -253,7 +254,7 @@ def test_memory_breakdown_and_prefetch_timeline_render(lab):
     i = nb.index("fsdp")
     nb.run(i)
     watch(nb, i, timeout=300)
-    assert [r["status"] for r in nb.rank_rows(i)] == [t_en("run.status.done")] * 2
+    assert [r["status"] for r in nb.rank_rows(i)] == [t_en("run.status.done")] * 2, nb.output_text(i)
 
     j = nb.index("breakdown")
     nb.run_and_wait(j, timeout=60)
