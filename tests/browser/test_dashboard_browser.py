@@ -255,6 +255,9 @@ def test_memory_breakdown_and_prefetch_timeline_render(lab):
     nb.run(i)
     watch(nb, i, timeout=300)
     assert [r["status"] for r in nb.rank_rows(i)] == [t_en("run.status.done")] * 2, nb.output_text(i)
+    bars = nb.cell(i).locator(".labkit-dashboard svg.labkit-membars")  # the dashboard's own per-category bars
+    assert bars.count() == 1 and bars.locator("rect").count() > 4, nb.output_text(i)
+    lab.screenshot(nb.cell(i).locator(".labkit-dashboard"), "dashboard-breakdown.png")
 
     j = nb.index("breakdown")
     nb.run_and_wait(j, timeout=60)
