@@ -27,7 +27,7 @@ FIXTURE = os.path.join(HERE, "dashboard_fixture.ipynb")
 SCREENSHOTS = os.path.join(ROOT, "docs", "screenshots")
 LESSON_STEPS = 10  # the lesson's parameter `steps`, raised from 3 so that the run lasts ~5 s
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]  # a busy 2-core machine is slow
 
 
 def t_en(key: str, **fields: object) -> str:
