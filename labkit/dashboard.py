@@ -194,7 +194,10 @@ class WidgetView:
         self.update(run, force=True)
         self._finished = True
         self.stop.disabled = True
-        self.stop.description = t(f"run.status.{'done' if run.ok else 'stopped'}")
+        from labkit.errors import RunInterrupted, RunStopped, RunTimeout
+
+        stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
+        self.stop.description = t(f"run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
         TextView().finish(run)
 
 
@@ -243,7 +246,9 @@ def memory_svg(run: Run, width: int = 640, height: int = 180) -> str:
     points = [p for s in series.values() for p in s]
     if not points:
         return f"<div style='color:#888'>{t('dash.no_samples')}</div>"
-    t_max = max(max(p[0] for p in points), 1e-3)
+    t0 = min(p[0] for p in points)  # from the first sample: torch's import time is not the run's
+    series = {r: [(x - t0, y) for x, y in pts] for r, pts in series.items()}
+    t_max = max(max(p[0] for p in points) - t0, 1e-3)
     y_max = max(max(p[1] for p in points), 1)
     pad_l, pad_b = 60, 20
     plot_w, plot_h = width - pad_l - 10, height - pad_b - 20
