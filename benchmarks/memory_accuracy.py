@@ -12,7 +12,8 @@ fake-tensor run of the same FSDP2 setup. Each cell is (value - model) / model in
 * activations: at the end of forward, vs ``activation_memory(...).stored``;
 * peak rows: the breakdown at the step's peak vs ``peak_memory(..., convention="torch")``,
   which sums each category's largest value (two gathered units, every gradient shard plus
-  one unit's unsharded gradient, all activations) and leaves out backward temporaries.
+  one unit's unsharded gradient, all activations) and leaves out backward temporaries
+  ("other", shown in percent of the model's total).
 """
 
 from __future__ import annotations
@@ -62,8 +63,12 @@ def value(cats: dict[str, int], category: str) -> float:
     return sum(cats.values()) if category == "total" else cats.get(category, 0)
 
 
-def percent(got: float, ref: float) -> str:
-    return "n/a (model: 0)" if not ref else f"{100 * (got - ref) / ref:+.2f}%"
+def percent(got: float, ref: float, total: float | None = None) -> str:
+    """The difference in percent of the model's value; where the model has 0 (it leaves the
+    backward temporaries out), the measured bytes in percent of the model's total instead."""
+    if ref:
+        return f"{100 * (got - ref) / ref:+.2f}%"
+    return f"{100 * got / total:.1f}% of total" if total else "0"
 
 
 def small_table() -> tuple[str, dict]:
@@ -79,7 +84,8 @@ def small_table() -> tuple[str, dict]:
     for ph, cat in ROWS:
         row = [ph, cat]
         for label, source, n in columns:
-            ref = reference(cfg, n)[(ph, cat)]
+            refs = reference(cfg, n)
+            ref = refs[(ph, cat)]
             if source == "fake":
                 e = fake[n]
                 cats = e.peak if ph == "peak" else e.phases[ph]
@@ -87,7 +93,7 @@ def small_table() -> tuple[str, dict]:
                 cats = phase(measured[n], CONFIGS[source], 0, ph)
             got = value(cats, cat)
             raw[f"{label}/{ph}/{cat}"] = {"bytes": got, "model": ref}
-            row.append(percent(got, ref))
+            row.append(percent(got, ref, refs[("peak", "total")]))
         rows.append(row)
     return mm._render(rows, "markdown"), raw
 
@@ -103,7 +109,8 @@ def llama_table() -> tuple[str, dict]:
     ]
     specs = [estimate.Spec(m, n, "bf16", checkpointing=True) for m, n in runs]
     results = estimate.estimate_many(specs, timeout=1800)
-    head = ["model", "ranks", "fake-tensor peak (GB)", "model peak (GB)", "difference", "model states (GB)", "seconds"]
+    head = ["model", "ranks", "fake-tensor peak (GB)", "model peak (GB)", "difference", "model states (GB)"]
+    head += ["wall s", "CPU s"]
     rows, raw = [head], {}
     for e in results:
         s = e.spec
@@ -116,6 +123,7 @@ def llama_table() -> tuple[str, dict]:
                 percent(e.total, e.analytical.total),
                 f"{e.analytical.model_states / mm.GB:.2f}",
                 f"{e.seconds:.0f}",
+                f"{e.cpu_seconds:.0f}",
             ]
         )
         raw[f"{s.model}@{s.world_size}"] = e.as_dict()

@@ -22,8 +22,9 @@ script does, on tensors that have shapes but no data:
    tracker, the same that measures real runs, so the categories mean the same thing.
 
 Rank 0 is measured: FSDP2 gives it the largest shard when rows do not divide evenly. The
-model runs at its full depth (one unit per layer, as in training); times measured on this
-2-core machine: about 15 s for llama-1b, 25 s for 7B, 60 s of CPU time for 70B.
+model runs at its full depth (one unit per layer, as in training). CPU time per estimate on
+this 2-core machine: see benchmarks/memory_accuracy.py (about 15 s for llama-1b, 25 s for 7B,
+60 s for 70B; wall time is longer when the machine is shared).
 """
 
 from __future__ import annotations
@@ -122,10 +123,18 @@ catalog(
             "în {dtype} ({model})",
         },
         "est.why.activations": {
-            "en": "activations: {stored} stored at the end of forward ({formula} formula: {predicted}); at the peak "
-            "{at_peak} are still alive, the rest already freed by backward",
-            "ro": "activări: {stored} stocate la sfârșitul forward ({formula}: {predicted}); la vârf mai trăiesc "
-            "{at_peak}, restul au fost deja eliberate de backward",
+            "en": "activations: {stored} stored at the end of forward ({formula} formula: {predicted}); {at_peak} "
+            "alive at the peak; the model counts {model} ({how})",
+            "ro": "activări: {stored} stocate la sfârșitul forward ({formula}: {predicted}); {at_peak} în viață "
+            "la vârf; modelul numără {model} ({how})",
+        },
+        "est.why.act_ac": {
+            "en": "every layer's input, plus one layer rebuilt at a time in backward",
+            "ro": "intrarea fiecărui strat, plus câte un strat reconstruit în backward",
+        },
+        "est.why.act_all": {
+            "en": "all of them, though backward frees them as it goes",
+            "ro": "pe toate, deși backward le eliberează pe parcurs",
         },
         "est.why.other": {
             "en": "other: not in the model: backward temporaries (activation gradients, the logits' fp32 "
@@ -166,8 +175,9 @@ class Estimate:
     peak: dict[str, int]  # bytes per category at the moment of the peak
     phases: dict[str, dict[str, int]]  # after forward, after backward, after the optimizer step
     stage: str  # forward / backward / optimizer: where the peak happened
-    seconds: float
+    seconds: float  # wall time of the run in the subprocess
     analytical: mm.MemoryBreakdown
+    cpu_seconds: float = 0.0  # CPU time of the same: what a busy machine does not stretch
 
     @property
     def total(self) -> int:
@@ -216,6 +226,8 @@ class Estimate:
                 formula="labkit",
                 predicted=mm._fmt(acts.stored),
                 at_peak=mm._fmt(self.peak["activations"]),
+                model=mm._fmt(acts.peak),
+                how=t("est.why.act_ac") if s.checkpointing else t("est.why.act_all"),
             )
         )
         logits = 4 * s.micro_batch * (s.seq_len or cfg.seq_len) * cfg.vocab_size
@@ -259,6 +271,7 @@ class Estimate:
             "phases": self.phases,
             "stage": self.stage,
             "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
             "analytical": self.analytical.as_dict(),
             "differences": self.differences(),
         }
@@ -320,7 +333,9 @@ def estimate_many(specs: list[Spec], timeout: float = 600.0) -> list[Estimate]:
     results = []
     for spec, line in zip(specs, lines):
         r = json.loads(line)
-        results.append(Estimate(spec, r["peak"], r["phases"], r["stage"], r["seconds"], analytical(spec)))
+        results.append(
+            Estimate(spec, r["peak"], r["phases"], r["stage"], r["seconds"], analytical(spec), r["cpu_seconds"])
+        )
     return results
 
 
@@ -345,6 +360,34 @@ def estimate_peak(
 # ---------------------------------------------------------------------------------------
 
 
+class _Chunks:
+    """``torch.chunk(x, n, dim)`` padded with empty chunks to n, as FSDP2's ``_chunk_with_empty``
+    returns it, but made one chunk at a time when asked for. FSDP2 reads two of the n chunks
+    (its own and chunk 0); under fake tensors, making all n costs about a millisecond each,
+    which for 70B on 1024 ranks is 740,000 chunks and most of a quarter of an hour."""
+
+    def __init__(self, x: Any, n: int, dim: int) -> None:
+        self.x, self.n, self.dim = x, n, dim
+        self.size = -(-x.size(dim) // n) if x.size(dim) else 0  # torch.chunk's chunk size
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> Any:
+        i = i + self.n if i < 0 else i
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        rows, start = self.x.size(self.dim), i * self.size
+        if rows == 0:  # torch.chunk gives n empty views of an empty tensor
+            return self.x.narrow(self.dim, 0, 0)
+        if start >= rows:  # torch.chunk made fewer than n chunks; FSDP2 pads with empty ones
+            return self.x.new_empty(0)
+        return self.x.narrow(self.dim, start, min(self.size, rows - start))
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(self.n))
+
+
 def _measure(spec: Spec) -> dict[str, Any]:
     """One step of ``spec`` under fake tensors and a fake process group; rank 0's memcat results."""
     from unittest import mock
@@ -355,6 +398,7 @@ def _measure(spec: Spec) -> dict[str, Any]:
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.fsdp._fully_shard import _fsdp_param
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     from labkit import memtrack
@@ -363,7 +407,7 @@ def _measure(spec: Spec) -> dict[str, Any]:
     cfg = _config(spec)
     strat = mm.resolve_strategy(spec.strategy)
     n = spec.world_size
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     dist.init_process_group("fake", rank=0, world_size=n, store=FakeStore())
     try:
         if strat.name == "HYBRID_SHARD":
@@ -374,8 +418,13 @@ def _measure(spec: Spec) -> dict[str, Any]:
         dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[mm.resolve_precision(spec.precision)]
         mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32 if dtype else None)
         reshard = strat.name != "ZERO2"  # SHARD_GRAD_OP keeps units gathered until backward
-        # Initial values do not exist under fake tensors: skip the init kernels, keep the shapes.
-        with FakeTensorMode(), mock.patch.object(TransformerLM, "reset_parameters", lambda self: None):
+        # Initial values do not exist under fake tensors: skip the init kernels, keep the shapes;
+        # and let FSDP2 cut only the chunks it reads (see _Chunks).
+        with (
+            FakeTensorMode(),
+            mock.patch.object(TransformerLM, "reset_parameters", lambda self: None),
+            mock.patch.object(_fsdp_param, "_chunk_with_empty", _Chunks),
+        ):
             model = TransformerLM(cfg)
             if spec.checkpointing:
                 for i, block in enumerate(model.layers):
@@ -407,6 +456,7 @@ def _measure(spec: Spec) -> dict[str, Any]:
         "phases": {p: m["categories"] for p, m in by_phase.items() if p != "peak"},
         "stage": by_phase["peak"].get("stage", ""),
         "seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - cpu0,
     }
 
 

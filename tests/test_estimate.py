@@ -96,6 +96,20 @@ def test_explanations_and_table(results: dict[str, estimate.Estimate]) -> None:
     assert "<table" in e._repr_html_()
 
 
+@pytest.mark.parametrize(("rows", "n"), [(10, 4), (8, 4), (3, 4), (0, 2), (1001, 64), (7, 1)])
+def test_lazy_chunks_are_fsdp2s_chunks(rows: int, n: int) -> None:
+    import torch
+    from torch.distributed.fsdp._fully_shard._fsdp_common import _chunk_with_empty
+
+    x = torch.arange(rows * 3).reshape(rows, 3)
+    theirs, ours = _chunk_with_empty(x, n, dim=0), estimate._Chunks(x, n, dim=0)
+    assert len(ours) == len(theirs) == n
+    for a, b in zip(theirs, ours):
+        assert a.shape == b.shape and torch.equal(a, b)
+        assert a.numel() == 0 or a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()  # views, no copies
+    assert torch.equal(ours[-1], theirs[-1])
+
+
 def test_bad_input_fails_before_any_subprocess() -> None:
     t0 = time.perf_counter()
     with pytest.raises(OptionError, match="FULL_SHARD"):
