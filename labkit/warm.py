@@ -723,8 +723,10 @@ def _parse(p: Any, line: str, magic: str, usage_key: str) -> Any:
 
 
 def start_line(line: str) -> Session:
-    """What ``%torchrun_start`` does (tests call this too)."""
+    """What ``%torchrun_start`` does, without IPython."""
     global _session
+    import labkit.magic  # noqa: F401 - the option help texts it shares with %%torchrun
+
     p = _parser("%torchrun_start", "warm.usage.start")
     p.add_argument("-n", "--nproc", help=t("magic.help.nproc"))
     p.add_argument("--backend", default="auto", help=t("magic.help.backend"))
@@ -743,7 +745,7 @@ def start_line(line: str) -> Session:
 
 
 def ranks_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
-    """What ``%%ranks`` does (tests call this too)."""
+    """What ``%%ranks`` does, without IPython."""
     from labkit.errors import CellSyntaxError
     from labkit.magic import _syntax_lines, pick_vars
 
