@@ -61,10 +61,10 @@ def _local_rank(global_rank: int, gpus_per_node: int) -> int:
     points=2,
     rel=1e-5,  # the same weights and batch; only the order of a few sums may differ
     hint={
-        "en": "Give dcp.load the nested dict {'train': {'model': plain.state_dict()}} and no_dist=True, "
+        "en": "Give dcp.load the nested dict {{'train': {{'model': plain.state_dict()}}}} and no_dist=True, "
         "then load_state_dict the inner 'model' dict into plain, and evaluate it on the probe batch under "
         "torch.no_grad().",
-        "ro": "Dați lui dcp.load dicționarul imbricat {'train': {'model': plain.state_dict()}} și no_dist=True, "
+        "ro": "Dați lui dcp.load dicționarul imbricat {{'train': {{'model': plain.state_dict()}}}} și no_dist=True, "
         "apoi încărcați cu load_state_dict dicționarul interior 'model' în plain și evaluați-l pe lotul de "
         "probă sub torch.no_grad().",
     },
