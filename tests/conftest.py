@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 
@@ -40,23 +41,42 @@ def listening_sockets() -> set[str]:
     return listening & ours
 
 
-def leftover_ranks(timeout: float = 10.0) -> list[int]:
+# Every process this test session starts (ranks, stand-in kernels, Jupyter kernels) inherits this
+# marker, so the leftover check sees our processes only, never another session's on the same machine.
+SESSION_MARK = f"LABKIT_TEST_SESSION={os.getpid()}-{time.time_ns()}"
+os.environ["LABKIT_TEST_SESSION"] = SESSION_MARK.split("=", 1)[1]
+
+
+def our_rank_processes() -> list[int]:
     from labkit.launcher import find_run_processes
 
+    mine = []
+    for pid in find_run_processes(None):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if SESSION_MARK.encode() in f.read().split(b"\0"):
+                    mine.append(pid)
+        except OSError:
+            pass
+    return mine
+
+
+def leftover_ranks(timeout: float = 10.0) -> list[int]:
     deadline = time.time() + timeout
-    left = find_run_processes(None)
+    left = our_rank_processes()
     while left and time.time() < deadline:
         time.sleep(0.1)
-        left = find_run_processes(None)
+        left = our_rank_processes()
     return left
 
 
 def check_leftovers(before_listen: set[str]) -> None:
     left = leftover_ranks()
-    if left:
-        from labkit.launcher import cleanup
-
-        cleanup()
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     assert not left, f"orphan rank processes: {left}"
     deadline = time.time() + 5
     while listening_sockets() - before_listen and time.time() < deadline:

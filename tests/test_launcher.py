@@ -18,6 +18,7 @@ import time
 import pytest
 
 import labkit
+from conftest import leftover_ranks, our_rank_processes
 from labkit.errors import OptionError, RankError, RunTimeout
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
@@ -263,9 +264,8 @@ def start_stand_in(tmp_path, code=SLEEPER):
         [sys.executable, str(script)], start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     deadline = time.time() + 60
-    from labkit.launcher import find_run_processes
 
-    while time.time() < deadline and len(find_run_processes(None)) < 3:  # agent + 2 ranks
+    while time.time() < deadline and len(our_rank_processes()) < 3:  # agent + 2 ranks
         time.sleep(0.2)
     time.sleep(1.0)  # the ranks are connected and sleeping
     return proc
@@ -278,7 +278,6 @@ def test_interrupt_stops_every_rank_quickly(tmp_path):  # F11, F12
     time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGINT)  # a second Ctrl-C must not abandon the cleanup
     out, _ = proc.communicate(timeout=20)
-    from conftest import leftover_ranks
 
     assert leftover_ranks(5.0 - (time.time() - t0) + 1) == []
     assert b"interrupted" in out or b"KeyboardInterrupt" in out
@@ -292,17 +291,15 @@ def test_kernel_death_takes_the_ranks_along(tmp_path, how):  # F13
         time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
-    from conftest import leftover_ranks
 
     assert leftover_ranks(10.0) == []
 
 
 def test_agent_killed_directly():  # F14
-    from labkit.launcher import find_run_processes
 
     def kill_agent_soon():
         time.sleep(4)
-        for pid in find_run_processes(None):
+        for pid in our_rank_processes():
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 if b"torch.distributed.run" in f.read():
                     os.kill(pid, signal.SIGKILL)
@@ -328,14 +325,13 @@ def test_two_runs_at_once_do_not_mix():  # F19
 
 
 def test_foreign_clients_are_rejected_and_token_not_on_argv():  # F20, F21
-    from labkit.launcher import find_run_processes
 
     found = {}
 
     def intrude():
         deadline = time.time() + 30
         while time.time() < deadline and not found:
-            for pid in find_run_processes(None):
+            for pid in our_rank_processes():
                 with open(f"/proc/{pid}/environ", "rb") as f:
                     env = dict(x.split(b"=", 1) for x in f.read().split(b"\0") if b"=" in x)
                 path = env.get(b"LABKIT_SOCKET")

@@ -11,7 +11,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import leftover_ranks
+from conftest import leftover_ranks, our_rank_processes
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 
@@ -112,7 +112,9 @@ def test_papermill_parameters_and_timeout(tmp_path):  # F31
         ),
         src,
     )
-    out = papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"), parameters={"nproc": 3}, kernel_name="python3")
+    out = papermill.execute_notebook(
+        str(src), str(tmp_path / "out.ipynb"), parameters={"nproc": 3}, kernel_name="python3"
+    )
     assert "3 ranks" in text_of(out.cells[-1])
 
     t0 = time.time()
@@ -120,7 +122,11 @@ def test_papermill_parameters_and_timeout(tmp_path):  # F31
 
     with pytest.raises((papermill.PapermillExecutionError, CellTimeoutError)):
         papermill.execute_notebook(
-            str(src), str(tmp_path / "slow.ipynb"), parameters={"seconds": 60}, kernel_name="python3", execution_timeout=15
+            str(src),
+            str(tmp_path / "slow.ipynb"),
+            parameters={"seconds": 60},
+            kernel_name="python3",
+            execution_timeout=15,
         )
     assert time.time() - t0 < 15 + 5 + 20
     assert leftover_ranks(10) == []
@@ -135,10 +141,9 @@ def test_interrupt_and_shutdown_leave_no_rank():  # the kernel's own interrupt a
     try:
         kc.execute_interactive("%load_ext labkit", timeout=60)
         kc.execute("%%torchrun -n 2\nimport time\ntime.sleep(1000)")
-        from labkit.launcher import find_run_processes
 
         deadline = time.time() + 60
-        while len(find_run_processes(None)) < 3 and time.time() < deadline:
+        while len(our_rank_processes()) < 3 and time.time() < deadline:
             time.sleep(0.2)
         time.sleep(1.0)
         t0 = time.time()
@@ -148,12 +153,14 @@ def test_interrupt_and_shutdown_leave_no_rank():  # the kernel's own interrupt a
         reply = kc.get_shell_msg(timeout=10)  # the interrupted cell's reply
         assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "RunInterrupted"
         # the kernel is usable right away: a new run succeeds
-        reply = kc.execute_interactive("%%torchrun -n 2 --quiet\nfrom labkit import rank\nrank.report(again=1)", timeout=120)
+        reply = kc.execute_interactive(
+            "%%torchrun -n 2 --quiet\nfrom labkit import rank\nrank.report(again=1)", timeout=120
+        )
         assert reply["content"]["status"] == "ok"
 
         kc.execute("%%torchrun -n 2\nimport time\ntime.sleep(1000)")
         deadline = time.time() + 60
-        while len(find_run_processes(None)) < 3 and time.time() < deadline:
+        while len(our_rank_processes()) < 3 and time.time() < deadline:
             time.sleep(0.2)
         time.sleep(0.5)
     finally:
