@@ -272,14 +272,16 @@ LESSON = Lesson(
             en="""
             A small `min_num_params` cuts the model into many small units (each `Linear` on its own):
             many small collectives, each paying the link's latency. A large one leaves few, big units,
-            and the biggest is what the peak has to hold. On this model `1e6` wraps nothing at all: it
-            is the same as no policy.
+            and the biggest is what the peak has to hold. On the default model (`small`), `1e6` wraps
+            nothing at all, the same as no policy; from `medium` up, its blocks are large enough to be
+            wrapped.
             """,
             ro="""
             Un `min_num_params` mic taie modelul în multe unități mici (fiecare `Linear` separat): multe
             operații colective mici, fiecare plătind latența legăturii. Unul mare lasă puține unități, mari,
-            iar cea mai mare este ce trebuie să țină vârful. Pe acest model, `1e6` nu împachetează nimic:
-            este la fel ca lipsa unei politici.
+            iar cea mai mare este ce trebuie să țină vârful. Pe modelul implicit (`small`), `1e6` nu
+            împachetează nimic, la fel ca lipsa unei politici; de la `medium` în sus, blocurile sunt destul
+            de mari ca să fie împachetate.
             """,
         ),
         check('labkit.check("lesson3.min_num_params", my_min_num_params, run=wrap_run)'),
