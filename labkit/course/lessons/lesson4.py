@@ -33,7 +33,7 @@ LESSON = Lesson(
             # Lecția 4: preîncărcare și suprapunere
 
             FULL_SHARD plătește memoria economisită cu comunicare: parametrii fiecărei unități sunt
-            adunați (all-gather) înainte de trecerea directă și din nou înainte de cea inversă, iar
+            adunați printr-o colectare completă (all-gather) înainte de trecerea directă și din nou înainte de cea inversă, iar
             gradienții ei sunt reduși cu distribuire (reduce-scatter) după aceea. Dacă pasul devine mai
             lent depinde de *momentul* în care este lansată fiecare operație colectivă: destul de
             devreme, și ea rulează în timp ce o altă unitate calculează.
@@ -45,7 +45,7 @@ LESSON = Lesson(
             - rula toate cele cinci setări pe rangurile voastre și citi cronologia fiecăreia: ce operație
               colectivă pornește și când, câte unități sunt adunate în același timp;
             - măsura memoria pe care o costă preîncărcarea și o veți prezice cu o formulă;
-            - rejuca rularea voastră pe legături mai lente și mai rapide cu un simulator, ca să vedeți ce
+            - reda rularea voastră pe legături mai lente și mai rapide cu un simulator, ca să vedeți ce
               face unui pas o mașină fără NVLink (simulat, și marcat ca atare).
             """,
         ),
@@ -59,7 +59,7 @@ LESSON = Lesson(
             ro="""
             Prima celulă de cod încarcă `%%torchrun`, alege limba mesajelor labkit și importă uneltele
             acestei lecții: `timeline` (munca fiecărei unități, cronometrată în ranguri) și `simulate`
-            (același pas, rejucat pe o altă legătură).
+            (același pas, redat pe o altă legătură).
             """,
         ),
         setup("from labkit import simulate, timeline", "from labkit.course import show"),
@@ -98,7 +98,8 @@ LESSON = Lesson(
             păstrat restul (încorporarea, normalizarea finală, capul de ieșire). Într-un pas FULL_SHARD,
             fiecare unitate trece prin:
 
-            1. trecerea directă: își **adună (all-gather)** parametrii, calculează, eliberează copia adunată;
+            1. trecerea directă: își adună parametrii printr-o **colectare completă (all-gather)**,
+               calculează, eliberează copia adunată;
             2. trecerea inversă: îi adună din nou, calculează gradienții, eliberează, apoi **reduce cu
                distribuire (reduce-scatter)** gradienții.
 
@@ -279,7 +280,7 @@ LESSON = Lesson(
             """,
             ro="""
             Citiți rândul operațiilor colective din fiecare panou de la sfârșitul trecerii directe încolo.
-            Tabelul de mai jos îl scrie explicit: `AG` este o adunare (all-gather), `RS` o reducere cu
+            Tabelul de mai jos îl scrie explicit: `AG` este o colectare completă (all-gather), `RS` o reducere cu
             distribuire (reduce-scatter), `L1` este blocul `layers.1`. Rădăcina nu mai este adunată în
             trecerea inversă: FSDP1 o păstrează adunată de la sfârșitul trecerii ei directe (lecția 3).
             """,
@@ -487,10 +488,10 @@ LESSON = Lesson(
             lansează FSDP pe un GPU, cu operațiile colective pe un singur flux și cu durata lor dată de
             costul algoritmului în inel pe legătura aleasă, `(N-1)/N × octeți / lățime de bandă`.
 
-            Mai întâi, o probă a simulatorului față de rularea voastră: rejucat așa cum l-a rulat
+            Mai întâi, o probă a simulatorului față de rularea voastră: redat așa cum l-a rulat
             procesorul (fiecare operație colectivă blocând firul), pe o legătură la fel de rapidă ca cea
             măsurată pentru gloo, pasul simulat ar trebui să iasă aproape de cel măsurat. Ce nu poate
-            rejuca este timpul din pas pe care nu îl acoperă niciun interval (pierderea, copiile proprii
+            reda este timpul din pas pe care nu îl acoperă niciun interval (pierderea, copiile proprii
             ale FSDP, Python între cârlige); ultima linie arată cât a fost acesta.
             """,
         ),
@@ -631,7 +632,7 @@ LESSON = Lesson(
             each span and read its bytes:
             """,
             ro="""
-            Orice cronologie, măsurată sau simulată, poate fi scrisă și ca urmă Chrome (Chrome trace) și
+            Orice cronologie, măsurată sau simulată, poate fi scrisă și ca fișier de urmărire Chrome (Chrome trace) și
             deschisă la [ui.perfetto.dev](https://ui.perfetto.dev) sau în `chrome://tracing`, unde puteți
             mări fiecare interval și îi puteți citi octeții:
             """,

@@ -28,7 +28,7 @@ LESSON = Lesson(
             - set `MixedPrecision(param_dtype, reduce_dtype, buffer_dtype)` and measure, by category,
               which memory it halves and which it leaves alone;
             - count the bytes each collective moves with and without it;
-            - time the step, and see that on this machine bf16 costs time instead of saving it;
+            - time the step, and see what bf16 costs or saves in time on this machine;
             - see why `CPUOffload(offload_params=True)` cannot run without a GPU, and plan it with the
               memory model: for a 70B model on one node of 8 GPUs, the GPU memory it saves and the host
               memory it needs.
@@ -47,7 +47,7 @@ LESSON = Lesson(
             - seta `MixedPrecision(param_dtype, reduce_dtype, buffer_dtype)` și veți măsura, pe categorii,
               ce memorie înjumătățește și ce memorie lasă neatinsă;
             - număra octeții pe care îi mută fiecare operație colectivă, cu și fără ea;
-            - cronometra pasul și veți vedea că pe această mașină bf16 costă timp în loc să economisească;
+            - cronometra pasul și veți vedea cât timp costă sau economisește bf16 pe această mașină;
             - vedea de ce `CPUOffload(offload_params=True)` nu poate rula fără GPU și o veți planifica cu
               modelul de memorie: pentru un model de 70B pe un nod cu 8 GPU-uri, memoria GPU pe care o
               economisește și memoria gazdei de care are nevoie.
@@ -267,11 +267,11 @@ LESSON = Lesson(
             - **gradients** are 0 at the peak: it comes at the start of the backward pass, when every
               activation is still alive and no parameter gradient has been computed yet.
 
-            And the time: on this CPU the bf16 steps are *slower*. Most laptop CPUs have no fast bf16
-            matrix units, so the casts are added work and the matrix products are no faster. On GPUs it is
-            the other way round: bf16 matrix products run on tensor cores, several times faster than fp32.
-            So what you measured here is a real cost, of this machine; on a GPU node the same cell
-            measures the GPU's.
+            And the time. On a CPU without fast bf16 units, which is most laptops, the bf16 steps come out
+            *slower*: the casts are added work and the matrix products are no faster (a server CPU with
+            bf16 matrix units may show the opposite). On GPUs, bf16 matrix products run on tensor cores,
+            several times faster than fp32, so there mixed precision saves time as well as memory. Whatever
+            your table shows is a real cost, of this machine; on a GPU node the same cell measures the GPU's.
 
             The collectives tell the rest:
             """,
@@ -289,11 +289,12 @@ LESSON = Lesson(
             - **gradienții** sunt 0 la vârf: acesta vine la începutul trecerii inverse, când toate activările
               sunt încă în memorie și niciun gradient de parametru nu a fost încă calculat.
 
-            Și timpul: pe acest procesor pașii bf16 sunt *mai lenți*. Majoritatea procesoarelor de laptop nu
-            au unități rapide de calcul matriceal în bf16, așa că conversiile sunt muncă în plus, iar
-            produsele de matrice nu sunt mai rapide. Pe GPU-uri este invers: produsele de matrice bf16
-            rulează pe nucleele tensoriale (tensor cores), de câteva ori mai repede decât în fp32. Deci ce
-            ați măsurat aici este un cost real, al acestei mașini; pe un nod cu GPU-uri aceeași celulă îl
+            Și timpul. Pe un procesor fără unități rapide pentru bf16, cum au majoritatea laptopurilor, pașii
+            bf16 ies *mai lenți*: conversiile sunt muncă în plus, iar produsele de matrice nu sunt mai rapide
+            (un procesor de server cu unități de calcul matriceal bf16 poate arăta contrariul). Pe GPU-uri,
+            produsele de matrice bf16 rulează pe nucleele tensoriale (tensor cores), de câteva ori mai repede
+            decât în fp32, așa că acolo precizia mixtă economisește și timp, nu doar memorie. Orice ar arăta
+            tabelul vostru este un cost real, al acestei mașini; pe un nod cu GPU-uri aceeași celulă îl
             măsoară pe al GPU-ului.
 
             Operațiile colective spun restul:
@@ -496,7 +497,7 @@ LESSON = Lesson(
             - `MixedPrecision(param_dtype=bf16)` halved what your run gathered, all-gathered and kept as
               activations; `reduce_dtype=bf16` also halved the reduce-scatter. The fp32 shards, their
               gradients and Adam's state did not change.
-            - On this CPU bf16 cost time; on GPUs it saves time. Measure on the machine you train on.
+            - On a CPU, bf16 usually costs time; on GPUs it saves time. Measure on the machine you train on.
             - `CPUOffload(offload_params=True)` needs a GPU to offload from: FSDP refused it here. The
               memory model shows what it buys: a 70B model that does not fit 8 × 80 GB fits once its
               states move to the host, which then needs over a terabyte per node.
@@ -517,7 +518,7 @@ LESSON = Lesson(
             - `MixedPrecision(param_dtype=bf16)` a înjumătățit ce a adunat rularea voastră, ce a transmis prin
               all-gather și ce a păstrat ca activări; `reduce_dtype=bf16` a înjumătățit și reducerea.
               Fragmentele fp32, gradienții lor și starea Adam nu s-au schimbat.
-            - Pe acest procesor bf16 a costat timp; pe GPU-uri economisește timp. Măsurați pe mașina pe care
+            - Pe un procesor, bf16 costă de obicei timp; pe GPU-uri economisește timp. Măsurați pe mașina pe care
               antrenați.
             - `CPUOffload(offload_params=True)` are nevoie de un GPU de pe care să descarce: aici FSDP a refuzat.
               Modelul de memorie arată ce obțineți cu ea: un model de 70B care nu încape în 8 × 80 GB încape

@@ -671,8 +671,11 @@ LESSON = Lesson(
 
             import nbformat
 
+            repo = os.path.dirname(os.path.dirname(labkit.__file__))  # the fsdp-labkit checkout
+            here = "06_fsdp2_70b.ipynb"  # this notebook, when Jupyter runs it from its own folder; else the course's copy
+            source = here if os.path.exists(here) else os.path.join(repo, "notebooks", labkit.get_lang(), here)
             folder = tempfile.mkdtemp(prefix="lesson6-export-")
-            notebook = nbformat.read("06_fsdp2_70b.ipynb", as_version=4)  # this notebook, where Jupyter runs it
+            notebook = nbformat.read(source, as_version=4)
             for cell in notebook.cells:  # IPython fills in $nproc and $backend when a cell runs; a script needs the values
                 cell.source = cell.source.replace("$nproc", str(nproc)).replace("$backend", backend)
             nbformat.write(notebook, os.path.join(folder, "lesson6.ipynb"))
@@ -721,9 +724,6 @@ LESSON = Lesson(
         ),
         code(
             """
-            import labkit as _labkit_package
-
-            repo = os.path.dirname(os.path.dirname(_labkit_package.__file__))  # the fsdp-labkit checkout
             launcher = os.path.join(repo, "launch", "torchrun-multinode.sh")
             dry = subprocess.run(
                 ["bash", launcher, "--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", "node0:29400",
