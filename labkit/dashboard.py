@@ -75,7 +75,8 @@ class TextView(QuietView):
 
     def finish(self, run: Run) -> None:
         print(run.summary(), flush=True)
-        if in_kernel() and any(run.memory.values()):
+        # a figure only when there is a curve to see: drawing it costs seconds, a warm cell milliseconds
+        if in_kernel() and (any(len(m) > 1 for m in run.memory.values()) or any(run.step_times.values())):
             from IPython.display import display
 
             display(run.plot())
