@@ -666,10 +666,11 @@ LESSON = Lesson(
         code(
             """
             import subprocess
-            import sys
             import tempfile
 
             import nbformat
+
+            from labkit import export
 
             repo = os.path.dirname(os.path.dirname(labkit.__file__))  # the fsdp-labkit checkout
             here = "06_fsdp2_70b.ipynb"  # this notebook, when Jupyter runs it from its own folder; else the course's copy
@@ -678,13 +679,11 @@ LESSON = Lesson(
             notebook = nbformat.read(source, as_version=4)
             for cell in notebook.cells:  # IPython fills in $nproc and $backend when a cell runs; a script needs the values
                 cell.source = cell.source.replace("$nproc", str(nproc)).replace("$backend", backend)
-            nbformat.write(notebook, os.path.join(folder, "lesson6.ipynb"))
-            script = os.path.join(folder, "fsdp2.py")
-            done = subprocess.run([sys.executable, "-m", "labkit.cli", "export", os.path.join(folder, "lesson6.ipynb"),
-                                   "-o", script], capture_output=True, text=True, timeout=120)
-            print(done.stderr.strip() or done.stdout.strip())
-            with open(script) as f:
-                print("".join(f.readlines()[:14]))
+            copy, script = os.path.join(folder, "lesson6.ipynb"), os.path.join(folder, "fsdp2.py")
+            nbformat.write(notebook, copy)
+            text = export.export_notebook(copy, out=script)  # in a shell: labkit export lesson6.ipynb -o fsdp2.py
+            print(f"wrote {script}: {len(text.splitlines())} lines; its head:\\n")
+            print("\\n".join(text.splitlines()[:14]))
             """
         ),
         md(
