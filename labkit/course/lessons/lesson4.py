@@ -520,27 +520,28 @@ LESSON = Lesson(
         ),
         md(
             en="""
-            Nothing is exposed on any of them: the simulated step is the compute time. That is not
-            because these links are fast, but because this CPU is slow: a block's backward takes
-            milliseconds here, against microseconds to gather a block of this size even over a
-            100 Gb/s network. What decides whether prefetching matters is the ratio of the two: how
-            long a block's all-gather takes compared with the block's own backward compute. A GPU
-            computes thousands of times faster than this CPU, so on GPUs the ratio is much larger for
-            the same link, and a slow link can make it reach 1 or more.
+            From a CPU run, almost nothing is exposed on any of them: the simulated step is the compute
+            time. That is not because these links are fast, but because a CPU is slow: a block's
+            backward takes milliseconds on it, against microseconds to gather a block of this size
+            even over a 100 Gb/s network. What decides whether prefetching matters is the ratio of the
+            two: how long a block's all-gather takes compared with the block's own backward compute. A
+            GPU computes far faster than a laptop's CPU, so on GPUs the ratio is much larger for the
+            same link, and a slow link can bring it to 1 or more. (From a GPU run, this table is
+            already the real question.)
 
             So the next cell chooses links by that ratio instead of by name: `link_at(ratio)` is the
             bandwidth at which one block's all-gather takes `ratio` times the block's measured backward
             time. It then simulates the three `backward_prefetch` settings on each.
             """,
             ro="""
-            Pe niciuna nu rămâne comunicare expusă: pasul simulat este chiar timpul de calcul. Nu pentru că
-            aceste legături ar fi rapide, ci pentru că acest procesor este lent: trecerea inversă a unui
-            bloc durează aici milisecunde, față de microsecundele în care se adună un bloc de această
-            dimensiune chiar și printr-o rețea de 100 Gb/s. Ce decide dacă preîncărcarea contează este
-            raportul dintre cele două: cât durează adunarea unui bloc față de calculul propriei lui treceri
-            inverse. Un GPU calculează de mii de ori mai repede decât acest procesor, așa că pe GPU-uri
-            raportul este mult mai mare pentru aceeași legătură, iar o legătură lentă îl poate duce la 1
-            sau mai mult.
+            Pornind de la o rulare pe CPU, pe niciuna nu rămâne aproape nimic expus: pasul simulat este chiar
+            timpul de calcul. Nu pentru că aceste legături ar fi rapide, ci pentru că un procesor este lent:
+            trecerea inversă a unui bloc durează pe el milisecunde, față de microsecundele în care se adună un
+            bloc de această dimensiune chiar și printr-o rețea de 100 Gb/s. Ce decide dacă preîncărcarea
+            contează este raportul dintre cele două: cât durează adunarea unui bloc față de calculul propriei
+            lui treceri inverse. Un GPU calculează mult mai repede decât procesorul unui laptop, așa că pe
+            GPU-uri raportul este mult mai mare pentru aceeași legătură, iar o legătură lentă îl poate duce la
+            1 sau mai mult. (Pornind de la o rulare pe GPU, tabelul acesta este deja întrebarea reală.)
 
             De aceea celula următoare alege legăturile după acest raport, nu după nume: `link_at(ratio)`
             este lățimea de bandă la care adunarea unui bloc durează de `ratio` ori cât trecerea inversă

@@ -262,7 +262,7 @@ LESSON = Lesson(
               all-gathered;
             - **activations** drop by nearly half: the blocks compute in bf16, but the loss is computed in
               fp32 (`.float()` before `cross_entropy`), so that part stays;
-            - the **loss** agrees to about three decimal places: bf16 has an 8-bit mantissa, so each
+            - the **loss** agrees to about three decimal places: bf16 keeps 8 significant bits (fp32: 24), so each
               operation rounds more, but training sees the same values;
             - **gradients** are 0 at the peak: it comes at the start of the backward pass, when every
               activation is still alive and no parameter gradient has been computed yet.
@@ -284,7 +284,7 @@ LESSON = Lesson(
               de adunare;
             - **activările** scad aproape la jumătate: blocurile calculează în bf16, dar pierderea se
               calculează în fp32 (`.float()` înainte de `cross_entropy`), așa că acea parte rămâne;
-            - **pierderea** se potrivește până la aproximativ a treia zecimală: bf16 are o mantisă de 8 biți,
+            - **pierderea** se potrivește până la aproximativ a treia zecimală: bf16 păstrează 8 biți semnificativi (fp32: 24),
               deci fiecare operație rotunjește mai mult, dar antrenarea vede aceleași valori;
             - **gradienții** sunt 0 la vârf: acesta vine la începutul trecerii inverse, când toate activările
               sunt încă în memorie și niciun gradient de parametru nu a fost încă calculat.
@@ -448,8 +448,8 @@ LESSON = Lesson(
             en="""
             Without offload, each GPU would need about twice its memory. With it, the states leave the
             GPUs, and the node needs over a terabyte of host RAM to hold them, because every one of the 8
-            ranks keeps its own shard of parameters, gradients and optimizer state there. A node of 8 H100
-            usually has 1 to 2 TB: it is possible, and it is the whole machine's memory.
+            ranks keeps its own shard of parameters, gradients and optimizer state there. A large GPU server can
+            hold that, and it is most of what it has.
 
             **Exercise 3.** Write the host memory per node with offload as a formula of `n_params`,
             `world_size` and `gpus_per_node`, using the bytes per parameter of the torch accounting
@@ -460,8 +460,8 @@ LESSON = Lesson(
             Fără descărcare, fiecare GPU ar avea nevoie de aproximativ dublul memoriei sale. Cu ea, stările
             pleacă de pe GPU-uri, iar nodul are nevoie de peste un terabyte de RAM ca să le țină, pentru că
             fiecare dintre cele 8 ranguri își păstrează acolo propriul fragment de parametri, gradienți și
-            stări ale optimizatorului. Un nod cu 8 H100 are de obicei 1-2 TB: se poate, și este toată
-            memoria mașinii.
+            stări ale optimizatorului. Un server mare cu GPU-uri poate ține
+            atât, și este cea mai mare parte din memoria lui.
 
             **Exercițiul 3.** Scrieți memoria gazdei pe nod, cu descărcare, ca formulă de `n_params`,
             `world_size` și `gpus_per_node`, folosind octeții pe parametru din socoteala torch (4 pentru
