@@ -32,10 +32,11 @@ from typing import Any
 
 import nbformat
 
+from labkit import i18n
 from labkit.course.cells import LANGS, Code, Lesson, Markdown
 from labkit.course.glossary import glossary_markdown, terms_table
 from labkit.errors import LabkitError
-from labkit.i18n import catalog, get_lang, set_lang, t
+from labkit.i18n import catalog, set_lang, t
 
 catalog(
     {
@@ -148,7 +149,7 @@ def pure_outputs(lesson: Lesson, lang: str) -> dict[int, list[dict[str, Any]]]:
     """
     namespace: dict[str, Any] = {"__name__": "__main__"}
     outputs: dict[int, list[dict[str, Any]]] = {}
-    before = get_lang()
+    before = i18n._forced  # restore exactly what was chosen before (None: the environment decides)
     set_lang(lang)
     try:
         for i, cell in enumerate(lesson.cells):
