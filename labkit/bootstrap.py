@@ -1,11 +1,17 @@
-"""The program every rank runs: ``torchrun ... -m labkit.bootstrap``.
+"""The program every rank runs: ``torchrun ... --start-method=fork --run-path .../bootstrap.py``
+(or ``torchrun ... -m labkit.bootstrap`` with ``LABKIT_START_METHOD=spawn``).
+
+Forked ranks are copies of torchrun's agent, which has imported torch already, so a rank
+starts in milliseconds rather than importing torch again (2-3 s per rank on a laptop,
+all ranks sharing its cores). A fork inherits the agent's signal handlers and process
+group, so the first thing a rank does is take the defaults and a group of its own.
 
 In order, and the order matters:
 1. Lifelines first, so no failure below can leave an orphan: die with the torchrun
    agent (PR_SET_PDEATHSIG), and die with the notebook kernel (when the channel
    socket closes, this rank kills its own process group, grandchildren included).
-2. stdout and stderr to per-rank files, before torch is imported, so that output
-   of different ranks never interleaves and a flood of it stays on disk.
+2. stdout and stderr to per-rank files, so that output of different ranks never
+   interleaves and a flood of it stays on disk.
 3. The channel, then the memory sampler.
 4. The process group, unless the cell creates its own; always with a timeout,
    since gloo's default of 30 minutes turns a lab mistake into a silent hang.
@@ -55,6 +61,18 @@ def set_parent_death_signal() -> None:
         os._exit(1)
 
 
+def own_group_and_default_signals() -> None:
+    """A forked rank starts in the agent's process group with the agent's signal handlers
+    (torchrun turns SIGTERM into an exception there). Take a group of our own, so that
+    "kill our own group" never reaches the agent or another rank, and the default handlers,
+    as a rank started by exec has them."""
+    if os.getpgid(0) != os.getpid():
+        os.setpgid(0, 0)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def redirect_output(run_dir: str, rank: int) -> None:
     for fd, name in ((1, f"rank{rank}.out"), (2, f"rank{rank}.err")):
         target = os.open(os.path.join(run_dir, name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -100,6 +118,21 @@ def init_process_group(backend: str, timeout_s: float) -> None:
         torch.cuda.set_device(local)  # LOCAL_RANK, before anything touches CUDA
         kwargs["device_id"] = torch.device("cuda", local)
     dist.init_process_group(backend, **kwargs)
+    everyone_joined()
+
+
+def everyone_joined() -> None:
+    """Wait until every rank is past init_process_group.
+
+    Without it a rank whose cell is short can finish and close its connections while a
+    slower peer is still inside init (gloo connects every pair there), and that peer fails
+    with "connection closed by peer" although nothing in the cell was wrong. A barrier on
+    the new group is enough: no rank leaves it before all have entered it.
+    """
+    import torch.distributed as dist
+
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
 
 
 def default_pg_timeout(timeout_s: float) -> None:
@@ -114,7 +147,10 @@ def default_pg_timeout(timeout_s: float) -> None:
     @functools.wraps(original)
     def with_timeout(*args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("timeout", datetime.timedelta(seconds=timeout_s))
-        return original(*args, **kwargs)
+        result = original(*args, **kwargs)
+        if dist.get_backend() == "gloo":  # NCCL connects lazily, and a barrier there would pick a device for the cell
+            everyone_joined()
+        return result
 
     dist.init_process_group = with_timeout
 
@@ -190,6 +226,7 @@ def execute(job: dict[str, Any], run_dir: str, namespace: dict[str, Any]) -> Any
 def main() -> None:
     global _finishing
     set_parent_death_signal()
+    own_group_and_default_signals()
     run_dir = os.environ["LABKIT_RUN_DIR"]
     rank = int(os.environ["RANK"])
     redirect_output(run_dir, rank)
@@ -214,7 +251,7 @@ def main() -> None:
     job = load_job(run_dir)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     if job["mode"] == "serve":
-        finish(client, serve(job, run_dir, namespace, inbox))
+        return finish(client, serve(job, run_dir, namespace, inbox))
     if job.get("vars_file"):
         namespace.update(load_pickle(run_dir, job["vars_file"]))
     sampler = Sampler(send, namespace, float(job.get("sample_interval", 0.2)))
@@ -247,8 +284,18 @@ def finish(client: ChannelClient, exit_code: int) -> None:
     client.close()
     sys.stdout.flush()
     sys.stderr.flush()
+    if exit_code == 0 and _forked():
+        # torchrun counts a forked rank as done only when its function returns; its wrapper
+        # then ends the process with os._exit, without interpreter teardown, as we would
+        return
     # os._exit: skip interpreter teardown, where a broken process group can hang at exit
     os._exit(exit_code)
+
+
+def _forked() -> bool:
+    import multiprocessing
+
+    return multiprocessing.parent_process() is not None
 
 
 # -- serve mode: warm ranks ------------------------------------------------------
@@ -359,4 +406,8 @@ def cut_collectives() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # run as a script (torchrun --run-path) or with -m: either way the package's module runs,
+    # so there is one labkit.bootstrap in the rank, whatever else imports it
+    from labkit.bootstrap import main as package_main
+
+    package_main()

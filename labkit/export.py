@@ -22,6 +22,7 @@ import ast
 import builtins
 import inspect
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +91,12 @@ catalog(
             "ro": "celula {index} trimite {var!r} cu --vars, care se calculează din {dep!r} (celula {where}: `{code}`), "
             "dar nicio celulă de cod dinaintea ei nu îi dă o valoare lui {dep!r}",
         },
+        "export.line_var": {
+            "en": "cell {index} uses ${name} on its %%torchrun line, but the notebook does not give {name!r} "
+            "a plain value the export can read; write e.g. `{name} = 2` in the parameters cell",
+            "ro": "celula {index} folosește ${name} pe linia %%torchrun, dar notebook-ul nu îi dă lui {name!r} "
+            "o valoare simplă pe care exportul s-o poată citi; scrieți de ex. `{name} = 2` în celula parameters",
+        },
         "export.wrote": {
             "en": "wrote {path} (cells {cells}); run it with: {command}",
             "ro": "am scris {path} (celulele {cells}); rulați-l cu: {command}",
@@ -114,6 +121,7 @@ class TorchrunCell:
     line: str  # the options after %%torchrun
     code: str  # the cell body: what each rank executes
     opts: argparse.Namespace  # the options, parsed exactly as the magic parses them
+    problem: OptionError | None = None  # a $name on the line the export cannot read: raised if the cell is chosen
 
 
 # -- reading the notebook -------------------------------------------------------
@@ -141,12 +149,43 @@ def split_magic(source: str) -> tuple[str, str] | None:
 def torchrun_cells(cells: list[dict[str, Any]]) -> list[TorchrunCell]:
     from labkit.magic import parse_line
 
+    bindings = Bindings(cells)
     found = []
     for i, cell in enumerate(cells):
         parts = split_magic(cell["source"]) if cell["cell_type"] == "code" else None
         if parts is not None:
-            found.append(TorchrunCell(i, parts[0], parts[1], parse_line(parts[0])))
+            line, problem = parts[0], None
+            try:
+                line = expand_line(line, i, bindings)
+            except OptionError as exc:
+                problem = exc
+            found.append(TorchrunCell(i, line, parts[1], parse_line(line), problem))
     return found
+
+
+LINE_VAR = re.compile(r"\$(\w+)|\$\{(\w+)\}|\{(\w+)\}")
+
+
+def expand_line(line: str, index: int, bindings: Bindings) -> str:
+    """``-n $nproc``: the value the notebook gives the name, as IPython expands it in the kernel.
+
+    Only plain values are read (``nproc = 4`` in the parameters cell, or papermill's injected
+    cell): the export reads the notebook, it does not run it.
+    """
+
+    def value(match: re.Match) -> str:
+        name = next(g for g in match.groups() if g)
+        positions = bindings.needed(name, (index, -1), index)
+        stmts = [bindings.stmts[p] for p in sorted(positions)]
+        last = stmts[-1] if stmts else None
+        if len(stmts) == 1 and isinstance(last, ast.Assign) and isinstance(last.targets[0], ast.Name):
+            try:
+                return str(ast.literal_eval(last.value))
+            except ValueError:
+                pass
+        raise OptionError(t("export.line_var", index=index, name=name))
+
+    return LINE_VAR.sub(value, line)
 
 
 # -- resolving --vars from the notebook's own code ---------------------------------
@@ -446,13 +485,15 @@ RUNTIME = (_labkit_standin_rank, _labkit_setup, _labkit_begin_cell, _labkit_end_
 def choose(found: list[TorchrunCell], cells: list[int] | None, path: str) -> list[TorchrunCell]:
     if not found:
         raise OptionError(t("export.no_cells", path=path))
-    if cells is None:
-        return found
     by_index = {c.index: c for c in found}
-    for i in cells:
+    for i in cells or []:
         if i not in by_index:
             raise OptionError(t("export.not_torchrun", index=i, cells=", ".join(str(c.index) for c in found)))
-    return [by_index[i] for i in dict.fromkeys(cells)]
+    chosen = found if cells is None else [by_index[i] for i in dict.fromkeys(cells)]
+    for c in chosen:
+        if c.problem is not None:
+            raise c.problem
+    return chosen
 
 
 def check_together(chosen: list[TorchrunCell]) -> tuple[int | None, dict[str, str]]:

@@ -99,7 +99,14 @@ catalog(
             "en": "other ranks stopped because of it: {ranks}",
             "ro": "alte ranguri s-au oprit din cauza lui: {ranks}",
         },
-        "launch.stderr_tail": {"en": "rank {rank} stderr (last lines):", "ro": "stderr rangul {rank} (ultimele linii):"},
+        "launch.same_way": {
+            "en": "ranks {ranks} failed the same way",
+            "ro": "rangurile {ranks} au eșuat la fel",
+        },
+        "launch.stderr_tail": {
+            "en": "rank {rank} stderr (last lines):",
+            "ro": "stderr rangul {rank} (ultimele linii):",
+        },
     }
 )
 
@@ -107,7 +114,9 @@ catalog(
 # confuse ours: torchrun sets the ones it needs for each rank.
 SCRUB_PREFIXES = ("SLURM_", "TORCHELASTIC_", "PMI_", "OMPI_")
 SCRUB_NAMES = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"}
-PEER_LOST = re.compile(r"Connection closed by peer|Connection reset by peer|remote process exited|Broken pipe|ECONNRESET", re.I)
+PEER_LOST = re.compile(
+    r"Connection closed by peer|Connection reset by peer|remote process exited|Broken pipe|ECONNRESET", re.I
+)
 KEEP_RUN_DIRS = 30
 
 
@@ -149,7 +158,9 @@ class Job:
             try:
                 payload = cloudpickle.dumps((target, tuple(args), dict(kwargs)))
             except Exception as exc:  # noqa: BLE001
-                raise OptionError(t("opt.vars.pickle", name=getattr(target, "__name__", "function"), type="function", error=exc)) from None
+                raise OptionError(
+                    t("opt.vars.pickle", name=getattr(target, "__name__", "function"), type="function", error=exc)
+                ) from None
             return cls("function", None, None, payload, vars_blob)
         if not isinstance(target, str):
             raise OptionError(t("launch.bad_target", type=type(target).__name__))
@@ -196,6 +207,16 @@ def prune_runs(root: str, keep: int = KEEP_RUN_DIRS) -> None:
     dirs.sort(key=os.path.getmtime)
     for d in dirs[:-keep] if len(dirs) > keep else []:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def rank_entry(start_method: str) -> list[str]:
+    """How torchrun starts each rank: forked from its agent (torch already imported), or a new
+    interpreter per rank (``spawn``: every rank imports torch again, seconds each)."""
+    if start_method == "fork":
+        import labkit.bootstrap
+
+        return ["--start-method=fork", "--run-path", os.path.abspath(labkit.bootstrap.__file__)]
+    return ["-m", "labkit.bootstrap"]
 
 
 def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -> dict[str, str]:
@@ -259,7 +280,7 @@ class Launch:
         return [
             sys.executable,
             "-m",
-            "torch.distributed.run",
+            "labkit.agent",  # torchrun itself (torch.distributed.run's main), quicker to report a failure
             "--nnodes=1",
             f"--nproc-per-node={self.cfg.nproc}",
             "--rdzv-backend=c10d",
@@ -267,8 +288,7 @@ class Launch:
             f"--rdzv-id={self.run_id}",
             "--max-restarts=0",
             "--monitor-interval=0.1",
-            "-m",
-            "labkit.bootstrap",
+            *rank_entry(self.cfg.start_method),
         ]
 
     # -- the run ------------------------------------------------------------
@@ -326,7 +346,9 @@ class Launch:
                 return "stopped"
             if deadline is not None and now > deadline:
                 return "timeout"
-            failed = any(s.status == "failed" or (s.pid and not s.connected and s.exit_code is None) for s in run.ranks.values())
+            failed = any(
+                s.status == "failed" or (s.pid and not s.connected and s.exit_code is None) for s in run.ranks.values()
+            )
             if failed and first_failure is None:
                 first_failure = now
             if first_failure is not None and now - first_failure > self.cfg.grace + 10:
@@ -450,7 +472,9 @@ class Launch:
             return LaunchError(t("launch.missing", ranks=", ".join(map(str, never)), log=log), run=run)
         if not candidates:  # only SIGTERMs: torchrun stopped them, say so
             candidates = [(0, r, "signal") for r, s in run.ranks.items() if s.exit_code not in (None, 0)]
-        candidates.sort()
+        # first-hand reports first: a rank that vanished without a code or a word was most often
+        # stopped by torchrun after another rank failed, and the channel may notice both at once
+        candidates.sort(key=lambda c: (c[2] == "vanished", c[0], c[1]))
         when, r, kind = candidates[0]
         early = self._early_exit(run, when, r, kind)
         if early is not None:
@@ -496,12 +520,22 @@ class Launch:
         lines = [head]
         if hint:
             lines.append(hint)
-        if others:
-            lines.append(t("launch.secondary", ranks=", ".join(map(str, others))))
+        same = sorted(o for o in others if _same_failure(s, run.ranks[o]))
+        if same:  # every rank ran the same cell; the same error on several is not caused by the first
+            lines.append(t("launch.same_way", ranks=", ".join(map(str, same))))
+        rest = [o for o in others if o not in same]
+        if rest:
+            lines.append(t("launch.secondary", ranks=", ".join(map(str, rest))))
         message = "\n".join(lines)
-        return RankError(
-            message, run=run, rank=r, exit_code=s.exit_code, signal=s.signal, traceback=detail, kind=kind
-        )
+        return RankError(message, run=run, rank=r, exit_code=s.exit_code, signal=s.signal, traceback=detail, kind=kind)
+
+
+def _same_failure(a: Any, b: Any) -> bool:
+    """Two ranks failed the same way: the same exception type at the same line, or the same exit code."""
+    if a.error and b.error:
+        keys = ("type", "lineno")  # not the message: it often names the rank
+        return all(a.error.get(k) == b.error.get(k) for k in keys)
+    return not a.error and not b.error and a.exit_code == b.exit_code and a.signal == b.signal
 
 
 # -- processes --------------------------------------------------------------------
@@ -542,7 +576,8 @@ def hang_report(run: Run, ranks: list[int], source: str, cell_name: str = "<cell
     lines = []
     for r in ranks:
         lines.append(t("launch.timeout.last", rank=r))
-        tail = [x for x in run.logs[r].streams["stdout"][-3:] + run.logs[r].streams["stderr"][-30:] if x.strip()]
+        # a forked rank's stack goes on below the cell into torchrun's agent: read enough lines
+        tail = [x for x in run.logs[r].streams["stdout"][-3:] + run.logs[r].streams["stderr"][-150:] if x.strip()]
         where = stuck_at(tail, source.splitlines(), cell_name)
         shown = [x for x in tail if not x.startswith((" ", "Thread 0x", "Current thread", "Stack"))][-4:]
         lines.extend("    " + x for x in shown or ["-"])

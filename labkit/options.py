@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,6 +42,10 @@ catalog(
             "en": "display must be one of auto, widgets, text, none; got {value!r}",
             "ro": "display trebuie să fie unul dintre auto, widgets, text, none; nu {value!r}",
         },
+        "opt.start_method": {
+            "en": "LABKIT_START_METHOD must be fork or spawn, got {value!r}",
+            "ro": "LABKIT_START_METHOD trebuie să fie fork sau spawn, nu {value!r}",
+        },
         "opt.env": {
             "en": "--env expects KEY=VALUE, got {value!r}",
             "ro": "--env așteaptă CHEIE=VALOARE, nu {value!r}",
@@ -62,6 +67,19 @@ class RunConfig:
     pg_timeout: float = float(os.environ.get("LABKIT_PG_TIMEOUT", "120"))  # collective timeout in the ranks
     grace: float = 5.0  # seconds between SIGTERM and SIGKILL when stopping ranks
     sample_interval: float = 0.2  # seconds between memory samples in each rank; 0 turns sampling off
+    # fork: ranks are copies of torchrun's agent, torch already imported (Linux); spawn: a fresh
+    # interpreter per rank, as plain `torchrun script.py` does (macOS, or to rule fork out)
+    start_method: str = field(default_factory=lambda: default_start_method())
+
+
+START_METHODS = ("fork", "spawn")
+
+
+def default_start_method() -> str:
+    chosen = os.environ.get("LABKIT_START_METHOD", "").strip().lower()
+    if chosen:
+        return chosen  # checked in resolve()
+    return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
 def suggest(value: str, choices: tuple[str, ...]) -> str:
@@ -120,6 +138,8 @@ def resolve(cfg: RunConfig) -> RunConfig:
             raise OptionError(t("opt.timeout", value=cfg.timeout))
     if cfg.display not in DISPLAYS:
         raise OptionError(t("opt.display", value=cfg.display))
+    if cfg.start_method not in START_METHODS:
+        raise OptionError(t("opt.start_method", value=cfg.start_method))
     return replace(cfg, nproc=nproc, backend=backend, timeout=None if cfg.timeout is None else float(cfg.timeout))
 
 

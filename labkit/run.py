@@ -218,6 +218,10 @@ class Run:
             state.last_log = str(msg.get("text", ""))
         elif kind == "error":
             state.error, state.status = msg, "failed"
+            if state.exit_code is None:
+                state.exit_code = (
+                    1  # what the rank exits with after reporting (torchrun may report only the first failure)
+                )
         elif kind == "exit":
             state.exit_code, state.status = int(msg.get("code", 1)), "failed"
         elif kind == "done":
@@ -307,7 +311,16 @@ class Run:
 
     def summary(self) -> str:
         state = t("run.summary.ok") if self.ok else t("run.summary.failed")
-        lines = [t("run.summary.head", run_id=self.run_id, nproc=self.nproc, backend=self.backend, wall=self.wall_time, state=state)]
+        lines = [
+            t(
+                "run.summary.head",
+                run_id=self.run_id,
+                nproc=self.nproc,
+                backend=self.backend,
+                wall=self.wall_time,
+                state=state,
+            )
+        ]
         cols = ["rank", "status", "mem", "peak", "step", "steps"]
         heads = [t(f"run.col.{c}") for c in cols]
         table = [heads] + [[row[c] for c in cols] for row in self.rows()]

@@ -278,3 +278,23 @@ def test_cli_subcommand(notebook, tmp_path, capsys):
     listed = capsys.readouterr().out.splitlines()
     assert [int(line.split()[0]) for line in listed] == [3, 4, 6, 7, 8]
     assert export.main([notebook, "--cell", "0"]) == 2  # an OptionError, said on stderr
+
+
+def test_option_line_variables_take_the_notebooks_values(tmp_path):
+    c = nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        c('nproc = 2\nbackend = "gloo"', metadata={"tags": ["parameters"]}),
+        c("nproc = 4", metadata={"tags": ["injected-parameters"]}),  # what papermill adds: it wins
+        c("%%torchrun -n $nproc --backend ${backend}\npass"),
+        c("nproc = int('8')"),
+        c("%%torchrun -n $nproc\npass"),
+    ]
+    path = str(tmp_path / "params.ipynb")
+    nbformat.write(nb, path)
+    text = export.export_notebook(path, cells=[2])
+    assert "torchrun --nproc-per-node=4" in text and "backend='gloo'" in text
+    assert [(c.index, c.opts.nproc) for c in export.torchrun_cells(nb.cells[:3])] == [(2, "4")]
+    set_lang("en")
+    with pytest.raises(OptionError, match=r"cell 4 uses \$nproc .* a plain value"):
+        export.export_notebook(path, cells=[4])

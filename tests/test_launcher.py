@@ -141,6 +141,22 @@ def test_early_clean_exit_is_the_root_cause():  # F3
     assert "rank 1 finished early" in str(info.value)
 
 
+def test_the_same_error_on_every_rank_is_not_blamed_on_the_first():
+    with pytest.raises(RankError) as info:
+        run("from labkit import rank\nraise ValueError(f'bad input on rank {rank.rank()}')", nproc=3)
+    text = str(info.value)
+    others = sorted({0, 1, 2} - {info.value.rank})
+    assert "ValueError" in text and f"ranks {others[0]}, {others[1]} failed the same way" in text
+    assert "because of it" not in text
+
+
+def test_a_cell_that_returns_at_once_does_not_race_the_slower_ranks_init():
+    # rank 0 would otherwise be done and gone while rank 3 is still joining the group
+    for _ in range(2):
+        r = run("x = 1", nproc=4)
+        assert r.ok, r.error
+
+
 @pytest.mark.parametrize("sig,name", [(signal.SIGKILL, "SIGKILL"), (signal.SIGSEGV, "SIGSEGV")])
 def test_rank_killed_by_signal(sig, name):  # F4, F6
     with pytest.raises(RankError) as info:
@@ -299,9 +315,9 @@ def test_agent_killed_directly():  # F14
 
     def kill_agent_soon():
         time.sleep(4)
-        for pid in our_rank_processes():
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"torch.distributed.run" in f.read():
+        for pid in our_rank_processes():  # the agent is the one we started; the ranks are its children
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if int(f.read().rsplit(b")", 1)[1].split()[1]) == os.getpid():
                     os.kill(pid, signal.SIGKILL)
 
     threading.Thread(target=kill_agent_soon, daemon=True).start()

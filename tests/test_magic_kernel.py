@@ -46,7 +46,9 @@ def test_magic_runs_cell_and_summary_lands_in_that_cell():  # F32
     nb = execute(
         notebook(
             "%load_ext labkit",
-            "%%torchrun -n 2\nfrom labkit import rank\nimport torch.distributed as dist\nrank.report(r=rank.rank(), w=dist.get_world_size())",
+            # a few steps long enough for a memory curve, so the static figure has something to show
+            "%%torchrun -n 2\nimport time\nfrom labkit import rank\nimport torch.distributed as dist\n"
+            "for i in rank.steps(3):\n    time.sleep(0.3)\nrank.report(r=rank.rank(), w=dist.get_world_size())",
             "import labkit\nprint(_.values, _ is labkit.last_run, _.ok)",
         )
     )
