@@ -420,10 +420,15 @@ class Launch:
     # -- what went wrong ------------------------------------------------------
 
     def _diagnose(self, run: Run, outcome: str) -> BaseException | None:
-        codes = parse_agent_exit_codes(os.path.join(run.run_dir, "agent.log"))
+        agent_log = os.path.join(run.run_dir, "agent.log")
+        codes = parse_agent_exit_codes(agent_log)
+        stopped = parse_agent_stops(agent_log)
         for r, state in run.ranks.items():
             if state.exit_code is None and r in codes:
                 state.exit_code = codes[r]
+            if state.exit_code is None and state.pid in stopped and not state.error:
+                # torchrun ended this rank because another failed (it reports only the first failure)
+                state.signal, state.status = stopped[state.pid], "stopped"
             if state.exit_code is not None and state.exit_code < 0:
                 state.signal = _signal_name(-state.exit_code)
                 if state.status not in ("failed", "done"):
@@ -472,6 +477,8 @@ class Launch:
             return LaunchError(t("launch.missing", ranks=", ".join(map(str, never)), log=log), run=run)
         if not candidates:  # only SIGTERMs: torchrun stopped them, say so
             candidates = [(0, r, "signal") for r, s in run.ranks.items() if s.exit_code not in (None, 0)]
+        if not candidates:  # stopped by torchrun, and the one it stopped them for left no trace
+            candidates = [(0, r, "vanished") for r, s in run.ranks.items() if s.exit_code != 0]
         # first-hand reports first: a rank that vanished without a code or a word was most often
         # stopped by torchrun after another rank failed, and the channel may notice both at once
         candidates.sort(key=lambda c: (c[2] == "vanished", c[0], c[1]))
@@ -611,6 +618,16 @@ def parse_agent_exit_codes(path: str) -> dict[int, int]:
     for m in re.finditer(r"rank\s*:\s*(\d+)\s*\(local_rank[^\n]*\n\s*exitcode\s*:\s*(-?\d+)", text):
         codes[int(m.group(1))] = int(m.group(2))
     return codes
+
+
+def parse_agent_stops(path: str) -> dict[int, str]:
+    """PIDs torchrun sent a signal to while stopping the other ranks, with the signal's name."""
+    text = _tail_file(path, 400)
+    found = re.finditer(
+        r"(?:Terminating|Closing) process (\d+) via signal (SIG[A-Z]+)|Sending process (\d+) closing signal (SIG[A-Z]+)",
+        text,
+    )
+    return {int(m.group(1) or m.group(3)): m.group(2) or m.group(4) for m in found}
 
 
 def _tail_file(path: str, lines: int) -> str:

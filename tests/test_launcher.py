@@ -49,6 +49,25 @@ def test_values_come_back_from_every_rank(nproc):
     assert all(r.memory[i] for i in range(nproc)), "memory is sampled without being asked"
 
 
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_both_ways_of_starting_ranks(method, monkeypatch):
+    """fork (the default on Linux): ranks are copies of torchrun's agent, each in a process group
+    of its own; spawn: a fresh interpreter per rank, as plain torchrun starts a script."""
+    monkeypatch.setenv("LABKIT_START_METHOD", method)
+    probe = "import multiprocessing, os\nrank.report(own_group=os.getpgid(0) == os.getpid(), "
+    probe += "forked=multiprocessing.parent_process() is not None)"
+    r = run(ALLREDUCE + probe, nproc=3)
+    assert r.ok and [r.values[i]["total"] for i in range(3)] == [6.0] * 3
+    assert all(r.values[i]["own_group"] for i in range(3)), "the lifeline kills this rank's group only"
+    assert [r.values[i]["forked"] for i in range(3)] == [method == "fork"] * 3
+
+
+def test_an_unknown_start_method_is_refused_before_spawning(monkeypatch):
+    monkeypatch.setenv("LABKIT_START_METHOD", "forkserver")
+    with pytest.raises(OptionError, match="LABKIT_START_METHOD must be fork or spawn"):
+        run("pass")
+
+
 def test_steps_timed_and_logs_kept_per_rank():
     r = run(
         """

@@ -7,16 +7,11 @@ so each distinct job runs once and its messages are shared.
 from __future__ import annotations
 
 import functools
-import json
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).parent
-ROOT = HERE.parent.parent
+from job_launch import of_config, run_script
+
+__all__ = ["of_config", "run_job"]
 
 
 @functools.cache
@@ -24,28 +19,5 @@ def run_job(
     nproc: int, model: str, steps: int, *configs: str, timeout: float = 240, cross_check: bool = True
 ) -> dict[int, list[dict[str, Any]]]:
     """Every message of every rank, in order, as ``Run.events`` holds them."""
-    with tempfile.TemporaryDirectory(prefix="labkit-comm-") as out:
-        env = {**os.environ, "LABKIT_REPORT_DIR": out, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-        env["COMM_JOB_CROSS_CHECK"] = "1" if cross_check else "0"
-        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}"]
-        cmd += ["--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:0", str(HERE / "comm_job.py"), model, str(steps)]
-        proc = subprocess.Popen(
-            cmd + list(configs), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            output, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            output, _ = proc.communicate()
-            raise AssertionError(f"comm_job timed out after {timeout} s:\n{output.decode()[-3000:]}") from None
-        assert proc.returncode == 0, f"comm_job failed (rc {proc.returncode}):\n{output.decode()[-3000:]}"
-        events = {}
-        for r in range(nproc):
-            with open(os.path.join(out, f"rank{r}.jsonl")) as f:
-                events[r] = [{**json.loads(line), "rank": r} for line in f]
-        return events
-
-
-def of_config(events: dict[int, list[dict[str, Any]]], config: str) -> dict[int, list[dict[str, Any]]]:
-    """The messages of one configuration only, as if it had been a run of its own."""
-    return {r: [m for m in evs if m.get("config") == config] for r, evs in events.items()}
+    env = {"COMM_JOB_CROSS_CHECK": "1" if cross_check else "0"}
+    return run_script("comm_job.py", nproc, [model, str(steps), *configs], timeout, env)

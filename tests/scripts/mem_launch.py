@@ -7,17 +7,12 @@ share its messages, as ``Run.events`` would hold them.
 from __future__ import annotations
 
 import functools
-import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).parent
-ROOT = HERE.parent.parent
+from job_launch import of_config, run_script
+
+__all__ = ["STEPS", "TEST_JOBS", "of_config", "phase", "run_job", "test_job"]
+
 STEPS = 2  # step 1 is measured: AdamW makes its state during step 0
 # The jobs the tests read (tests/test_memtrack.py, tests/test_estimate.py), by number of ranks.
 TEST_JOBS = {
@@ -37,25 +32,7 @@ TEST_JOBS = {
 @functools.cache
 def run_job(nproc: int, model: str, steps: int, *configs: str, timeout: float = 300) -> dict[int, list[dict[str, Any]]]:
     """Every message of every rank, in order, each with its ``rank``."""
-    with tempfile.TemporaryDirectory(prefix="labkit-mem-") as out:
-        env = {**os.environ, "LABKIT_REPORT_DIR": out, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}"]
-        cmd += ["--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:0", str(HERE / "mem_job.py"), model, str(steps)]
-        proc = subprocess.Popen(
-            cmd + list(configs), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            output, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            output, _ = proc.communicate()
-            raise AssertionError(f"mem_job timed out after {timeout} s:\n{output.decode()[-3000:]}") from None
-        assert proc.returncode == 0, f"mem_job failed (rc {proc.returncode}):\n{output.decode()[-3000:]}"
-        events = {}
-        for r in range(nproc):
-            with open(os.path.join(out, f"rank{r}.jsonl")) as f:
-                events[r] = [{**json.loads(line), "rank": r} for line in f]
-        return events
+    return run_script("mem_job.py", nproc, [model, str(steps), *configs], timeout)
 
 
 def test_job(nproc: int) -> dict[int, list[dict[str, Any]]]:
@@ -64,11 +41,6 @@ def test_job(nproc: int) -> dict[int, list[dict[str, Any]]]:
 
 
 test_job.__test__ = False  # a helper, not a test, even when pytest imports it
-
-
-def of_config(events: dict[int, list[dict[str, Any]]], config: str) -> dict[int, list[dict[str, Any]]]:
-    """The messages of one configuration only, as if it had been a run of its own."""
-    return {r: [m for m in evs if m.get("config") == config] for r, evs in events.items()}
 
 
 def phase(events: dict[int, list[dict[str, Any]]], config: str, rank: int, name: str) -> dict[str, int]:
