@@ -351,7 +351,8 @@ class Launch:
             )
             if failed and first_failure is None:
                 first_failure = now
-            if first_failure is not None and now - first_failure > self.cfg.grace + 10:
+            # torchrun stops the other ranks within a fraction of a second; give it a few seconds
+            if first_failure is not None and now - first_failure > self.cfg.grace + 3:
                 return "stuck"  # torchrun should have stopped everyone by now; we do it
 
     def _teardown(self, run: Run, server: ChannelServer, outcome: str) -> None:

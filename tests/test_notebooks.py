@@ -15,7 +15,7 @@ soon as it is built):
 Then: the seed's Example 1 cell, run directly, reports each rank's loss; and a student
 edition with one planted wrong answer scores 0 and gets that answer's hint.
 
-Notebooks run one after the other (the machine has 2 cores). Each kernel gets a tag in its
+`launch/test.sh` runs them two at a time (`-n 2`, pytest-xdist). Each kernel gets a tag in its
 environment, which its ranks inherit, so a test can check that nothing it started
 outlives it, without touching processes of other runs on the machine.
 """
