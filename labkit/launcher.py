@@ -421,15 +421,10 @@ class Launch:
     # -- what went wrong ------------------------------------------------------
 
     def _diagnose(self, run: Run, outcome: str) -> BaseException | None:
-        agent_log = os.path.join(run.run_dir, "agent.log")
-        codes = parse_agent_exit_codes(agent_log)
-        stopped = parse_agent_stops(agent_log)
+        codes = parse_agent_exit_codes(os.path.join(run.run_dir, "agent.log"))
         for r, state in run.ranks.items():
             if state.exit_code is None and r in codes:
                 state.exit_code = codes[r]
-            if state.exit_code is None and state.pid in stopped and not state.error:
-                # torchrun ended this rank because another failed (it reports only the first failure)
-                state.signal, state.status = stopped[state.pid], "stopped"
             if state.exit_code is not None and state.exit_code < 0:
                 state.signal = _signal_name(-state.exit_code)
                 if state.status not in ("failed", "done"):
@@ -454,8 +449,12 @@ class Launch:
                 s.status = "stopped"
 
     def _root_cause(self, run: Run) -> RunError | None:
-        for s in run.ranks.values():  # ranks that ended without a word and without a code from torchrun
-            if s.status == "running" and s.exit_code is None:
+        stopped = parse_agent_stops(os.path.join(run.run_dir, "agent.log"))
+        for s in run.ranks.values():
+            if s.exit_code is None and s.pid in stopped and not s.error and not self.stopped_by_us:
+                # torchrun ended this rank because another failed (it reports only the first failure)
+                s.signal, s.status = stopped[s.pid], "stopped"
+            elif s.status == "running" and s.exit_code is None:  # ended without a word or a code from torchrun
                 s.status = "failed"
         if run.ok:
             return None

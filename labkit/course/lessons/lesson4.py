@@ -204,6 +204,8 @@ LESSON = Lesson(
             """
             import statistics
 
+            from labkit.course import measure
+
             prefetch = labkit.last_run
             settings = list(prefetch.values[0])
             by_setting = {  # setting -> {rank: that setting's messages}, as if each had been a run of its own
@@ -217,17 +219,9 @@ LESSON = Lesson(
 
 
             def peak_gathered_bytes(msg):
-                \"\"\"The most bytes of gathered parameters held at once, from the step's "held" spans.\"\"\"
-                changes = []
-                for s in msg["spans"]:
-                    if s["kind"] == "held":
-                        size = msg["unit_bytes"][s["unit"]]
-                        changes += [(s["start"], size), (s["end"], -size)]
-                held = peak = 0
-                for _, change in sorted(changes):  # at the same instant, a free (negative) comes first
-                    held += change
-                    peak = max(peak, held)
-                return peak
+                \"\"\"The most bytes of gathered parameters held at once: each "held" span adds its unit's bytes
+                from its all-gather to its free; measure.peak_gathered adds them up in time order.\"\"\"
+                return measure.peak_gathered(msg["spans"], msg["unit_bytes"])
 
 
             def step_ms(name, r=0):

@@ -677,7 +677,7 @@ LESSON = Lesson(
             source = here if os.path.exists(here) else os.path.join(repo, "notebooks", labkit.get_lang(), here)
             folder = tempfile.mkdtemp(prefix="lesson6-export-")
             notebook = nbformat.read(source, as_version=4)
-            for cell in notebook.cells:  # IPython fills in $nproc and $backend when a cell runs; a script needs the values
+            for cell in notebook.cells:  # the values this kernel ran with (papermill may have set them), not the file's
                 cell.source = cell.source.replace("$nproc", str(nproc)).replace("$backend", backend)
             copy, script = os.path.join(folder, "lesson6.ipynb"), os.path.join(folder, "fsdp2.py")
             nbformat.write(notebook, copy)

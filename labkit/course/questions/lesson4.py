@@ -20,16 +20,9 @@ def last_spans(run: Any, config: str, rank: int = 0) -> dict[str, Any]:
 
 def peak_gathered_bytes(msg: dict[str, Any]) -> int:
     """The most bytes of gathered parameters held at once in one step, from its ``held`` spans."""
-    changes = []
-    for s in msg["spans"]:
-        if s["kind"] == "held":
-            size = msg["unit_bytes"][s["unit"]]
-            changes += [(s["start"], size), (s["end"], -size)]
-    held = peak = 0
-    for _, change in sorted(changes):  # at the same instant a free (negative) counts first
-        held += change
-        peak = max(peak, held)
-    return peak
+    from labkit.course.measure import peak_gathered
+
+    return peak_gathered(msg["spans"], msg["unit_bytes"])
 
 
 question(
