@@ -114,6 +114,8 @@ def step(index: int | None = None) -> Iterator[None]:
     dt = time.perf_counter() - t0
     _step_count = i + 1
     send("step", i=i, dt=dt)
+    for hook in _step_hooks:  # on this (the main) thread, between steps: tensors are safe to read
+        hook(i)
 
 
 _step_count = 0
@@ -134,6 +136,7 @@ def phase(name: str) -> None:
 
 
 _phase_hooks: list[Any] = []
+_step_hooks: list[Any] = []  # hook(i) after each step; the memory sampler reads tensor bytes here
 
 
 def on_phase(hook: Any) -> None:

@@ -267,7 +267,9 @@ class Run:
         """The latest sample of the main quantity: CUDA allocated if on GPU, else CPU tensor bytes."""
         if not self.memory[r]:
             return None
-        s = self.memory[r][-1]
+        # CPU tensor bytes come only with the samples taken between steps; RSS-only samples in between
+        key, _ = self._main_memory_key()
+        s = next((s for s in reversed(self.memory[r]) if key in s), self.memory[r][-1])
         return s.get("allocated", s.get("tensor_bytes", s.get("rss")))
 
     def main_peak(self, r: int) -> int | None:
@@ -397,7 +399,9 @@ class Run:
 
     def _main_memory_key(self) -> tuple[str, str]:
         for key, name in (("allocated", "run.mem.cuda"), ("tensor_bytes", "run.mem.tensor")):
-            if any(key in s for samples in self.memory.values() for s in samples):
+            # CPU tensor bytes are read between steps only: a cell without steps has one such
+            # sample, no curve, so its curve is the RSS sampled all along
+            if any(sum(key in s for s in samples) > 1 for samples in self.memory.values()):
                 return key, t(name)
         return "rss", t("run.mem.rss")
 

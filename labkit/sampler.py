@@ -13,6 +13,12 @@ What is sampled, and why:
   autograd holds are not visible this way; ``labkit.memtrack`` measures them by
   category when a lesson asks for it.
 - The process RSS (from /proc/self/statm), for everything else torch and Python hold.
+
+Only counters are read on the background thread (RSS, and CUDA's allocator statistics).
+Walking tensors there is not safe: the main thread changes them in C++ without the GIL
+(FSDP frees and swaps parameter storages, ``zero_grad`` drops gradients), and reading a
+tensor's storage while it is swapped crashed a rank with SIGSEGV. So CPU tensor bytes are
+read on the rank's own thread: after each ``rank.step()`` and once at the end of the cell.
 """
 
 from __future__ import annotations
@@ -100,26 +106,38 @@ class Sampler:
 
     def start(self) -> None:
         if self.interval > 0:
+            from labkit import rank
+
+            rank._step_hooks.append(self._after_step)
             self._thread.start()
 
-    def sample(self) -> dict[str, int]:
+    def sample(self, tensors: bool = True) -> dict[str, int]:
+        """RSS and CUDA counters; with ``tensors`` (main thread only), the CPU tensor bytes too."""
         sample = {"rss": rss_bytes()}
-        try:
-            sample["tensor_bytes"] = reachable_tensor_bytes(self.namespace)
-        except (RuntimeError, ImportError):  # a module was being rewrapped as we looked
-            pass
+        if tensors:
+            try:
+                sample["tensor_bytes"] = reachable_tensor_bytes(self.namespace)
+            except (RuntimeError, ImportError):  # a module was being rewrapped as we looked
+                pass
         cuda = cuda_sample()
         if cuda:
             sample.update(cuda)
         return sample
 
     def stop(self) -> None:
+        from labkit import rank
+
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=1.0)
+        if self._after_step in rank._step_hooks:
+            rank._step_hooks.remove(self._after_step)
         self.send("mem", **self.sample())  # a last sample, so the end state is always known
+
+    def _after_step(self, i: int) -> None:
+        self.send("mem", **self.sample())
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            self.send("mem", **self.sample())
+            self.send("mem", **self.sample(tensors=False))
             time.sleep(0)

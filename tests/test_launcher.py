@@ -445,3 +445,25 @@ def test_busy_default_port_and_long_temp_path(monkeypatch, tmp_path):  # F18, F2
             pass  # taken already: the point stands
         r = run(ALLREDUCE)
     assert r.ok and len(r.run_dir) < 80
+
+
+def test_tensors_are_read_between_steps_only_while_the_cell_churns_them():
+    # reading a tensor's storage from the sampler's thread while the main thread swapped it
+    # crashed ranks with SIGSEGV (FSDP does this every step); now the thread reads counters only
+    code = """
+    import torch
+    from labkit import rank
+    m = torch.nn.Linear(128, 128)
+    for i in rank.steps(3):
+        for _ in range(3000):
+            m.weight.grad = torch.ones_like(m.weight)
+            m.weight.grad = None
+            m.weight.data = torch.empty(128, 128)
+    """
+    r = run(code, sample_interval=0.002)
+    assert r.ok, r.error
+    for i in range(2):
+        with_tensors = [s for s in r.memory[i] if "tensor_bytes" in s]
+        assert len(with_tensors) == 4, "one after each of the 3 steps, one at the end"
+        assert len(r.memory[i]) > len(with_tensors), "RSS sampled in between"
+        assert r.memory_now(i) == with_tensors[-1]["tensor_bytes"]
