@@ -6,7 +6,7 @@
 For each world size it launches one torchrun job (gloo, CPU) that trains the model a few
 steps under DDP, FSDP1 FULL_SHARD with each backward prefetch, FSDP1 SHARD_GRAD_OP and
 FSDP2, counting every collective in the ranks and recording the per-unit timeline
-(tests/scripts/comm_job.py, the job the tests run). It prints:
+(labkit/testing/comm_job.py, the job the tests run). It prints:
 
 1. measured bytes per step and rank against ``labkit.comm.theory_bytes``, in MiB and in
    units of (N-1)/N·Ψ·4 bytes, where DDP should read 2 and FULL_SHARD 3;
@@ -20,17 +20,10 @@ FSDP2, counting every collective in the ranks and recording the per-unit timelin
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "scripts"))
-
-from comm_launch import of_config, run_job  # noqa: E402
-
-from labkit import comm, simulate  # noqa: E402
-from labkit.models import get_config  # noqa: E402
+from labkit import comm, simulate
+from labkit.models import get_config
+from labkit.testing.comm_launch import of_config, run_job
 
 CONFIGS = {
     "ddp": "DDP",

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/memory_accuracy.py --llama    # and Llama-like 1B to 70B, 8 to 1024 ranks
 
 For the "small" transformer (fp32 AdamW, micro-batch 2 x 64 tokens), at 1, 2 and 4 ranks:
-measured = a real torchrun job on gloo (tests/scripts/mem_job.py, step 1 measured by
+measured = a real torchrun job on gloo (labkit/testing/mem_job.py, step 1 measured by
 labkit.memtrack), FSDP1 FULL_SHARD and FSDP2 fully_shard; estimate = labkit.estimate's
 fake-tensor run of the same FSDP2 setup. Each cell is (value - model) / model in percent:
 
@@ -20,18 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "scripts"))
-
-from mem_job import BATCH  # noqa: E402
-from mem_launch import phase, run_job  # noqa: E402
-
-from labkit import estimate  # noqa: E402
-from labkit import memory_model as mm  # noqa: E402
-from labkit.models import get_config  # noqa: E402
+from labkit import estimate
+from labkit import memory_model as mm
+from labkit.models import get_config
+from labkit.testing.mem_job import BATCH
+from labkit.testing.mem_launch import phase, run_job
 
 WORLDS = (1, 2, 4)
 CONFIGS = {"fsdp1": "fsdp1:FULL_SHARD", "fsdp2": "fsdp2:reshard"}

@@ -2,34 +2,18 @@
 
 .venv/bin/pytest tests/test_comm.py -q
 
-The launched jobs (tests/scripts/comm_job.py, tiny model, gloo) are shared with
-test_timeline.py and test_simulate.py through tests/scripts/comm_launch.py.
+The launched jobs (labkit/testing/comm_job.py, tiny model, gloo) are shared with
+test_timeline.py and test_simulate.py through labkit/testing/comm_launch.py.
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import pytest
 
 from labkit import comm
 from labkit.models import get_config
+from labkit.testing.comm_launch import CONFIGS_2, of_config, run_job
 
-sys.path.insert(0, str(Path(__file__).parent / "scripts"))
-from comm_launch import of_config, run_job  # noqa: E402
-
-CONFIGS_2 = (
-    "ddp",
-    "fsdp1:FULL_SHARD:BACKWARD_PRE",
-    "fsdp1:FULL_SHARD:BACKWARD_POST",
-    "fsdp1:FULL_SHARD:NONE",
-    "fsdp1:SHARD_GRAD_OP",
-    "fsdp1:NO_SHARD",
-    "fsdp2:reshard",
-    "fsdp2:keep",
-    "fsdp2:reshard:sync",
-)
 CONFIGS_4 = ("ddp", "fsdp2:reshard", "fsdp1:HYBRID_SHARD")
 PSI = get_config("tiny").num_params()  # 196,928 parameters, fp32
 

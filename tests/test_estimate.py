@@ -3,7 +3,7 @@
     .venv/bin/pytest tests/test_estimate.py
 
 One subprocess runs four estimates: llama-1b on 8 fake ranks (bf16, activation checkpointing);
-"tiny" on 2 fake ranks exactly as tests/scripts/mem_job.py trains it for real, so that the
+"tiny" on 2 fake ranks exactly as labkit/testing/mem_job.py trains it for real, so that the
 fake run can be compared with the real one category by category; and "tiny" under
 HYBRID_SHARD and SHARD_GRAD_OP. Larger models (7B to
 70B, 8 to 1024 ranks) are in benchmarks/memory_accuracy.py: each takes 25-60 s here.
@@ -12,9 +12,7 @@ HYBRID_SHARD and SHARD_GRAD_OP. Larger models (7B to
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -22,10 +20,8 @@ from labkit import estimate
 from labkit import memory_model as mm
 from labkit.errors import LabkitError, OptionError
 from labkit.models import get_config
-
-sys.path.insert(0, str(Path(__file__).parent / "scripts"))
-from mem_job import BATCH  # noqa: E402
-from mem_launch import phase, test_job  # noqa: E402
+from labkit.testing.mem_job import BATCH
+from labkit.testing.mem_launch import phase, test_job
 
 LLAMA = estimate.Spec("llama-1b", 8, "bf16", checkpointing=True)
 TINY = estimate.Spec("tiny", 2, "fp32", checkpointing=False, micro_batch=BATCH)

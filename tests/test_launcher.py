@@ -18,8 +18,8 @@ import time
 import pytest
 
 import labkit
-from conftest import leftover_ranks, our_rank_processes
 from labkit.errors import OptionError, RankError, RunTimeout
+from labkit.testing.processes import leftover_ranks, our_rank_processes
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 

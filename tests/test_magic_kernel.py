@@ -11,7 +11,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import leftover_ranks, our_rank_processes
+from labkit.testing.processes import leftover_ranks, our_rank_processes
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 

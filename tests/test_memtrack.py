@@ -14,18 +14,13 @@ arithmetic of ``memory_model.local_numel`` to the byte. The benchmark
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from labkit import memory_model as mm
 from labkit import memtrack
 from labkit.models import get_config
-
-sys.path.insert(0, str(Path(__file__).parent / "scripts"))
-from mem_job import BATCH, ODD  # noqa: E402
-from mem_launch import TEST_JOBS, phase, test_job  # noqa: E402
+from labkit.testing.mem_job import BATCH, ODD
+from labkit.testing.mem_launch import TEST_JOBS, phase, test_job
 
 TINY = get_config("tiny")
 PSI = TINY.num_params()

@@ -7,17 +7,11 @@ from __future__ import annotations
 
 import itertools
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
 from labkit import simulate, timeline
-
-sys.path.insert(0, str(Path(__file__).parent / "scripts"))
-sys.path.insert(0, str(Path(__file__).parent))
-from comm_launch import of_config, run_job  # noqa: E402
-from test_comm import CONFIGS_2  # noqa: E402
+from labkit.testing.comm_launch import CONFIGS_2, of_config, run_job
 
 MS = 1e-3
 

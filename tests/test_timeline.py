@@ -6,17 +6,11 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from labkit import timeline
-
-sys.path.insert(0, str(Path(__file__).parent / "scripts"))
-sys.path.insert(0, str(Path(__file__).parent))
-from comm_launch import of_config, run_job  # noqa: E402
-from test_comm import CONFIGS_2  # noqa: E402
+from labkit.testing.comm_launch import CONFIGS_2, of_config, run_job
 
 PRE, POST, NONE = (f"fsdp1:FULL_SHARD:{p}" for p in ("BACKWARD_PRE", "BACKWARD_POST", "NONE"))
 

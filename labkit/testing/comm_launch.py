@@ -9,9 +9,22 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from job_launch import of_config, run_script
+from labkit.testing.jobs import of_config, run_script
 
-__all__ = ["of_config", "run_job"]
+__all__ = ["CONFIGS_2", "of_config", "run_job"]
+
+# The 2-rank job that the tests of comm, timeline and simulate share.
+CONFIGS_2 = (
+    "ddp",
+    "fsdp1:FULL_SHARD:BACKWARD_PRE",
+    "fsdp1:FULL_SHARD:BACKWARD_POST",
+    "fsdp1:FULL_SHARD:NONE",
+    "fsdp1:SHARD_GRAD_OP",
+    "fsdp1:NO_SHARD",
+    "fsdp2:reshard",
+    "fsdp2:keep",
+    "fsdp2:reshard:sync",
+)
 
 
 @functools.cache

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from job_launch import of_config, run_script
+from labkit.testing.jobs import of_config, run_script
 
 __all__ = ["STEPS", "TEST_JOBS", "of_config", "phase", "run_job", "test_job"]
 

@@ -1,7 +1,7 @@
 """On a GPU: the collective counter under NCCL, the synchronized timeline, per-unit GPU compute.
 
     LABKIT_REPORT_DIR=/tmp/out python -m torch.distributed.run --nproc-per-node 1 \
-        tests/scripts/comm_gpu_check.py small large
+        labkit/testing/comm_gpu_check.py small large
 
 One rank is enough for what a single GPU can check: DDP still all-reduces its buckets at
 world size 1 (through NCCL, from the autograd engine's device thread), FSDP2 skips its

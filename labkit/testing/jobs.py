@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent
-ROOT = HERE.parent.parent
+ROOT = HERE.parent.parent  # the checkout (or site-packages) that holds labkit
 
 
 def run_script(

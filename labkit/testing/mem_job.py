@@ -1,7 +1,7 @@
 """Train a few steps under several wrappings in one torchrun job; measure memory by category.
 
     LABKIT_REPORT_DIR=/tmp/out python -m torch.distributed.run --nproc-per-node 2 \
-        tests/scripts/mem_job.py small 2 fsdp1:FULL_SHARD fsdp2:reshard fsdp1:NO_SHARD
+        labkit/testing/mem_job.py small 2 fsdp1:FULL_SHARD fsdp2:reshard fsdp1:NO_SHARD
 
 Arguments: model preset (or ``odd``, a shape that FSDP must pad), steps per configuration,
 then configurations (each may end with ``@PRESET`` or ``@odd`` to use another model):

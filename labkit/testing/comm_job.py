@@ -1,7 +1,7 @@
 """Train a few steps under several wrappings in one torchrun job; count and time each step.
 
     LABKIT_REPORT_DIR=/tmp/out python -m torch.distributed.run --nproc-per-node 2 \
-        tests/scripts/comm_job.py tiny 3 ddp fsdp1:FULL_SHARD:BACKWARD_PRE fsdp2:reshard
+        labkit/testing/comm_job.py tiny 3 ddp fsdp1:FULL_SHARD:BACKWARD_PRE fsdp2:reshard
 
 Arguments: model preset, steps per configuration, then configurations:
 ``ddp``, ``fsdp2:reshard`` / ``fsdp2:keep`` (reshard_after_forward), or
