@@ -1,0 +1,48 @@
+"""The messages between the ranks and the kernel, as code: one name for each type.
+
+Every message is a JSON object. ``TYPE`` (``"t"``) names its type, one of ``Msg``; the rank
+adds ``TIME`` (``"time"``, its ``time.time()``) and the server adds ``"rank"``. A ``Msg`` is a
+``str``, so ``msg[TYPE] == Msg.HELLO`` holds for a message read back from JSON, and a
+message written with ``Msg.HELLO`` is plain ``"hello"`` on the wire.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+TYPE = "t"  # the key of a message's type
+TIME = "time"  # the key of the sender's wall-clock time (time.time())
+
+
+class Msg(str, Enum):
+    """Message types. Rank -> kernel unless marked."""
+
+    # every run
+    HELLO = "hello"  # rank, local_rank, world_size, pid, host: the bootstrap's first message
+    MEM = "mem"  # rss, tensor_bytes (CPU) or allocated, reserved, peak (CUDA): the sampler
+    REPORT = "report"  # values: rank.report()
+    STEP_START = "step_start"  # i
+    STEP = "step"  # i, dt (seconds)
+    PHASE = "phase"  # name
+    LOG = "log"  # text
+    ERROR = "error"  # type, message, traceback, lineno: the code raised
+    EXIT = "exit"  # code: the code called sys.exit(code)
+    DONE = "done"  # result: the code finished
+    CLOSED = "closed"  # added by the server when a rank's connection closes
+    # trackers (labkit.memtrack, labkit.comm, labkit.timeline) and torch's own, cross-checked
+    MEMCAT = "memcat"
+    COMM = "comm"
+    SPANS = "spans"
+    COMMDEBUG = "commdebug"
+    FSDPMEMTRACKER = "fsdpmemtracker"
+    GPU_TIMING = "gpu_timing"
+    # warm ranks
+    READY = "ready"  # the process group is up; cells can come
+    EXEC = "exec"  # kernel -> rank: cell, code, vars
+    CELL_DONE = "cell_done"  # cell, time_end
+    CELL_ERROR = "cell_error"  # as ERROR, plus cell
+    CUT = "cut"  # kernel -> rank: shut this rank's gloo connections
+    STOP = "stop"  # kernel -> rank: leave the loop, exit 0
+
+    def __str__(self) -> str:  # "hello", not "Msg.HELLO", in f-strings on every Python
+        return self.value
