@@ -53,7 +53,6 @@ Activations: see ``activation_memory``.
 from __future__ import annotations
 
 import difflib
-import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -61,6 +60,7 @@ from typing import Any
 
 from labkit.errors import OptionError
 from labkit.i18n import catalog, t
+from labkit.units import markdown_to_html
 
 catalog(
     {
@@ -395,31 +395,7 @@ def _render(rows: list[list[str]], fmt: str, title: str = "", notes: Sequence[st
 
 
 def _markdown_to_html(md: str) -> str:
-    """Enough markdown for our own tables: a title, a pipe table, a bullet list."""
-    out, in_table = [], False
-    for line in md.splitlines():
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if all(set(c) <= set("-:") for c in cells):
-                continue
-            tag = "th" if not in_table else "td"
-            if not in_table:
-                out.append("<table style='border-collapse:collapse'>")
-                in_table = True
-            out.append(
-                "<tr>" + "".join(f"<{tag} style='padding:2px 8px'>{html.escape(c)}</{tag}>" for c in cells) + "</tr>"
-            )
-            continue
-        if in_table:
-            out.append("</table>")
-            in_table = False
-        if line.startswith("- "):
-            out.append(f"<div style='color:#555;font-size:90%'>• {html.escape(line[2:])}</div>")
-        elif line:
-            out.append(f"<b>{html.escape(line)}</b>")
-    if in_table:
-        out.append("</table>")
-    return "\n".join(out)
+    return markdown_to_html(md)
 
 
 # ---------------------------------------------------------------------------------------
