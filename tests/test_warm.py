@@ -17,7 +17,7 @@ import pytest
 
 import labkit
 from labkit.errors import RankError, RunTimeout
-from labkit.launcher import find_run_processes
+from labkit.group import find_run_processes
 from labkit.warm import CUT_WAIT, INTERRUPT_WAIT, Session, SessionEnded
 
 
@@ -145,7 +145,11 @@ def test_exception_is_reported_per_rank_and_the_session_survives(session):
     assert {r: s.error["message"] for r, s in run.ranks.items()} == {0: "bad 0", 1: "bad 1"}
     assert 'File "<cell 1>", line 3' in info.value.traceback
     other = 1 - info.value.rank
-    assert f"rank {other} failed too: ValueError: bad {other}" in str(info.value), "no rank was stopped by another"
+    # the same type at the same cell line is one failure, whatever the message (labkit.diagnose.same_failure)
+    assert f"ranks {other} failed the same way" in str(info.value) and "because of it" not in str(info.value)
+    with pytest.raises(RankError) as info:  # different failures: each is told as its own (nobody stopped another)
+        session.run("from labkit import rank\nif rank.rank() == 0:\n    raise ValueError('a')\nraise KeyError('b')")
+    assert "rank 1 failed too: KeyError: 'b'" in str(info.value) or "rank 0 failed too: ValueError: a" in str(info.value)
     with pytest.raises(RankError, match="ranks [01] failed the same way"):
         session.run("undefined_name")
 
@@ -171,7 +175,7 @@ def test_exception_is_reported_per_rank_and_the_session_survives(session):
         )
     err = str(info.value)
     assert info.value.rank == 0 and "ranks 1 had finished the cell" in err and "same collective calls" in err
-    assert "cell 5" in session.unsafe
+    assert "cell 6" in session.unsafe
 
 
 def test_interrupted_collectives_then_restart(session):
@@ -346,7 +350,7 @@ def test_magics_in_a_notebook(no_orphans):
         "%%ranks\npass",
         "%torchrun_restart",
         "%%ranks --quiet\nfrom labkit import rank\nrank.report(has_w='w' in globals())",
-        "import labkit.warm\nprint(_.values, labkit.warm.current().start_run.run_id)",
+        "import labkit.magic\nprint(_.values, labkit.magic.current().start_run.run_id)",
     ]  # the session is left running: it must end with the kernel
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
