@@ -331,9 +331,11 @@ def root_cause(run: Run, agent_log: str, stopped_by_us: bool = False, gang: bool
         candidates = [(0, r, "signal") for r, s in run.ranks.items() if s.exit_code not in (None, 0)]
     if not candidates:  # stopped by torchrun, and the one it stopped them for left no trace
         candidates = [(0, r, "vanished") for r, s in run.ranks.items() if s.exit_code != 0]
-    # first-hand reports first: a rank that vanished without a code or a word was most often
-    # stopped by torchrun after another rank failed, and the channel may notice both at once
-    candidates.sort(key=lambda c: (c[2] == "vanished", c[0], c[1]))
+    # first-hand reports first. A rank whose error says its peer is gone reports an effect: the
+    # peer's death (its "closed" is seen by the kernel's poll, after the peer's gloo error) or its
+    # early finish. A rank that vanished without a code or a word was most often stopped by
+    # torchrun after another rank failed, and the channel may notice both at once.
+    candidates.sort(key=lambda c: (c[2] == "vanished", c[2] == "error" and peer_lost(run.ranks[c[1]]), c[0], c[1]))
     when, r, kind = candidates[0]
     early = early_exit(run, when, r, kind)
     if early is not None:
@@ -341,10 +343,16 @@ def root_cause(run: Run, agent_log: str, stopped_by_us: bool = False, gang: bool
     return rank_error(run, r, kind, [c[1] for c in candidates[1:]], gang)
 
 
+def peer_lost(state: RankState) -> bool:
+    """The rank's error says a peer closed its connection (gloo's wording, and the OS's)."""
+    err = state.error or {}
+    return bool(PEER_LOST.search(str(err.get("message", "")) + str(err.get("traceback", ""))))
+
+
 def early_exit(run: Run, when: float, r: int, kind: str) -> RankError | None:
     """A rank that returned cleanly before its peers' next collective is the real root cause."""
     err = run.ranks[r].error or {}
-    if kind != "error" or not PEER_LOST.search(err.get("message", "") + err.get("traceback", "")):
+    if kind != "error" or not peer_lost(run.ranks[r]):
         return None
     for other in run.ranks:
         done = next((m for m in run.events[other] if m.get(TYPE) == Msg.DONE), None)

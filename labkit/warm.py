@@ -415,7 +415,7 @@ class Session:
             return self._died(group, run, n)
         if outcome == Outcome.DONE:
             run.flush_logs()  # the ranks flush before they answer: the files hold the whole cell
-            error = diagnose.root_cause(run, group.agent_log(), group.stopped_by_us, gang=False)
+            error = diagnose.root_cause(run, group.agent_log(), stopped_by_us=group.stopped_by_us, gang=False)
             broken = diagnose.broken_collective(run)
             if broken is not None:
                 self.unsafe = t("warm.reason.collective", rank=broken, cell=n)
@@ -449,7 +449,7 @@ class Session:
         )
 
         if outcome == Outcome.FAILED:
-            cause = diagnose.root_cause(run, group.agent_log(), group.stopped_by_us)
+            cause = diagnose.root_cause(run, group.agent_log(), stopped_by_us=group.stopped_by_us)
             cause = cause or RankError(t("warm.cell_stopped"), run=run)
             rank = getattr(cause, "rank", "?")
             head = t("warm.busy_after_error", ranks=ranks_text(busy), grace=self.error_grace, rank=rank)
