@@ -76,7 +76,7 @@ catalog(
             "ro": "alte ranguri s-au oprit din cauza lui: {ranks}",
         },
         "launch.same_way": {"en": "ranks {ranks} failed the same way", "ro": "rangurile {ranks} au eșuat la fel"},
-        "warm.also_failed": {
+        "launch.also_failed": {
             "en": "rank {rank} failed too: {type}: {message}",
             "ro": "rangul {rank} a eșuat și el: {type}: {message}",
         },
@@ -396,7 +396,7 @@ def rank_error(run: Run, r: int, kind: str, others: list[int], gang: bool = True
     if not gang:  # nobody was stopped because of another: each other failure is its own
         for o in [o for o in rest if run.ranks[o].error]:
             e = run.ranks[o].error
-            lines.append(t("warm.also_failed", rank=o, type=e.get("type"), message=e.get("message")))
+            lines.append(t("launch.also_failed", rank=o, type=e.get("type"), message=e.get("message")))
         rest = [o for o in rest if not run.ranks[o].error]
     if rest:
         lines.append(t("launch.secondary", ranks=ranks_text(rest)))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from labkit.i18n import catalog, t
 from labkit.protocol import ELAPSED, Msg, Status
-from labkit.units import fmt_bytes
+from labkit.units import fmt_bytes, render_table
 
 if TYPE_CHECKING:
     from labkit.run import Run
@@ -90,8 +90,7 @@ def summary(run: Run) -> str:
         "run.summary.head", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time, state=state
     )
     table = [[t(f"run.col.{c}") for c in SUMMARY_COLUMNS]] + [[row[c] for c in SUMMARY_COLUMNS] for row in rows(run)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(SUMMARY_COLUMNS))]
-    lines = [head] + ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
+    lines = [head, render_table(table, align="l" * len(SUMMARY_COLUMNS))]
     for r, vals in run.values.items():
         if vals:
             shown = ", ".join(f"{k}={_short(v)}" for k, v in list(vals.items())[:8])

@@ -165,3 +165,36 @@ def test_stuck_at_reads_the_main_threads_frames():
         "",
     ]
     assert diagnose.stuck_at(dump, ["import time", "time.sleep(9)"]) == ["cell line 2: time.sleep(9)"]
+
+
+# -- the same recorded runs, shown: Run.ingest, the summary and the dashboard's HTML, no launch --
+
+
+def test_a_recorded_run_is_shown_as_the_cell_would_show_it():
+    _, run, _ = load("f1_raise_at_step")
+    run.error = diagnose_case("f1_raise_at_step")
+    assert run.step_times[0] and run.ranks[1].error["type"] == "ValueError"
+    text = run.summary()
+    assert text.splitlines()[0].startswith("Run f1_raise_at_step: 2 ranks, backend gloo") and "FAILED" in text
+    assert "failed" in text.splitlines()[4], "rank 1's row says it failed"
+
+    from labkit import dashboard
+
+    table = dashboard.rank_table_html(run)
+    assert table.count("<tr class='labkit-rank'") == 2 and "color:#d62728" in table
+    assert "no memory samples" in dashboard.memory_svg(run)  # the fixtures keep no memory samples
+
+
+def test_memory_samples_are_kept_with_their_elapsed_time_and_drawn():
+    run = Run("run-x", 2, "gloo", FIXTURES)
+    for r in (0, 1):
+        run.ingest({"t": "hello", "rank": r, "pid": 100 + r})
+        for i in range(3):
+            run.ingest({"t": "mem", "rank": r, "time": run.started + i, "rss": (i + 1) * 2**20})
+    assert [s["elapsed"] for s in run.memory[0]] == pytest.approx([0, 1, 2])
+    assert run.main_memory_key() == "rss" and run.main_peak(1) == 3 * 2**20
+    assert run.peak_memory[0] == {"rss": 3 * 2**20}, "the time is not a quantity"
+
+    from labkit import dashboard
+
+    assert dashboard.memory_svg(run).count("<polyline") == 2
