@@ -67,11 +67,12 @@ class Launch:
 
         run = self.group.start()
         labkit.last_run = run
-        view = make_view(run, self.cfg, on_stop=self.request_stop)
         self._deadline = run.started + self.cfg.timeout if self.cfg.timeout else None
         outcome = Outcome.EXITED
         error: BaseException | None = None
+        view = None
         try:
+            view = make_view(run, self.cfg, on_stop=self.request_stop)
             outcome = self.group.supervise(run, lambda: self._check(run), view)
         except KeyboardInterrupt:
             outcome = Outcome.INTERRUPTED
@@ -89,7 +90,8 @@ class Launch:
             )
             run.error = error
             run.ended = time.time()
-            view.finish(run)
+            if view is not None:
+                view.finish(run)
         if error is not None and (raise_on_error or isinstance(error, RunInterrupted)):
             raise error
         return run
