@@ -358,7 +358,6 @@ def test_kernel_death_takes_the_ranks_along(tmp_path, how):  # F13
 
 @pytest.mark.slow
 def test_agent_killed_directly():  # F14
-
     def kill_agent_soon():
         time.sleep(4)
         for pid in our_rank_processes():  # the agent is the one we started; the ranks are its children
@@ -389,7 +388,6 @@ def test_two_runs_at_once_do_not_mix():  # F19
 
 @pytest.mark.slow
 def test_foreign_clients_are_rejected_and_token_not_on_argv():  # F20, F21
-
     found = {}
 
     def intrude():
