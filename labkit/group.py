@@ -2,7 +2,7 @@
 
     group = RankGroup(cfg, Job.serve())      # or Job.make(code, ...) for a one-shot run
     run = group.start()                      # the run folder, the channel, then torchrun
-    outcome = group.supervise(run, view, check)   # poll -> ingest -> read logs -> update view
+    outcome = group.supervise(run, check, view)   # poll -> ingest -> read logs -> update view
     group.end(run)                           # nothing of it is left
 
 Both ways of running cells use it: ``labkit.launcher`` (one torchrun per cell) and
