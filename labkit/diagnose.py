@@ -180,10 +180,13 @@ def same_failure(a: RankState, b: RankState) -> bool:
 
 
 def agent_exit_codes(text: str) -> dict[int, int]:
-    """torchrun's failure report lists each failed rank's exit code; read them."""
+    """torchrun's failure report lists failed ranks' exit codes (``labkit.agent`` adds the rest); read them."""
     codes: dict[int, int] = {}
     for m in re.finditer(r"rank\s*:\s*(\d+)\s*\(local_rank[^\n]*\n\s*exitcode\s*:\s*(-?\d+)", text):
         codes[int(m.group(1))] = int(m.group(2))
+    # labkit.agent adds the ranks torchrun leaves out (one node: the local rank is the rank)
+    for m in re.finditer(r"^labkit: local_rank (\d+) exitcode (-?\d+)$", text, re.M):
+        codes.setdefault(int(m.group(1)), int(m.group(2)))
     return codes
 
 
@@ -331,11 +334,11 @@ def root_cause(run: Run, agent_log: str, stopped_by_us: bool = False, gang: bool
         candidates = [(0, r, "signal") for r, s in run.ranks.items() if s.exit_code not in (None, 0)]
     if not candidates:  # stopped by torchrun, and the one it stopped them for left no trace
         candidates = [(0, r, "vanished") for r, s in run.ranks.items() if s.exit_code != 0]
-    # first-hand reports first. A rank whose error says its peer is gone reports an effect: the
-    # peer's death (its "closed" is seen by the kernel's poll, after the peer's gloo error) or its
-    # early finish. A rank that vanished without a code or a word was most often stopped by
-    # torchrun after another rank failed, and the channel may notice both at once.
-    candidates.sort(key=lambda c: (c[2] == "vanished", c[2] == "error" and peer_lost(run.ranks[c[1]]), c[0], c[1]))
+    # first-hand reports first; then a rank that vanished without a code or a word (most often
+    # stopped by torchrun after another rank failed, and the channel may notice both at once);
+    # last a rank whose error says its peer is gone: it reports an effect, the peer's death
+    # (which the kernel's poll may see after the error) or its early finish
+    candidates.sort(key=lambda c: (c[2] == "error" and peer_lost(run.ranks[c[1]]), c[2] == "vanished", c[0], c[1]))
     when, r, kind = candidates[0]
     early = early_exit(run, when, r, kind)
     if early is not None:

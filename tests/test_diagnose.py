@@ -149,9 +149,10 @@ def test_agent_log_parsers():
         "[W] Sending process 4242 closing signal SIGTERM\n"
         "Failures:\n  time      : 2026-12-02\n  host      : h\n  rank      : 1 (local_rank: 1)\n"
         "  exitcode  : -9 (pid: 4243)\n"
+        "labkit: local_rank 1 exitcode -11\nlabkit: local_rank 2 exitcode 1\n"  # labkit.agent's lines
     )
     assert diagnose.agent_stops(text) == {4242: "SIGTERM"}
-    assert diagnose.agent_exit_codes(text) == {1: -9}
+    assert diagnose.agent_exit_codes(text) == {1: -9, 2: 1}, "torchrun's own report first"
     assert diagnose.signal_name(9) == "SIGKILL" and diagnose.signal_name(999) == "signal 999"
 
 

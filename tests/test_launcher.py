@@ -257,7 +257,7 @@ def test_fault_ends_in_bounded_time(mode, fault):  # F1, F4, F7
         assert err.rank == 1 and "rank 1 failed at step 2 (cell line 6): ValueError: boom" in text
         assert 'File "<cell' in err.traceback and "raise ValueError('boom')" in err.traceback
     elif fault == "kill":
-        assert err.rank == 1 and err.signal == "SIGKILL" and err.exit_code == -9
+        assert err.rank == 1 and err.signal == "SIGKILL" and err.exit_code == -9, text
         assert "rank 1 was killed by SIGKILL" in text and "out of memory" in text
     else:
         assert set(err.alive) == {0, 1} and "before the collective" in text
