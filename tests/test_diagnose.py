@@ -76,6 +76,8 @@ EXPECTED_HEADS = {  # the line a student reads first, per fault
     "f2_sys_exit": "rank 1 exited with code 3 (sys.exit)",
     "f3_early_exit": "rank 1 finished early, while rank 0 still waited for it in a collective",
     "f4_sigkill": "rank 1 was killed by SIGKILL (exit -9)",
+    # rank 0 fails in the collective with gloo's "connection closed"; torchrun names rank 0 alone
+    "f4_sigkill_in_collective": "rank 1 was killed by SIGKILL (exit -9)",
     "f6_sigsegv": "rank 1 was killed by SIGSEGV (exit -11)",
     "f7_hang_timeout": "the run went past its timeout of 15 s; ranks still running: 0, 1",
     "warm_dead_sigkill": "rank 1 was killed by SIGKILL (exit -9)",

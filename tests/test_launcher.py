@@ -232,7 +232,7 @@ for i in rank.steps(4):
     {fault}
     dist.all_reduce(torch.ones(1))
 """
-HANG_TIMEOUT = {"cold": 12.0, "warm": 4.0}  # a cold run's timeout counts torchrun's start too
+HANG_TIMEOUT = {"cold": 8.0, "warm": 4.0}  # a cold run's timeout counts torchrun's start too
 
 
 @pytest.mark.slow
