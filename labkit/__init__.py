@@ -32,7 +32,7 @@ _LAZY = {
     "LaunchError": "labkit.errors",
     "RunInterrupted": "labkit.errors",
     "LabkitInternalError": "labkit.errors",
-    "cleanup": "labkit.launcher",
+    "cleanup": "labkit.group",
     "Session": "labkit.warm",
 }
 

@@ -1,16 +1,23 @@
-"""torchrun's agent, as ``python -m labkit.agent ARGS`` = ``torchrun ARGS``, with one change to its logging.
+"""torchrun's agent, as ``python -m labkit.agent ARGS`` = ``torchrun ARGS``, with two changes to its logging.
 
 When a forked rank fails, the agent logs the failure with its traceback, and torch's log
 formatter imports ``torch._dynamo`` (and sympy) just to format a traceback: 2-3 s on a
 laptop, in the path where the student waits to see what went wrong. Here the traceback is
-formatted by the standard library instead, into the same log line. Everything else is
-torchrun's own ``main``.
+formatted by the standard library instead, into the same log line.
+
+And torch's process context reports only the first failed rank it looks at (the lowest
+index among those that ended): when rank 1 is SIGKILLed and rank 0 then fails in a
+collective with it, torchrun names rank 0 alone. Here every rank that had already ended
+with an error when the failure was seen gets a line ``labkit: local_rank N exitcode C``
+(``labkit.diagnose`` reads it). Everything else is torchrun's own ``main``.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import traceback
+from typing import Any
 
 LOGGERS = (  # the agent's loggers that report a worker's failure with its traceback
     "torch.distributed.elastic.multiprocessing.api",
@@ -28,11 +35,31 @@ class PlainTraceback(logging.Filter):
         return True
 
 
+def report_every_failed_rank() -> None:
+    """Wrap ``ProcessContext.join`` (what the agent polls): log every rank that had failed before it raised."""
+    from torch.multiprocessing.spawn import ProcessContext
+
+    join = ProcessContext.join
+
+    def join_reporting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # exitcode polls without blocking; a rank that ended before this call is known now
+        ended = {i: p.exitcode for i, p in enumerate(self.processes) if p.exitcode not in (None, 0)}
+        try:
+            return join(self, *args, **kwargs)
+        except Exception:
+            for i, code in ended.items():
+                print(f"labkit: local_rank {i} exitcode {code}", file=sys.stderr, flush=True)
+            raise
+
+    ProcessContext.join = join_reporting
+
+
 def main() -> None:
     from torch.distributed.run import main as torchrun_main
 
     for name in LOGGERS:
         logging.getLogger(name).addFilter(PlainTraceback())
+    report_every_failed_rank()
     torchrun_main()
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 from labkit import rank as rank_api
 from labkit.channel import ChannelClient
+from labkit.protocol import TYPE, Msg
 from labkit.sampler import Sampler
 
 CELL_FILENAME = "<cell>"
@@ -175,7 +176,7 @@ def format_error(exc: BaseException, cell_filename: str = CELL_FILENAME) -> tupl
     return "".join(tb.format()), lineno
 
 
-def send_error(exc: BaseException, kind: str = "error", cell_filename: str = CELL_FILENAME, **extra: Any) -> None:
+def send_error(exc: BaseException, kind: Msg = Msg.ERROR, cell_filename: str = CELL_FILENAME, **extra: Any) -> None:
     """The traceback to this rank's stderr (flushed), then the error to the notebook."""
     text, lineno = format_error(exc, cell_filename)
     sys.stderr.write(text)
@@ -186,7 +187,7 @@ def send_error(exc: BaseException, kind: str = "error", cell_filename: str = CEL
         message=str(exc)[:2000],
         traceback=text[-20000:],
         lineno=lineno,
-        step=rank_api._step_count,
+        step=rank_api.current_step(),
         **extra,
     )
 
@@ -245,7 +246,7 @@ def main() -> None:
     client = ChannelClient(
         os.environ["LABKIT_SOCKET"], token, hello, on_message=lambda m: from_kernel(m, inbox), on_close=kernel_gone
     )
-    rank_api._connect(client)
+    rank_api.use_channel(client)
     send = rank_api.send
 
     job = load_job(run_dir)
@@ -264,7 +265,7 @@ def main() -> None:
         code = exc.code
         exit_code = code if isinstance(code, int) else (0 if code is None else 1)
         if exit_code:
-            send("exit", code=exit_code, step=rank_api._step_count)
+            send(Msg.EXIT, code=exit_code, step=rank_api.current_step())
         result = None
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, KeyboardInterrupt too
         send_error(exc)
@@ -274,7 +275,7 @@ def main() -> None:
     sampler.stop()
     if exit_code == 0:
         destroy_process_group()
-        send("done", result=result, time_end=time.time())
+        send(Msg.DONE, result=result, time_end=time.time())
     finish(client, exit_code)
 
 
@@ -304,7 +305,7 @@ def _forked() -> bool:
 def from_kernel(msg: dict[str, Any], inbox: queue.SimpleQueue) -> None:
     """Runs on the channel's reader thread. A cut must happen here, while the main thread is
     blocked in a collective; everything else is for the main thread."""
-    if msg.get("t") == "cut":
+    if msg.get(TYPE) == Msg.CUT:
         cut_collectives()
     else:
         inbox.put(msg)
@@ -325,12 +326,12 @@ def serve(job: dict[str, Any], run_dir: str, namespace: dict[str, Any], inbox: q
     default_pg_timeout(float(job["pg_timeout"]))  # a cell that destroys the group and makes its own keeps the timeout
     signal.signal(signal.SIGINT, on_sigint)  # whatever torchrun left us, SIGINT interrupts a cell
     interval = float(job.get("sample_interval", 0.2))
-    rank_api.send("ready")
+    rank_api.send(Msg.READY)
     while True:
         msg = inbox.get()
-        if msg.get("t") == "stop":
+        if msg.get(TYPE) == Msg.STOP:
             return 0
-        if msg.get("t") == "exec":
+        if msg.get(TYPE) == Msg.EXEC:
             try:
                 run_cell(msg, run_dir, namespace, interval)
             except KeyboardInterrupt:  # landed in our own code after the cell ended; it had nothing to stop
@@ -344,7 +345,7 @@ def run_cell(msg: dict[str, Any], run_dir: str, namespace: dict[str, Any], inter
     filename = f"<cell {cell}>"  # one name per cell: a function from cell 2 still shows cell 2's lines in cell 5
     source = msg["code"]
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    rank_api._step_count = 0
+    rank_api.reset_steps()
     sampler = Sampler(rank_api.send, namespace, interval)
     sampler.start()
     failure: BaseException | None = None
@@ -366,9 +367,9 @@ def run_cell(msg: dict[str, Any], run_dir: str, namespace: dict[str, Any], inter
     sys.stdout.flush()
     sys.stderr.flush()
     if failure is None:
-        rank_api.send("cell_done", cell=cell, time_end=time.time())
+        rank_api.send(Msg.CELL_DONE, cell=cell, time_end=time.time())
     else:
-        send_error(failure, "cell_error", filename, cell=cell)
+        send_error(failure, Msg.CELL_ERROR, filename, cell=cell)
 
 
 def cut_collectives() -> None:

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from labkit.protocol import TIME, TYPE, Msg
+
 MAX_LINE = 4 * 1024 * 1024  # a longer line is a broken or hostile client: drop it
 HELLO_WAIT = 5.0  # seconds a new connection has to say hello with the right token
 
@@ -132,7 +134,7 @@ class ChannelServer:
             data = b""
         if not data:
             if conn.rank is not None:
-                out.append({"t": "closed", "rank": conn.rank, "time": time.time()})
+                out.append({TYPE: Msg.CLOSED, "rank": conn.rank, TIME: time.time()})
             self._drop(sock, None)
             return
         conn.buf += data
@@ -154,7 +156,7 @@ class ChannelServer:
                 self._drop(sock, "malformed message")
                 return
             if conn.rank is None:
-                if msg.get("t") != "hello" or msg.get("token") != self.token:
+                if msg.get(TYPE) != Msg.HELLO or msg.get("token") != self.token:
                     self._drop(sock, "bad hello or wrong token")
                     return
                 try:
@@ -218,7 +220,7 @@ class ChannelClient:
         self._sock.connect(path)
         self._lock = threading.Lock()
         self.closed = False
-        self.send({"t": "hello", "token": token, **hello})
+        self.send({TYPE: Msg.HELLO, "token": token, **hello})
         self._on_message = on_message
         self._on_close = on_close
         self._reader = threading.Thread(target=self._read_loop, name="labkit-channel", daemon=True)

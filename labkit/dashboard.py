@@ -15,11 +15,16 @@ import html
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from labkit import runview
 from labkit.i18n import catalog, t
-from labkit.options import RunConfig
-from labkit.run import Run, fmt_bytes
+from labkit.protocol import ELAPSED, Msg, Status
+from labkit.units import fmt_bytes
+
+if TYPE_CHECKING:
+    from labkit.options import RunConfig
+    from labkit.run import Run
 
 catalog(
     {
@@ -35,7 +40,14 @@ catalog(
     }
 )
 
-STATUS_COLORS = {"starting": "#888", "running": "#1f77b4", "done": "#2ca02c", "failed": "#d62728", "killed": "#d62728", "stopped": "#ff7f0e"}
+STATUS_COLORS = {
+    Status.STARTING: "#888",
+    Status.RUNNING: "#1f77b4",
+    Status.DONE: "#2ca02c",
+    Status.FAILED: "#d62728",
+    Status.KILLED: "#d62728",
+    Status.STOPPED: "#ff7f0e",
+}
 RANK_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 TABLE_PERIOD = 0.25  # seconds between table refreshes (4 per second at most)
 PLOT_PERIOD = 1.0  # seconds between plot refreshes
@@ -174,7 +186,9 @@ class WidgetView:
             return
         self._last_table = now
         with self.box.hold_sync():
-            self.header.value = t("dash.header", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time)
+            self.header.value = t(
+                "dash.header", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time
+            )
             self.table.value = rank_table_html(run)
             self._update_logs(run)
             if force or now - self._last_plot >= PLOT_PERIOD:
@@ -184,7 +198,10 @@ class WidgetView:
 
     def _update_logs(self, run: Run) -> None:
         for r, log in run.logs.items():
-            size = (len(log.streams["stdout"]) + log.dropped["stdout"], len(log.streams["stderr"]) + log.dropped["stderr"])
+            size = (
+                len(log.streams["stdout"]) + log.dropped["stdout"],
+                len(log.streams["stderr"]) + log.dropped["stderr"],
+            )
             if self._log_sizes.get(r) == size:
                 continue
             self._log_sizes[r] = size
@@ -203,7 +220,7 @@ class WidgetView:
 
 
 def rank_table_html(run: Run) -> str:
-    rows = run.rows()
+    rows = runview.rows(run)
     cols = ["rank", "status", "mem", "peak", "step", "steps", "log"]
     if any(row["comm"] for row in rows):
         cols.insert(6, "comm")
@@ -225,7 +242,7 @@ def rank_table_html(run: Run) -> str:
 
 def membars_html(run: Run) -> str:
     """Stacked per-category bars from each rank's latest ``memcat`` message; empty without any."""
-    latest = {r: m for r in run.ranks if (m := run.last_message(r, "memcat")) is not None}
+    latest = {r: m for r in run.ranks if (m := run.last_message(r, Msg.MEMCAT)) is not None}
     if not latest:
         return ""
     from labkit.memtrack import breakdown_html
@@ -235,15 +252,18 @@ def membars_html(run: Run) -> str:
 
 def log_html(log: Any) -> str:
     out = [html.escape(x) for x in log.text("stdout").splitlines()[-LOG_LINES_SHOWN:]]
-    err = [f"<span style='color:#d62728'>{html.escape(x)}</span>" for x in log.text("stderr").splitlines()[-LOG_LINES_SHOWN:]]
+    err = [
+        f"<span style='color:#d62728'>{html.escape(x)}</span>"
+        for x in log.text("stderr").splitlines()[-LOG_LINES_SHOWN:]
+    ]
     body = "\n".join(out + err)
     return f"<pre style='max-height:240px;overflow:auto;font-size:11px;margin:0'>{body}</pre>"
 
 
 def memory_svg(run: Run, width: int = 640, height: int = 180) -> str:
     """Memory of every rank over time as inline SVG: cheap to redraw, no flicker, no matplotlib."""
-    key, what = run._main_memory_key()
-    series = {r: [(s["t"], s[key]) for s in samples if key in s] for r, samples in run.memory.items()}
+    key, what = runview.main_memory(run)
+    series = {r: [(s[ELAPSED], s[key]) for s in samples if key in s] for r, samples in run.memory.items()}
     points = [p for s in series.values() for p in s]
     if not points:
         return f"<div style='color:#888'>{t('dash.no_samples')}</div>"
@@ -261,7 +281,9 @@ def memory_svg(run: Run, width: int = 640, height: int = 180) -> str:
         color = RANK_COLORS[r % len(RANK_COLORS)]
         lines.append(f"<polyline fill='none' stroke='{color}' stroke-width='1.5' points='{coords}'/>")
         lx = pad_l + 8 + 60 * (r % 8)
-        lines.append(f"<text x='{lx}' y='12' font-size='10' fill='{color}'>{html.escape(t('dash.rank', rank=r))}</text>")
+        lines.append(
+            f"<text x='{lx}' y='12' font-size='10' fill='{color}'>{html.escape(t('dash.rank', rank=r))}</text>"
+        )
     axes = (
         f"<line x1='{pad_l}' y1='{20 + plot_h}' x2='{pad_l + plot_w}' y2='{20 + plot_h}' stroke='#999'/>"
         f"<line x1='{pad_l}' y1='20' x2='{pad_l}' y2='{20 + plot_h}' stroke='#999'/>"

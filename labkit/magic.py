@@ -1,48 +1,68 @@
-"""``%%torchrun``: run the cell on N torchrun ranks. ``%labkit_lang``: choose the language.
+"""The notebook magics: ``%%torchrun`` (one-shot ranks), the warm-rank magics, ``%labkit_lang``.
 
     %%torchrun -n 2 --timeout 60 --vars model_size,steps
     from labkit import rank
     rank.report(hello=rank.rank())
 
-The options mirror ``labkit.torchrun()``; the ``Run`` ends up in ``_`` and in
-``labkit.last_run``.
+    %torchrun_start -n 2          # warm ranks (labkit.warm.Session), kept across cells
+    %%ranks                       # a cell on them, in the namespace the earlier cells left
+    %torchrun_restart / %torchrun_stop
+
+The options mirror ``labkit.torchrun()`` and ``labkit.Session``; the ``Run`` ends up in
+``_`` and in ``labkit.last_run``. The option texts live in ``labkit.options``.
+Each ``*_line``/``*_cell`` function is what the magic does, without IPython (tests call them).
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labkit.errors import CellSyntaxError, OptionError
 from labkit.i18n import catalog, set_lang, t
 
+if TYPE_CHECKING:
+    from labkit.run import Run
+    from labkit.warm import Session
+
 catalog(
     {
-        "magic.usage": {
-            "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet]",
-            "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet]",
-        },
-        "magic.help.nproc": {"en": "number of ranks (default: the visible GPUs, else 2)", "ro": "numărul de ranguri (implicit: GPU-urile vizibile, altfel 2)"},
-        "magic.help.backend": {"en": "process-group backend", "ro": "backend-ul grupului de procese"},
-        "magic.help.timeout": {"en": "limit for the whole run, in seconds", "ro": "limita pentru întreaga rulare, în secunde"},
-        "magic.help.vars": {"en": "notebook variables to send to every rank", "ro": "variabile din notebook trimise fiecărui rang"},
-        "magic.help.env": {"en": "environment variable for the ranks (repeatable)", "ro": "variabilă de mediu pentru ranguri (repetabilă)"},
-        "magic.help.quiet": {"en": "no dashboard, no summary", "ro": "fără panou și fără rezumat"},
-        "magic.help.display": {"en": "widgets, text or none (default: auto)", "ro": "widgets, text sau none (implicit: auto)"},
-        "magic.bad_option": {"en": "%%torchrun: {error}\nusage: {usage}", "ro": "%%torchrun: {error}\nutilizare: {usage}"},
+        "magic.bad_option": {"en": "{magic}: {error}\nusage: {usage}", "ro": "{magic}: {error}\nutilizare: {usage}"},
         "magic.lang": {"en": "labkit speaks English now.", "ro": "labkit vorbește acum românește."},
+        "warm.started": {
+            "en": "{nproc} warm ranks ({backend}) ready in {seconds:.1f} s: run cells on them with %%ranks",
+            "ro": "{nproc} ranguri persistente ({backend}) gata în {seconds:.1f} s: rulați celule pe ele cu %%ranks",
+        },
+        "warm.stopped": {"en": "the warm ranks were stopped", "ro": "rangurile persistente au fost oprite"},
+        "warm.none": {
+            "en": "no warm ranks are running: start them with %torchrun_start -n 2 (or labkit.Session(nproc=2))",
+            "ro": "nu rulează niciun rang persistent: porniți-le cu %torchrun_start -n 2 (sau labkit.Session(nproc=2))",
+        },
+        "warm.no_session": {"en": "no warm ranks to stop", "ro": "nu există ranguri persistente de oprit"},
+        "warm.restarting": {"en": "restarting the warm ranks…", "ro": "se repornesc rangurile persistente…"},
+        "warm.replacing": {
+            "en": "stopping the warm ranks that were running first",
+            "ro": "mai întâi se opresc rangurile persistente care rulau",
+        },
     }
 )
+
+_session: Session | None = None  # the session the warm magics use
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse would call sys.exit(); we raise instead
-        raise OptionError(t("magic.bad_option", error=message, usage=t("magic.usage")))
+        raise OptionError(t("magic.bad_option", magic=self.prog, error=message, usage=self.usage))
+
+
+def _new_parser(magic: str, usage_key: str) -> argparse.ArgumentParser:
+    return _Parser(prog=magic, add_help=False, usage=t(usage_key))
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="%%torchrun", add_help=False, usage=t("magic.usage"))
+    """The options of ``%%torchrun``."""
+    p = _new_parser("%%torchrun", "magic.usage")
     p.add_argument("-n", "--nproc", help=t("magic.help.nproc"))
     p.add_argument("--backend", default="auto", help=t("magic.help.backend"))
     p.add_argument("--timeout", type=float, default=None, help=t("magic.help.timeout"))
@@ -53,12 +73,33 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_line(line: str) -> argparse.Namespace:
+def start_parser() -> argparse.ArgumentParser:
+    """The options of ``%torchrun_start``."""
+    p = _new_parser("%torchrun_start", "warm.usage.start")
+    p.add_argument("-n", "--nproc", help=t("magic.help.nproc"))
+    p.add_argument("--backend", default="auto", help=t("magic.help.backend"))
+    p.add_argument("--pg-timeout", type=float, default=None, help=t("warm.help.pg_timeout"))
+    p.add_argument("--env", action="append", default=[], help=t("magic.help.env"))
+    return p
+
+
+def ranks_parser() -> argparse.ArgumentParser:
+    """The options of ``%%ranks``."""
+    p = _new_parser("%%ranks", "warm.usage.ranks")
+    p.add_argument("--timeout", type=float, default=None, help=t("warm.help.timeout"))
+    p.add_argument("--vars", default="", help=t("magic.help.vars"))
+    p.add_argument("--quiet", action="store_true", help=t("magic.help.quiet"))
+    p.add_argument("--display", default=None, help=t("magic.help.display"))
+    return p
+
+
+def parse_line(line: str, p: argparse.ArgumentParser | None = None) -> argparse.Namespace:
+    p = p or parser()
     try:
         words = shlex.split(line)
     except ValueError as exc:
-        raise OptionError(t("magic.bad_option", error=exc, usage=t("magic.usage"))) from None
-    return parser().parse_args(words)
+        raise OptionError(t("magic.bad_option", magic=p.prog, error=exc, usage=p.usage)) from None
+    return p.parse_args(words)
 
 
 def pick_vars(names: str, namespace: dict[str, Any]) -> dict[str, Any]:
@@ -72,8 +113,8 @@ def pick_vars(names: str, namespace: dict[str, Any]) -> dict[str, Any]:
     return picked
 
 
-def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Any:
-    """What ``%%torchrun`` does, without IPython (tests call this too)."""
+def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
+    """What ``%%torchrun`` does."""
     from labkit.launcher import torchrun
     from labkit.options import parse_env
 
@@ -91,10 +132,10 @@ def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Any:
         )
     except SyntaxError as exc:
         # IPython shows a SyntaxError from a magic as a trace through labkit; ours is just the cell line
-        raise CellSyntaxError("\n".join(_syntax_lines(exc))) from None
+        raise CellSyntaxError("\n".join(syntax_lines(exc))) from None
 
 
-def _syntax_lines(exc: SyntaxError) -> list[str]:
+def syntax_lines(exc: SyntaxError) -> list[str]:
     lines = [f"SyntaxError: {exc.msg} (cell line {exc.lineno})"]
     if exc.text:
         lines.append("    " + exc.text.rstrip("\n"))
@@ -103,27 +144,112 @@ def _syntax_lines(exc: SyntaxError) -> list[str]:
     return lines
 
 
+# -- warm ranks ------------------------------------------------------------------------
+
+
+def current() -> Session | None:
+    """The session of ``%torchrun_start`` (None before it)."""
+    return _session
+
+
+def start_line(line: str) -> Session:
+    """What ``%torchrun_start`` does."""
+    global _session
+    from labkit.options import parse_env
+    from labkit.warm import Session
+
+    opts = parse_line(line, start_parser())
+    env = parse_env(opts.env)
+    if _session is not None and _session.alive:
+        print(t("warm.replacing"), flush=True)
+        _session.stop()
+    _session = Session(nproc=opts.nproc, backend=opts.backend, pg_timeout=opts.pg_timeout, env=env)
+    print(t("warm.started", nproc=_session.nproc, backend=_session.backend, seconds=_session.start_seconds), flush=True)
+    return _session
+
+
+def ranks_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
+    """What ``%%ranks`` does."""
+    from labkit.warm import SessionEnded
+
+    opts = parse_line(line, ranks_parser())
+    if _session is None:
+        raise SessionEnded(t("warm.none"))
+    try:
+        return _session.run(
+            "\n" + cell,  # line 1 of the cell is the %%ranks line: keep line numbers as the student sees them
+            timeout=opts.timeout,
+            vars=pick_vars(opts.vars, namespace),
+            quiet=opts.quiet,
+            display="none" if opts.quiet else opts.display,
+        )
+    except SyntaxError as exc:
+        raise CellSyntaxError("\n".join(syntax_lines(exc))) from None
+
+
+def stop_line() -> None:
+    """What ``%torchrun_stop`` does."""
+    if _session is None or not _session.alive:
+        print(t("warm.no_session"), flush=True)
+        return
+    _session.stop()
+    print(t("warm.stopped"), flush=True)
+
+
+def restart_line() -> Session:
+    """What ``%torchrun_restart`` does."""
+    from labkit.warm import SessionEnded
+
+    if _session is None:
+        raise SessionEnded(t("warm.none"))
+    print(t("warm.restarting"), flush=True)
+    _session.restart()
+    print(t("warm.started", nproc=_session.nproc, backend=_session.backend, seconds=_session.start_seconds), flush=True)
+    return _session
+
+
 def register(ipython: Any) -> None:
+    """``%%torchrun``, ``%labkit_lang``, ``%torchrun_start``, ``%%ranks``, ``%torchrun_stop``, ``%torchrun_restart``."""
     from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
+    import labkit
 
     @magics_class
     class LabkitMagics(Magics):
+        def _keep(self, run: Run | None) -> None:
+            self.shell.user_ns["_"] = run if run is not None else labkit.last_run
+
         @cell_magic
         def torchrun(self, line: str, cell: str) -> None:
             run = None
             try:
                 run = run_cell(line, cell, self.shell.user_ns)
             finally:
-                import labkit
+                self._keep(run)
 
-                self.shell.user_ns["_"] = run if run is not None else labkit.last_run
+        @cell_magic
+        def ranks(self, line: str, cell: str) -> None:
+            run = None
+            try:
+                run = ranks_cell(line, cell, self.shell.user_ns)
+            finally:
+                self._keep(run)
 
         @line_magic
         def labkit_lang(self, line: str) -> None:
             set_lang(line.strip() or None)
             print(t("magic.lang"))
 
-    ipython.register_magics(LabkitMagics)
-    from labkit import warm
+        @line_magic
+        def torchrun_start(self, line: str) -> None:
+            start_line(line)
 
-    warm.register(ipython)
+        @line_magic
+        def torchrun_stop(self, line: str) -> None:
+            stop_line()
+
+        @line_magic
+        def torchrun_restart(self, line: str) -> None:
+            restart_line()
+
+    ipython.register_magics(LabkitMagics)

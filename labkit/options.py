@@ -129,18 +129,25 @@ def resolve(cfg: RunConfig) -> RunConfig:
             raise OptionError(
                 t("opt.nproc.large", value=nproc, cpus=os.cpu_count(), mem=_free_memory() / 2**30, limit=limit)
             )
-    if cfg.timeout is not None:
-        try:
-            ok = float(cfg.timeout) > 0
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise OptionError(t("opt.timeout", value=cfg.timeout))
+    check_timeout(cfg.timeout)
     if cfg.display not in DISPLAYS:
         raise OptionError(t("opt.display", value=cfg.display))
     if cfg.start_method not in START_METHODS:
         raise OptionError(t("opt.start_method", value=cfg.start_method))
-    return replace(cfg, nproc=nproc, backend=backend, timeout=None if cfg.timeout is None else float(cfg.timeout))
+    return replace(cfg, nproc=nproc, backend=backend, timeout=check_timeout(cfg.timeout))
+
+
+def check_timeout(timeout: Any) -> float | None:
+    """``timeout`` as seconds (None: no limit); anything but a positive number is refused."""
+    if timeout is None:
+        return None
+    try:
+        ok = float(timeout) > 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise OptionError(t("opt.timeout", value=timeout))
+    return float(timeout)
 
 
 def parse_env(items: list[str] | None) -> dict[str, str]:
@@ -174,6 +181,55 @@ catalog(
         "opt.vars.undefined": {
             "en": "--vars names {name!r}, which is not defined in the notebook",
             "ro": "--vars numește {name!r}, care nu este definită în notebook",
+        },
+    }
+)
+
+
+# the magics' usage lines and option help (labkit.magic builds its parsers from these)
+catalog(
+    {
+        "magic.usage": {
+            "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet]",
+            "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet]",
+        },
+        "warm.usage.start": {
+            "en": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECONDS] [--env K=V ...]",
+            "ro": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECUNDE] [--env K=V ...]",
+        },
+        "warm.usage.ranks": {
+            "en": "%%ranks [--timeout SECONDS] [--vars a,b] [--quiet] [--display auto|widgets|text|none]",
+            "ro": "%%ranks [--timeout SECUNDE] [--vars a,b] [--quiet] [--display auto|widgets|text|none]",
+        },
+        "magic.help.nproc": {
+            "en": "number of ranks (default: the visible GPUs, else 2)",
+            "ro": "numărul de ranguri (implicit: GPU-urile vizibile, altfel 2)",
+        },
+        "magic.help.backend": {"en": "process-group backend", "ro": "backend-ul grupului de procese"},
+        "magic.help.timeout": {
+            "en": "limit for the whole run, in seconds",
+            "ro": "limita pentru întreaga rulare, în secunde",
+        },
+        "magic.help.vars": {
+            "en": "notebook variables to send to every rank",
+            "ro": "variabile din notebook trimise fiecărui rang",
+        },
+        "magic.help.env": {
+            "en": "environment variable for the ranks (repeatable)",
+            "ro": "variabilă de mediu pentru ranguri (repetabilă)",
+        },
+        "magic.help.quiet": {"en": "no dashboard, no summary", "ro": "fără panou și fără rezumat"},
+        "magic.help.display": {
+            "en": "widgets, text or none (default: auto)",
+            "ro": "widgets, text sau none (implicit: auto)",
+        },
+        "warm.help.pg_timeout": {
+            "en": "collective timeout in the ranks, in seconds",
+            "ro": "limita operațiilor colective în ranguri, în secunde",
+        },
+        "warm.help.timeout": {
+            "en": "limit for this cell, in seconds",
+            "ro": "limita pentru această celulă, în secunde",
         },
     }
 )

@@ -4,6 +4,9 @@ Every message is a JSON object. ``TYPE`` (``"t"``) names its type, one of ``Msg`
 adds ``TIME`` (``"time"``, its ``time.time()``) and the server adds ``"rank"``. A ``Msg`` is a
 ``str``, so ``msg[TYPE] == Msg.HELLO`` holds for a message read back from JSON, and a
 message written with ``Msg.HELLO`` is plain ``"hello"`` on the wire.
+
+``Status`` (a rank's state) and ``Outcome`` (why a supervise loop returned) are ``str`` enums
+for the same reason: ``state.status == "done"`` holds, and they print as their value.
 """
 
 from __future__ import annotations
@@ -46,3 +49,36 @@ class Msg(str, Enum):
 
     def __str__(self) -> str:  # "hello", not "Msg.HELLO", in f-strings on every Python
         return self.value
+
+
+class Status(str, Enum):
+    """Where one rank stands, as the notebook sees it (``RankState.status``)."""
+
+    STARTING = "starting"  # launched, no hello yet
+    RUNNING = "running"  # said hello; the code (or a warm cell) is running
+    DONE = "done"  # finished the code (or the cell) without an error
+    FAILED = "failed"  # raised, exited non-zero, or ended without a word
+    KILLED = "killed"  # ended by a signal nobody of ours sent
+    STOPPED = "stopped"  # ended (or interrupted) by us or by torchrun because of another rank
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Outcome(str, Enum):
+    """Why the supervise loop returned: what the group layer then tears down and diagnoses."""
+
+    EXITED = "exited"  # cold: torchrun is gone (all ranks ended, or it stopped them)
+    STUCK = "stuck"  # cold: a rank failed and torchrun did not stop the others in time
+    DEAD = "dead"  # warm: a rank or torchrun is gone in the middle of a cell
+    DONE = "done"  # warm: every rank answered the cell
+    FAILED = "failed"  # warm: a rank failed and others are still busy after the grace
+    STOPPED = "stopped"  # the Stop button
+    TIMEOUT = "timeout"  # past the run's (or cell's) timeout
+    INTERRUPTED = "interrupted"  # the kernel's interrupt (KeyboardInterrupt)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ELAPSED = "elapsed"  # a memory sample's time: seconds since the run started (kernel side)

@@ -16,17 +16,18 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from labkit.channel import ChannelClient
+from labkit.protocol import TIME, TYPE, Msg
 
 _client: ChannelClient | None = None
 values: dict[str, Any] = {}  # everything this rank reported, as sent
 
 
-def _connect(client: ChannelClient | None) -> None:
-    """Called by the bootstrap once the channel is up."""
+def use_channel(client: ChannelClient | None) -> None:
+    """Send through ``client`` from now on (the bootstrap calls this once the channel is up)."""
     global _client
     _client = client
 
@@ -81,7 +82,7 @@ def to_jsonable(value: Any) -> Any:
 
 def send(kind: str, **payload: Any) -> None:
     """Send one message of type ``kind`` to the notebook (used by labkit's own trackers)."""
-    msg = {"t": kind, "time": time.time(), **to_jsonable(payload)}
+    msg = {TYPE: kind, TIME: time.time(), **to_jsonable(payload)}
     if _client is not None:
         _client.send(msg)
         return
@@ -95,26 +96,26 @@ def report(**named_values: Any) -> None:
     """Send named values to the notebook; they appear in ``run.values[rank]``."""
     clean = to_jsonable(named_values)
     values.update(clean)
-    send("report", values=clean)
+    send(Msg.REPORT, values=clean)
 
 
 def log(text: str) -> None:
     """A short status line shown in this rank's row of the dashboard."""
-    send("log", text=str(text)[:500])
+    send(Msg.LOG, text=str(text)[:500])
 
 
 @contextlib.contextmanager
 def step(index: int | None = None) -> Iterator[None]:
-    """Time one training step: ``with rank.step(): ...``."""
+    """Time one training step: ``with rank.step(): ...``. The ``on_step`` hooks run after it."""
     global _step_count
     i = _step_count if index is None else index
     t0 = time.perf_counter()
-    send("step_start", i=i)
+    send(Msg.STEP_START, i=i)
     yield
     dt = time.perf_counter() - t0
     _step_count = i + 1
-    send("step", i=i, dt=dt)
-    for hook in _step_hooks:  # on this (the main) thread, between steps: tensors are safe to read
+    send(Msg.STEP, i=i, dt=dt)
+    for hook in list(_step_hooks):  # on this (the main) thread, between steps: tensors are safe to read
         hook(i)
 
 
@@ -128,17 +129,43 @@ def steps(n: int) -> Iterator[int]:
             yield i
 
 
+def current_step() -> int:
+    """How many steps this rank has finished in the current cell (the step an error happened in)."""
+    return _step_count
+
+
+def reset_steps() -> None:
+    """A new cell starts counting steps from 0 (warm ranks run many cells in one process)."""
+    global _step_count
+    _step_count = 0
+
+
 def phase(name: str) -> None:
     """Mark a point in the step (e.g. "forward", "backward", "optimizer"); trackers snapshot here."""
-    for hook in _phase_hooks:
+    for hook in list(_phase_hooks):
         hook(name)
-    send("phase", name=name)
+    send(Msg.PHASE, name=name)
 
 
-_phase_hooks: list[Any] = []
-_step_hooks: list[Any] = []  # hook(i) after each step; the memory sampler reads tensor bytes here
+_phase_hooks: list[Callable[[str], None]] = []
+_step_hooks: list[Callable[[int], None]] = []
 
 
-def on_phase(hook: Any) -> None:
-    """Register ``hook(name)`` to run at each ``phase()`` (memory and comm trackers use this)."""
+def on_phase(hook: Callable[[str], None]) -> Callable[[], None]:
+    """Register ``hook(name)`` to run at each ``phase()`` (memory and comm trackers use this).
+
+    Returns a function that unregisters it.
+    """
     _phase_hooks.append(hook)
+    return lambda: _phase_hooks.remove(hook) if hook in _phase_hooks else None
+
+
+def on_step(hook: Callable[[int], None]) -> Callable[[], None]:
+    """Register ``hook(i)`` to run after each step ``i`` ends (``rank.steps`` / ``rank.step``).
+
+    It runs on the rank's main thread, between steps: the place to read tensors safely (the
+    memory sampler reads CPU tensor bytes here; ``labkit.memtrack`` can snapshot here).
+    Returns a function that unregisters it.
+    """
+    _step_hooks.append(hook)
+    return lambda: _step_hooks.remove(hook) if hook in _step_hooks else None

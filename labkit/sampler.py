@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from labkit.protocol import Msg
+
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -103,12 +105,13 @@ class Sampler:
         self.interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="labkit-sampler", daemon=True)
+        self._unhook: Callable[[], None] | None = None
 
     def start(self) -> None:
         if self.interval > 0:
             from labkit import rank
 
-            rank._step_hooks.append(self._after_step)
+            self._unhook = rank.on_step(self._after_step)
             self._thread.start()
 
     def sample(self, tensors: bool = True) -> dict[str, int]:
@@ -125,19 +128,18 @@ class Sampler:
         return sample
 
     def stop(self) -> None:
-        from labkit import rank
-
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=1.0)
-        if self._after_step in rank._step_hooks:
-            rank._step_hooks.remove(self._after_step)
-        self.send("mem", **self.sample())  # a last sample, so the end state is always known
+        if self._unhook is not None:
+            self._unhook()
+            self._unhook = None
+        self.send(Msg.MEM, **self.sample())  # a last sample, so the end state is always known
 
     def _after_step(self, i: int) -> None:
-        self.send("mem", **self.sample())
+        self.send(Msg.MEM, **self.sample())
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            self.send("mem", **self.sample(tensors=False))
+            self.send(Msg.MEM, **self.sample(tensors=False))
             time.sleep(0)

@@ -42,6 +42,7 @@ def text_of(cell) -> str:
     return "\n".join(parts)
 
 
+@pytest.mark.slow
 def test_magic_runs_cell_and_summary_lands_in_that_cell():  # F32
     nb = execute(
         notebook(
@@ -61,6 +62,7 @@ def test_magic_runs_cell_and_summary_lands_in_that_cell():  # F32
     assert text_of(nb.cells[2]).strip() == "{0: {'r': 0, 'w': 2}, 1: {'r': 1, 'w': 2}} True True"
 
 
+@pytest.mark.slow
 def test_rank_error_in_notebook_names_rank_and_cell_line():
     nb = notebook(
         "%load_ext labkit",
@@ -102,6 +104,7 @@ def test_romanian_messages_from_the_magic():
     assert "trebuie să fie cel puțin 1" in nb.cells[1].outputs[-1].evalue
 
 
+@pytest.mark.slow
 def test_papermill_parameters_and_timeout(tmp_path):  # F31
     import papermill
 
@@ -136,6 +139,7 @@ def test_papermill_parameters_and_timeout(tmp_path):  # F31
     assert saved.cells[-1].source.startswith("%%torchrun")
 
 
+@pytest.mark.slow
 def test_interrupt_and_shutdown_leave_no_rank():  # the kernel's own interrupt and shutdown
     from jupyter_client.manager import start_new_kernel
 

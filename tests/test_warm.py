@@ -17,8 +17,10 @@ import pytest
 
 import labkit
 from labkit.errors import RankError, RunTimeout
-from labkit.launcher import find_run_processes
+from labkit.group import find_run_processes
 from labkit.warm import CUT_WAIT, INTERRUPT_WAIT, Session, SessionEnded
+
+pytestmark = pytest.mark.slow  # every test here starts warm ranks
 
 
 def start(nproc: int = 2, **kw) -> Session:
@@ -145,7 +147,13 @@ def test_exception_is_reported_per_rank_and_the_session_survives(session):
     assert {r: s.error["message"] for r, s in run.ranks.items()} == {0: "bad 0", 1: "bad 1"}
     assert 'File "<cell 1>", line 3' in info.value.traceback
     other = 1 - info.value.rank
-    assert f"rank {other} failed too: ValueError: bad {other}" in str(info.value), "no rank was stopped by another"
+    # the same type at the same cell line is one failure, whatever the message (labkit.diagnose.same_failure)
+    assert f"ranks {other} failed the same way" in str(info.value) and "because of it" not in str(info.value)
+    with pytest.raises(RankError) as info:  # different failures: each is told as its own (nobody stopped another)
+        session.run("from labkit import rank\nif rank.rank() == 0:\n    raise ValueError('a')\nraise KeyError('b')")
+    assert "rank 1 failed too: KeyError: 'b'" in str(info.value) or "rank 0 failed too: ValueError: a" in str(
+        info.value
+    )
     with pytest.raises(RankError, match="ranks [01] failed the same way"):
         session.run("undefined_name")
 
@@ -171,22 +179,19 @@ def test_exception_is_reported_per_rank_and_the_session_survives(session):
         )
     err = str(info.value)
     assert info.value.rank == 0 and "ranks 1 had finished the cell" in err and "same collective calls" in err
-    assert "cell 5" in session.unsafe
+    assert "cell 6" in session.unsafe
 
 
-def test_interrupted_collectives_then_restart(session):
-    """A rank fails while its peer waits in a collective; after a restart, a cell times out."""
+def test_state_survives_an_interrupted_collective_then_restart(session):
+    """A rank fails while its peer waits in a collective (the timing: test_fault_ends_in_bounded_time)."""
     session.run("import torch, torch.distributed as dist\nfrom labkit import rank\nkept = rank.rank() + 10")
-    t0 = time.time()
     with pytest.raises(RankError) as info:
         session.run("if rank.rank() == 1:\n    raise ValueError('boom')\ndist.all_reduce(torch.ones(1))")
-    elapsed = time.time() - t0
     err = info.value
     assert err.rank == 1 and "ValueError: boom" in str(err)
     assert "ranks 0 were still running" in str(err) and "restart" in str(err)
     assert err.run.ranks[0].status == "stopped" and err.run.ranks[1].status == "failed"
-    assert elapsed < session.error_grace + INTERRUPT_WAIT + CUT_WAIT + 3, "not the collective timeout"
-    assert session.alive and session.unsafe
+    assert session.alive and "cell 2 was interrupted" in session.unsafe
     r = session.run("rank.report(kept=kept)")  # the state survived the interruption
     assert r.values == {0: {"kept": 10}, 1: {"kept": 11}}
 
@@ -204,29 +209,6 @@ def test_interrupted_collectives_then_restart(session):
     )
     assert r.values == {0: {"fresh": True, "total": 2.0}, 1: {"fresh": True, "total": 2.0}}
 
-    t0 = time.time()
-    with pytest.raises(RunTimeout) as info:
-        session.run(
-            cell("""
-            import time
-            print("before the collective", flush=True)
-            if rank.rank() == 1:
-                time.sleep(1000)
-            dist.all_reduce(torch.ones(1))
-            """),
-            timeout=3,
-        )
-    err = info.value
-    assert time.time() - t0 < 3 + 0.5 + INTERRUPT_WAIT + CUT_WAIT + 3
-    assert set(err.alive) == {0, 1}
-    assert "before the collective" in str(err)
-    assert "cell line 5: time.sleep(1000)" in str(err), "where the hung rank is"
-    assert "restart" in str(err)
-    assert all(s.status == "stopped" for s in err.run.ranks.values())
-    assert session.alive and "cell 2 was interrupted" in session.unsafe
-    r = session.run("rank.report(after=1)")
-    assert r.ok and r.values[1] == {"after": 1}
-
 
 def test_rank_that_ignores_the_interrupt_ends_the_session(session):
     with pytest.raises(RunTimeout) as info:
@@ -235,19 +217,6 @@ def test_rank_that_ignores_the_interrupt_ends_the_session(session):
     assert not session.alive and left(session.start_run.run_id) == []
     with pytest.raises(SessionEnded, match="not running"):
         session.run("pass")
-
-
-def test_dead_rank_in_a_cell_ends_the_session(session):
-    t0 = time.time()
-    with pytest.raises(RankError) as info:
-        session.run(
-            "import os, time\nfrom labkit import rank\nif rank.rank() == 1:\n    os.kill(os.getpid(), 9)\ntime.sleep(30)"
-        )
-    err = info.value
-    assert err.rank == 1 and err.signal == "SIGKILL" and "killed by SIGKILL" in str(err)
-    assert "session has ended" in str(err)
-    assert time.time() - t0 < 15
-    assert not session.alive and left(session.start_run.run_id) == []
 
 
 def test_dead_rank_between_cells_is_found_by_the_next_cell(session):
@@ -346,7 +315,7 @@ def test_magics_in_a_notebook(no_orphans):
         "%%ranks\npass",
         "%torchrun_restart",
         "%%ranks --quiet\nfrom labkit import rank\nrank.report(has_w='w' in globals())",
-        "import labkit.warm\nprint(_.values, labkit.warm.current().start_run.run_id)",
+        "import labkit.magic\nprint(_.values, labkit.magic.current().start_run.run_id)",
     ]  # the session is left running: it must end with the kernel
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]

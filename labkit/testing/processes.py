@@ -50,7 +50,7 @@ def listening_sockets() -> set[str]:
 
 def our_rank_processes() -> list[int]:
     """The labkit run processes that carry this session's marker."""
-    from labkit.launcher import find_run_processes
+    from labkit.group import find_run_processes
 
     mark = f"{MARK_VAR}={mark_session()}".encode()
     mine = []

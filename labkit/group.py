@@ -1,0 +1,460 @@
+"""The rank group: one torchrun agent and its ranks, started, supervised and torn down.
+
+    group = RankGroup(cfg, Job.serve())      # or Job.make(code, ...) for a one-shot run
+    run = group.start()                      # the run folder, the channel, then torchrun
+    outcome = group.supervise(run, check, view)   # poll -> ingest -> read logs -> update view
+    group.end(run)                           # nothing of it is left
+
+Both ways of running cells use it: ``labkit.launcher`` (one torchrun per cell) and
+``labkit.warm`` (one torchrun, many cells). There is one place that starts the agent and
+one supervise loop; the callers differ only in when they stop waiting (``check``).
+
+The loop is single-threaded on purpose: the cell's main thread reads the channel, tails the
+rank logs and updates the widgets, so output always lands in the launching cell (ipykernel
+ties output from threads to other cells), and an interrupt arrives here as KeyboardInterrupt.
+Every wait is bounded.
+
+Teardown, whatever happened: SIGTERM to torchrun's process group (it passes the signal to the
+ranks), SIGKILL after the grace period, then every process that carries this run's id in its
+environment is killed: ranks live in process groups of their own, and their children might too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from labkit.channel import ChannelServer
+from labkit.errors import LaunchError, OptionError
+from labkit.i18n import catalog, t
+from labkit.logs import tail_file
+from labkit.options import RunConfig, check_picklable
+from labkit.protocol import TYPE, Msg, Outcome
+from labkit.run import Run
+
+catalog(
+    {
+        "launch.bad_target": {
+            "en": "torchrun() takes code (a string), a path to a .py file, or a function; got {type}",
+            "ro": "torchrun() primește cod (un șir), calea unui fișier .py sau o funcție; nu {type}",
+        }
+    }
+)
+
+# environment that belongs to an outer launcher (a Slurm job, another torchrun) and would
+# confuse ours: torchrun sets the ones it needs for each rank.
+SCRUB_PREFIXES = ("SLURM_", "TORCHELASTIC_", "PMI_", "OMPI_")
+SCRUB_NAMES = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"}
+KEEP_RUN_DIRS = 30
+POLL = 0.05  # seconds the loop waits on the channel per turn
+
+
+@dataclass
+class Job:
+    """What the ranks execute, checked and serialized before anything starts.
+
+    ``mode``: "code" (a cell), "path" (a .py file), "function" (a pickled callable), or
+    "serve" (warm ranks: cells come later, over the channel).
+    """
+
+    mode: str
+    source: str | None = None
+    path: str | None = None
+    payload: bytes | None = None
+    vars_blob: bytes | None = None
+
+    @classmethod
+    def serve(cls) -> Job:
+        return cls("serve")
+
+    @classmethod
+    def make(cls, target: Any, vars: dict[str, Any], args: tuple, kwargs: dict) -> Job:  # noqa: A002
+        import cloudpickle
+
+        vars_blob = check_picklable(vars) if vars else None
+        if callable(target):
+            try:
+                payload = cloudpickle.dumps((target, tuple(args), dict(kwargs)))
+            except Exception as exc:  # noqa: BLE001
+                name = getattr(target, "__name__", "function")
+                raise OptionError(t("opt.vars.pickle", name=name, type="function", error=exc)) from None
+            return cls("function", payload=payload, vars_blob=vars_blob)
+        if not isinstance(target, str):
+            raise OptionError(t("launch.bad_target", type=type(target).__name__))
+        if target.endswith(".py") and "\n" not in target and os.path.isfile(target):
+            with open(target) as f:
+                source = f.read()
+            compile(source, target, "exec")  # a SyntaxError here names the file and line
+            return cls("path", source, os.path.abspath(target), vars_blob=vars_blob)
+        compile(target, "<cell>", "exec")  # a SyntaxError names the cell line, before any spawn
+        return cls("code", target, vars_blob=vars_blob)
+
+    def write(self, run_dir: str, cfg: RunConfig) -> None:
+        """``job.json`` and the files it names, in the run folder, for the bootstrap to read."""
+        spec: dict[str, Any] = {
+            "mode": self.mode,
+            "backend": cfg.backend,
+            "pg_timeout": cfg.pg_timeout,
+            "sample_interval": cfg.sample_interval,
+        }
+        if self.source is not None:
+            spec["source_file"] = self.path or os.path.join(run_dir, "cell.py")
+            if self.path is None:
+                with open(spec["source_file"], "w") as f:
+                    f.write(self.source)
+        if self.payload is not None:
+            with open(os.path.join(run_dir, "function.pkl"), "wb") as f:
+                f.write(self.payload)
+        if self.vars_blob is not None:
+            with open(os.path.join(run_dir, "vars.pkl"), "wb") as f:
+                f.write(self.vars_blob)
+            spec["vars_file"] = "vars.pkl"
+        with open(os.path.join(run_dir, "job.json"), "w") as f:
+            json.dump(spec, f)
+
+
+class RankGroup:
+    """One torchrun agent and its ranks. ``end()`` may be called twice, and at exit."""
+
+    def __init__(self, cfg: RunConfig, job: Job) -> None:
+        self.cfg = cfg
+        self.job = job
+        self.run_id = "run-" + time.strftime("%H%M%S-") + secrets.token_hex(3)
+        self.run_dir = ""
+        self.proc: subprocess.Popen | None = None
+        self.server: ChannelServer | None = None
+        self.pids: dict[int, int] = {}  # rank -> pid, once every rank said hello
+        self.stopped_by_us = False  # we ended a live agent: its stops are ours, not a failure's
+        self.ended = False
+        self._agent_log: Any = None
+
+    # -- start ------------------------------------------------------------------------
+
+    def start(self) -> Run:
+        """The run folder, the channel and torchrun; returns the ``Run`` that its messages fill."""
+        root = runs_root()
+        prune_runs(root)
+        self.run_dir = os.path.join(root, self.run_id)
+        os.mkdir(self.run_dir, 0o700)
+        self.job.write(self.run_dir, self.cfg)
+        sock, token = os.path.join(self.run_dir, "ch.sock"), secrets.token_hex(32)
+        run = self.new_run(self.run_id)
+        self.server = ChannelServer(sock, token)
+        self._agent_log = open(os.path.join(self.run_dir, "agent.log"), "wb")
+        try:
+            self.proc = subprocess.Popen(
+                self.command(),
+                env=rank_env(self.cfg, self.run_id, self.run_dir, sock, token),
+                stdin=subprocess.DEVNULL,
+                stdout=self._agent_log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # our own process group, so killpg reaches torchrun only
+            )
+        except BaseException:
+            self.end(run)
+            raise
+        return run
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "labkit.agent",  # torchrun itself (torch.distributed.run's main), quicker to report a failure
+            "--nnodes=1",
+            f"--nproc-per-node={self.cfg.nproc}",
+            "--rdzv-backend=c10d",
+            "--rdzv-endpoint=127.0.0.1:0",  # a free port chosen by the store itself: no race
+            f"--rdzv-id={self.run_id}",
+            "--max-restarts=0",
+            "--monitor-interval=0.1",
+            *rank_entry(self.cfg.start_method),
+        ]
+
+    def new_run(self, run_id: str) -> Run:
+        """A ``Run`` of this group's ranks (a warm cell gets one each, its pids known already)."""
+        run = Run(run_id, self.cfg.nproc or 1, self.cfg.backend, self.run_dir)
+        for r, pid in self.pids.items():
+            run.ranks[r].pid = pid
+        return run
+
+    # -- supervise --------------------------------------------------------------------
+
+    def supervise(
+        self,
+        run: Run,
+        check: Callable[[], Outcome | None],
+        view: Any = None,
+        route: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Outcome:
+        """The one loop: read the channel, tail the logs, update the view, until ``check`` says why to stop.
+
+        ``route`` takes each message (default: ``run.ingest``); a warm cell drops late answers there.
+        """
+        route = route or run.ingest
+        while True:
+            for msg in self.server.poll(POLL):
+                route(msg)
+            run.poll_logs()
+            if view is not None:
+                view.update(run)
+            outcome = check()
+            if outcome is not None:
+                return outcome
+
+    def agent_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def alive(self) -> bool:
+        """torchrun still runs and every rank is connected (as of the last poll)."""
+        return (
+            not self.ended
+            and self.agent_running()
+            and len(self.server.connected_ranks()) == len(self.pids)
+            and bool(self.pids)
+        )
+
+    def send(self, rank: int, kind: Msg, **payload: Any) -> None:
+        self.server.send(rank, {TYPE: kind, **payload})
+
+    def poll(self) -> list[dict[str, Any]]:
+        """What arrived, without waiting (between warm cells)."""
+        return [] if self.ended else self.server.poll(0)
+
+    def signal_ranks(self, ranks: list[int], sig: int) -> None:
+        for r in ranks:
+            if r in self.pids:
+                kill(self.pids[r], sig)
+
+    def dump_stacks(self, pids: list[int]) -> None:
+        """Ask hung ranks where they are: faulthandler prints every thread's stack to stderr."""
+        for pid in pids:
+            kill(pid, signal.SIGUSR1)
+        if pids:
+            time.sleep(0.5)
+
+    def wait_agent(self, seconds: float) -> None:
+        if self.proc is not None:
+            wait(self.proc, seconds)
+
+    def write_file(self, name: str, data: bytes) -> str:
+        """A file in the run folder, for the ranks to read (a warm cell's ``--vars``); returns ``name``."""
+        with open(os.path.join(self.run_dir, name), "wb") as f:
+            f.write(data)
+        return name
+
+    def remove_file(self, name: str) -> None:
+        try:
+            os.unlink(os.path.join(self.run_dir, name))
+        except OSError:
+            pass
+
+    def agent_log(self, lines: int = 400) -> str:
+        """The end of torchrun's own output (its failure report names ranks and exit codes)."""
+        return tail_file(os.path.join(self.run_dir, "agent.log"), lines)
+
+    # -- tear down ----------------------------------------------------------------------
+
+    def stop(self, seconds: float) -> None:
+        """The clean way out (warm ranks): every rank exits 0, then torchrun does; then the sweep."""
+        if self.ended:
+            return
+        for r in self.pids:
+            self.send(r, Msg.STOP)
+        self.wait_agent(seconds)
+        self.end(None)
+
+    def end(self, run: Run | None) -> None:
+        """Kill whatever is left of the group: no orphan, no socket. What the ranks sent goes to ``run``."""
+        if self.ended:
+            return
+        self.ended = True
+        run = run or self.new_run(self.run_id)
+        with sigint_deferred():  # a second Ctrl-C must not abandon the teardown half-way
+            self._teardown(run)
+            if self._agent_log is not None:
+                self._agent_log.close()
+            run.agent_exit_code = self.proc.returncode if self.proc else None
+
+    def _teardown(self, run: Run) -> None:
+        proc, server = self.proc, self.server
+        if server is None:
+            return
+        self._drain(run, 0.0)
+        if proc is not None and proc.poll() is None:
+            # we are ending a live run (interrupt, stop, timeout): SIGTERM reaches every rank
+            # through torchrun, and closing the channel ends any rank that lingers
+            self.stopped_by_us = True
+            killpg(proc.pid, signal.SIGTERM)
+            wait(proc, min(1.0, self.cfg.grace))
+            self._drain(run, 0.0)
+            server.close()
+            wait(proc, self.cfg.grace)
+            if proc.poll() is None:
+                killpg(proc.pid, signal.SIGKILL)
+                wait(proc, 2.0)
+        else:
+            # torchrun is gone by itself: what the ranks sent is still in the socket buffers
+            self._drain(run, 2.0)
+        run.rejected_clients = list(server.rejected)
+        server.close()  # the lifeline: any rank still alive kills itself now
+        self._sweep(run)
+        run.flush_logs()
+
+    def _drain(self, run: Run, seconds: float) -> None:
+        """Read what the ranks have sent, until they all closed or ``seconds`` passed."""
+        end = time.time() + seconds
+        while True:
+            for msg in self.server.poll(POLL if seconds else 0):
+                run.ingest(msg)
+            if not self.server.connected_ranks() or time.time() >= end:
+                break
+
+    def _sweep(self, run: Run) -> None:
+        """Kill whatever of this run is left: rank process groups, then anything with our run id."""
+        pids = {s.pid for s in run.ranks.values() if s.pid} | set(self.pids.values())
+        for pid in pids:
+            killpg(pid, signal.SIGKILL)
+        left = find_run_processes(self.run_id)
+        for pid in left:
+            kill(pid, signal.SIGKILL)
+        deadline = time.time() + 3.0
+        while left and time.time() < deadline:
+            time.sleep(0.05)
+            left = find_run_processes(self.run_id)
+        run.unkillable = left
+
+
+# -- the run folder and the ranks' environment ----------------------------------------------
+
+
+def runs_root() -> str:
+    """A private (0700) folder of ours for run folders: the socket and logs live there."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if not base or not os.access(base, os.W_OK):
+        base = tempfile.gettempdir()
+    root = os.path.join(base, f"labkit-{os.getuid()}")
+    if len(root) > 60:  # AF_UNIX paths are limited to 107 bytes
+        root = f"/tmp/labkit-{os.getuid()}"
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    st = os.stat(root)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        os.chmod(root, 0o700) if st.st_uid == os.getuid() else None
+        if os.stat(root).st_mode & 0o077 or st.st_uid != os.getuid():
+            raise LaunchError(f"{root} is not a private folder of this user; remove it")
+    return root
+
+
+def prune_runs(root: str, keep: int = KEEP_RUN_DIRS) -> None:
+    """Old run folders go; the most recent ones stay, so their logs can be read."""
+    dirs = [os.path.join(root, d) for d in os.listdir(root) if d.startswith("run-")]
+    dirs = [d for d in dirs if not os.path.exists(os.path.join(d, "ch.sock"))]  # a live run (a warm session) stays
+    dirs.sort(key=os.path.getmtime)
+    for d in dirs[:-keep] if len(dirs) > keep else []:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def rank_entry(start_method: str) -> list[str]:
+    """How torchrun starts each rank: forked from its agent (torch already imported), or a new
+    interpreter per rank (``spawn``: every rank imports torch again, seconds each)."""
+    if start_method == "fork":
+        import labkit.bootstrap
+
+        return ["--start-method=fork", "--run-path", os.path.abspath(labkit.bootstrap.__file__)]
+    return ["-m", "labkit.bootstrap"]
+
+
+def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SCRUB_NAMES and not k.startswith(SCRUB_PREFIXES)}
+    env.update(
+        LABKIT_RUN_ID=run_id,  # the marker the cleanup sweep looks for
+        LABKIT_RUN_DIR=run_dir,
+        LABKIT_SOCKET=sock,
+        LABKIT_TOKEN=token,
+        LABKIT_BACKEND=cfg.backend,
+        PYTHONUNBUFFERED="1",
+        TORCH_ELASTIC_SHUTDOWN_TIMEOUT=str(int(cfg.grace)),
+    )
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, cfg.nproc or 1))))
+    if cfg.backend == "gloo":
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # single node: keep gloo's data sockets on loopback
+    env.pop("LABKIT_REPORT_DIR", None)
+    env.update(cfg.env)
+    return env
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+def find_run_processes(run_id: str | None = None) -> list[int]:
+    """PIDs of our processes whose environment carries LABKIT_RUN_ID (= run_id, or any)."""
+    marker = f"LABKIT_RUN_ID={run_id}".encode() if run_id else b"LABKIT_RUN_ID=run-"
+    me, uid, found = os.getpid(), os.getuid(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read()
+            with open(f"/proc/{name}/stat", "rb") as f:
+                if f.read().split(b") ")[-1][:1] == b"Z":
+                    continue  # a zombie is already dead; its parent will reap it
+        except OSError:
+            continue
+        if any(item == marker or (not run_id and item.startswith(marker)) for item in env.split(b"\0")):
+            found.append(int(name))
+    return found
+
+
+def cleanup() -> list[int]:
+    """Kill every labkit rank of this user that is still alive (from any run); returns their PIDs."""
+    pids = find_run_processes(None)
+    for pid in pids:
+        kill(pid, signal.SIGKILL)
+    return pids
+
+
+def killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def wait(proc: subprocess.Popen, seconds: float) -> None:
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class sigint_deferred:  # noqa: N801 - used as a statement: ``with sigint_deferred():``
+    """Hold SIGINT during cleanup (main thread only; elsewhere signals do not arrive anyway)."""
+
+    def __enter__(self) -> None:
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)

@@ -1,0 +1,150 @@
+"""A ``Run`` as text and as a figure: the rank table, the summary, the memory and step-time plot.
+
+``Run`` keeps the data; this module shows it (``run.summary()`` and ``run.plot()`` call here),
+and the dashboard builds its HTML from the same rows. Bytes are formatted by ``labkit.units``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from labkit.i18n import catalog, t
+from labkit.protocol import ELAPSED, Msg, Status
+from labkit.units import fmt_bytes, render_table
+
+if TYPE_CHECKING:
+    from labkit.run import Run
+
+catalog(
+    {
+        "run.status.starting": {"en": "starting", "ro": "pornește"},
+        "run.status.running": {"en": "running", "ro": "rulează"},
+        "run.status.done": {"en": "done", "ro": "gata"},
+        "run.status.failed": {"en": "failed", "ro": "eșuat"},
+        "run.status.killed": {"en": "killed", "ro": "omorât"},
+        "run.status.stopped": {"en": "stopped", "ro": "oprit"},
+        "run.summary.head": {
+            "en": "Run {run_id}: {nproc} ranks, backend {backend}, {wall:.1f} s, {state}",
+            "ro": "Rularea {run_id}: {nproc} ranguri, backend {backend}, {wall:.1f} s, {state}",
+        },
+        "run.summary.ok": {"en": "all ranks finished", "ro": "toate rangurile au terminat"},
+        "run.summary.failed": {"en": "FAILED", "ro": "EȘUAT"},
+        "run.col.rank": {"en": "rank", "ro": "rang"},
+        "run.col.status": {"en": "status", "ro": "stare"},
+        "run.col.mem": {"en": "memory now", "ro": "memorie acum"},
+        "run.col.peak": {"en": "peak", "ro": "vârf"},
+        "run.col.step": {"en": "last step", "ro": "ultimul pas"},
+        "run.col.steps": {"en": "steps", "ro": "pași"},
+        "run.col.log": {"en": "last line", "ro": "ultima linie"},
+        "run.col.comm": {"en": "sent/step", "ro": "trimis/pas"},
+        "run.col.values": {"en": "values", "ro": "valori"},
+        "run.plot.title": {"en": "Memory per rank", "ro": "Memoria fiecărui rang"},
+        "run.plot.time": {"en": "time since start (s)", "ro": "timp de la pornire (s)"},
+        "run.plot.mem": {"en": "MiB", "ro": "MiB"},
+        "run.plot.steps": {"en": "Step time per rank", "ro": "Durata pasului, pe rang"},
+        "run.plot.step": {"en": "step", "ro": "pas"},
+        "run.plot.seconds": {"en": "seconds", "ro": "secunde"},
+        "run.mem.tensor": {"en": "tensors", "ro": "tensori"},
+        "run.mem.cuda": {"en": "CUDA allocated", "ro": "CUDA alocat"},
+        "run.mem.rss": {"en": "process RSS", "ro": "RSS proces"},
+    }
+)
+
+SUMMARY_COLUMNS = ("rank", "status", "mem", "peak", "step", "steps")
+
+
+def status_label(run: Run, r: int) -> str:
+    s = run.ranks[r]
+    label = t(f"run.status.{s.status}")
+    if s.status in (Status.FAILED, Status.KILLED) and s.signal:
+        return f"{label} ({s.signal})"
+    if s.status == Status.FAILED and s.exit_code not in (None, 0):
+        return f"{label} (exit {s.exit_code})"
+    return label
+
+
+def rows(run: Run) -> list[dict[str, str]]:
+    """One row of strings per rank: what the summary and the dashboard's table show."""
+    out = []
+    for r, s in run.ranks.items():
+        dt = s.last_step_time
+        comm = run.last_message(r, Msg.COMM)
+        out.append(
+            {
+                "rank": str(r),
+                "status": status_label(run, r),
+                "mem": fmt_bytes(run.memory_now(r)),
+                "peak": fmt_bytes(run.main_peak(r)),
+                "step": "" if dt is None else f"{dt * 1000:.0f} ms (#{s.last_step})",
+                "steps": str(len(run.step_times[r])),
+                "comm": "" if comm is None else comm_label(comm),
+                "log": s.last_log[-120:],
+            }
+        )
+    return out
+
+
+def summary(run: Run) -> str:
+    state = t("run.summary.ok") if run.ok else t("run.summary.failed")
+    head = t(
+        "run.summary.head", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time, state=state
+    )
+    table = [[t(f"run.col.{c}") for c in SUMMARY_COLUMNS]] + [[row[c] for c in SUMMARY_COLUMNS] for row in rows(run)]
+    lines = [head, render_table(table, align="l" * len(SUMMARY_COLUMNS))]
+    for r, vals in run.values.items():
+        if vals:
+            shown = ", ".join(f"{k}={_short(v)}" for k, v in list(vals.items())[:8])
+            lines.append(f"  {t('run.col.rank')} {r} {t('run.col.values')}: {shown}")
+    return "\n".join(lines)
+
+
+MEMORY_LABELS = {"allocated": "run.mem.cuda", "tensor_bytes": "run.mem.tensor", "rss": "run.mem.rss"}
+
+
+def main_memory(run: Run) -> tuple[str, str]:
+    """The quantity a memory curve shows (see ``Run.main_memory_key``), and its label."""
+    key = run.main_memory_key()
+    return key, t(MEMORY_LABELS[key])
+
+
+def plot(run: Run, ax: Any = None) -> Any:
+    """Memory over time for every rank, and step times: one matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        fig, (ax_mem, ax_step) = plt.subplots(1, 2, figsize=(10, 3.2), constrained_layout=True)
+    else:
+        ax_mem, ax_step, fig = ax, None, ax.figure
+    key, label = main_memory(run)
+    for r, samples in run.memory.items():
+        xs = [s[ELAPSED] for s in samples if key in s]
+        ys = [s[key] / 2**20 for s in samples if key in s]
+        ax_mem.plot(xs, ys, label=f"{t('run.col.rank')} {r}")
+    ax_mem.set_title(f"{t('run.plot.title')} ({label})")
+    ax_mem.set_xlabel(t("run.plot.time"))
+    ax_mem.set_ylabel(t("run.plot.mem"))
+    ax_mem.legend(fontsize="small")
+    if ax_step is not None:
+        for r, times in run.step_times.items():
+            if times:
+                ax_step.plot(range(len(times)), times, marker="o", label=f"{t('run.col.rank')} {r}")
+        ax_step.set_title(t("run.plot.steps"))
+        ax_step.set_xlabel(t("run.plot.step"))
+        ax_step.set_ylabel(t("run.plot.seconds"))
+        if any(run.step_times.values()):
+            ax_step.legend(fontsize="small")
+    plt.close(fig)  # returned, not shown twice by the inline backend
+    return fig
+
+
+def comm_label(msg: dict[str, Any]) -> str:
+    """A ``comm`` message in a few characters: what this rank sent on the wire, and how many calls."""
+    counts = msg.get("counts") or {}
+    wire = sum(c.get("wire_bytes", 0) for c in counts.values())
+    calls = sum(int(c.get("calls", 0)) for c in counts.values())
+    return f"{fmt_bytes(wire)} ({calls})"
+
+
+def _short(v: Any) -> str:
+    s = f"{v:.4g}" if isinstance(v, float) else repr(v)
+    return s if len(s) <= 40 else s[:37] + "..."
