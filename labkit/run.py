@@ -342,12 +342,12 @@ class Run:
 
     def memory_breakdown(self, step: int | None = None, units: str = "MiB") -> Any:
         """Per rank and category (params, grads, optimizer, activations, ...), from ``labkit.memtrack``."""
-        from labkit.memtrack import memory_table
+        from labkit.memory_view import memory_table
 
         return memory_table(self, step=step, units=units)
 
     def plot_memory_breakdown(self, step: int | None = None) -> Any:
-        from labkit.memtrack import plot_breakdown
+        from labkit.memory_view import plot_breakdown
 
         return plot_breakdown(self, step=step)
 
