@@ -276,7 +276,8 @@ def peak_memory(
         one_unit=one_unit,
         blocks=tuple(e * u for u in units[1:]),
         all_units=e * (num_params if is_count else sum(units)),
-        block_grad=per.grad * max(units[1:], default=0.0) / (shard if strat.shard_grads else 1),
+        # a finished block's gradient shard stays on the device, unless offloaded to the host
+        block_grad=bool(states.grads) * per.grad * max(units[1:], default=0.0) / (shard if strat.shard_grads else 1),
         buckets=per.grad * num_params if name_key(strategy) in ("DDP", "ZERO0") else 0.0,
         prefetch=PREFETCH[name_key(backward_prefetch or "NONE").replace("BACKWARD", "BACKWARD_")] if prefetch else None,
         forward_prefetch=forward_prefetch,

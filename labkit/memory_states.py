@@ -309,8 +309,10 @@ class MemoryBreakdown:
         rows += [[x.label, t(f"mm.cat.{x.category}"), fmt_bytes(x.bytes, units)] for x in self.peak.terms if x.bytes]
         rows.append([t("mm.total"), "", fmt_bytes(self.peak.total, units)])
         phases = [[t("mm.col.phase"), units, ""]]
-        for p in self.phases:
-            phases.append([p.label, fmt_bytes(p.total, units), "◀" if p is self.peak else ""])
+        blocks = max((p.block for p in self.phases), default=0)
+        for p in self.phases:  # of the blocks: the first, the one at the peak, the last
+            if p.key != "block" or p.block in (1, self.peak.block, blocks):
+                phases.append([p.label, fmt_bytes(p.total, units), "◀" if p is self.peak else ""])
         title = t("mm.explain", phase=self.peak.label, flavor=self.flavor or "-")
         return render_table(rows, fmt, "llr", title) + "\n\n" + render_table(phases, fmt, "lrl")
 
