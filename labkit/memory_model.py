@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit import memory_peak
-from labkit.errors import OptionError  # noqa: F401 - re-exported: the errors the names raise
 from labkit.i18n import catalog, t
 from labkit.memory_peak import StepShape
 from labkit.memory_shapes import (
@@ -90,12 +89,6 @@ catalog(
         "mm.need_cfg": {
             "en": "activations need a transformer config (a preset name or ModelConfig), not a parameter count",
             "ro": "activările au nevoie de o configurație de transformer (nume de preset sau ModelConfig), nu de un număr de parametri",
-        },
-        "mm.col.term": {"en": "term", "ro": "termen"},
-        "mm.col.phase": {"en": "phase", "ro": "fază"},
-        "mm.explain": {
-            "en": "{flavor}: the peak is set by the {phase}",
-            "ro": "{flavor}: vârful e atins în {phase}",
         },
         "mm.fits.yes": {
             "en": "fits: {need} of {have} per GPU ({free} free)",

@@ -65,6 +65,11 @@ catalog(
         "peak.phase.block": {"en": "backward of block {k}", "ro": "backward-ul blocului {k}"},
         "peak.phase.end": {"en": "end of backward (root gradients)", "ro": "finalul backward (gradienții rădăcinii)"},
         "peak.phase.optimizer": {"en": "optimizer step", "ro": "pasul optimizatorului"},
+        "peak.unit.root": {"en": "root", "ro": "rădăcina"},
+        "peak.unit.current": {"en": "current block", "ro": "blocul curent"},
+        "peak.unit.next": {"en": "next block", "ro": "blocul următor"},
+        "peak.unit.previous": {"en": "previous block", "ro": "blocul anterior"},
+        "peak.unit.all": {"en": "all units", "ro": "toate unitățile"},
         "peak.term.params": {"en": "parameters (persistent)", "ro": "parametri (persistenți)"},
         "peak.term.grads": {"en": "gradients (persistent)", "ro": "gradienți (persistenți)"},
         "peak.term.optimizer": {"en": "optimizer state", "ro": "starea optimizatorului"},
@@ -95,6 +100,10 @@ catalog(
         },
         "peak.term.buckets": {"en": "DDP gradient buckets", "ro": "bucket-urile de gradienți DDP"},
         "peak.term.activations": {"en": "stored activations", "ro": "activări stocate"},
+        "peak.term.activations_left": {
+            "en": "activations of the blocks not yet differentiated",
+            "ro": "activările blocurilor încă nederivate",
+        },
         "peak.term.recomputed": {
             "en": "one block recomputed (checkpointing)",
             "ro": "un bloc recalculat (checkpointing)",
@@ -115,8 +124,6 @@ catalog(
     }
 )
 
-UNIT_NAMES = {"root": "root", "current": "current", "next": "next", "previous": "previous", "all": "all"}
-
 
 @dataclass(frozen=True)
 class Term:
@@ -129,7 +136,8 @@ class Term:
 
     @property
     def label(self) -> str:
-        return t(f"peak.term.{self.key}", units=self.detail)
+        units = " + ".join(t(f"peak.unit.{u}") for u in self.detail.split("+")) if self.detail else ""
+        return t(f"peak.term.{self.key}", units=units)
 
 
 @dataclass(frozen=True)
@@ -271,16 +279,16 @@ def _block(s: StepShape, k: int, base: list[Term], fsdp2_buffer: bool) -> list[T
             gathered_units.append("previous")
             gathered += s.blocks[i - 1]
             terms.append(Term("late_grad", "grads", s.blocks[i - 1]))
-    elif s.flavor != "fsdp2" and s.mode == "whole":
+    elif s.mode == "whole":
         gathered = 0.0
     if gathered:
         terms.append(Term("gathered", "params_unsharded", gathered, "+".join(gathered_units)))
-    if s.flavor == "fsdp2" and s.mode != "grad_op":
+    if s.flavor == "fsdp2" and s.mode == "full":
         terms += _ag(s, fsdp2_buffer and k < len(s.blocks))
         if i:
             terms.append(Term("rs_buffer", "other", s.blocks[i - 1]))
     left = s.activations - s.outside - i * s.per_layer_kept
-    terms.append(Term("activations", "activations", left))
+    terms.append(Term("activations_left", "activations", left))
     if s.recomputed:
         terms.append(Term("recomputed", "activations", s.recomputed))
     terms.append(Term("head_grads", "grads", s.head_grads))

@@ -71,6 +71,13 @@ catalog(
         "mm.col.device": {"en": "device ({unit})", "ro": "dispozitiv ({unit})"},
         "mm.col.host": {"en": "host ({unit})", "ro": "gazdă ({unit})"},
         "mm.col.share": {"en": "share", "ro": "pondere"},
+        "mm.col.bytes": {"en": "bytes", "ro": "octeți"},
+        "mm.col.term": {"en": "term", "ro": "termen"},
+        "mm.col.phase": {"en": "phase", "ro": "fază"},
+        "mm.explain": {
+            "en": "{flavor}: the peak is set by the {phase}",
+            "ro": "{flavor}: vârful e atins în {phase}",
+        },
         "mm.cat.params": {"en": "parameters", "ro": "parametri"},
         "mm.cat.params_unsharded": {"en": "unsharded parameters", "ro": "parametri nefragmentați"},
         "mm.cat.grads": {"en": "gradients", "ro": "gradienți"},
@@ -305,10 +312,10 @@ class MemoryBreakdown:
         (forward, the loss, a block's backward, the optimizer step) sets the peak."""
         if self.peak is None:
             return self.table(units, fmt)
-        rows = [[t("mm.col.term"), t("mm.col.category"), units]]
+        rows = [[t("mm.col.term"), t("mm.col.category"), t("mm.col.bytes")]]
         rows += [[x.label, t(f"mm.cat.{x.category}"), fmt_bytes(x.bytes, units)] for x in self.peak.terms if x.bytes]
         rows.append([t("mm.total"), "", fmt_bytes(self.peak.total, units)])
-        phases = [[t("mm.col.phase"), units, ""]]
+        phases = [[t("mm.col.phase"), t("mm.col.bytes"), ""]]
         blocks = max((p.block for p in self.phases), default=0)
         for p in self.phases:  # of the blocks: the first, the one at the peak, the last
             if p.key != "block" or p.block in (1, self.peak.block, blocks):
