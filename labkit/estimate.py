@@ -111,17 +111,15 @@ catalog(
         },
         "est.why.grads": {
             "en": "gradients at the peak: {measured}, the shards of the units already reduced and the unsharded "
-            "gradient of the unit being reduced ({full} of shards after backward); the model counts every shard "
-            "plus one unit's unsharded gradient ({unit})",
-            "ro": "gradienți la vârf: {measured}, fragmentele unităților deja reduse și gradientul nefragmentat al "
-            "unității în curs de reducere ({full} de fragmente după backward); modelul numără toate fragmentele "
-            "plus gradientul nefragmentat al unei unități ({unit})",
+            "gradients still held ({full} of shards after backward); the model, at its peak moment, counts {unit}",
+            "ro": "gradienți la vârf: {measured}, fragmentele unităților deja reduse și gradienții nefragmentați "
+            "încă ținuți ({full} de fragmente după backward); modelul, în momentul vârfului său, numără {unit}",
         },
         "est.why.unsharded": {
-            "en": "unsharded parameters at the peak: {measured} gathered; the model counts the two largest units "
-            "in {dtype} ({model})",
-            "ro": "parametri nefragmentați la vârf: {measured} adunați; modelul numără cele mai mari două unități "
-            "în {dtype} ({model})",
+            "en": "unsharded parameters at the peak: {measured} gathered; the model counts the units gathered "
+            "at its peak moment, in {dtype} ({model})",
+            "ro": "parametri nefragmentați la vârf: {measured} adunați; modelul numără unitățile adunate "
+            "în momentul vârfului său, în {dtype} ({model})",
         },
         "est.why.activations": {
             "en": "activations: {stored} stored at the end of forward ({formula} formula: {predicted}); {at_peak} "
@@ -138,10 +136,12 @@ catalog(
             "ro": "pe toate, deși backward le eliberează pe parcurs",
         },
         "est.why.other": {
-            "en": "other: not in the model: backward temporaries (activation gradients, the logits' fp32 "
-            "gradient of b·s·v·4 = {logits}, reduce-scatter buffers in fp32)",
-            "ro": "altele: lipsesc din model: temporare din backward (gradienții activărilor, gradientul fp32 al "
-            "logiturilor de b·s·v·4 = {logits}, bufferele reduce-scatter în fp32)",
+            "en": "other: backward temporaries (activation gradients, the logits' fp32 gradient of "
+            "b·s·v·4 = {logits}, all-gather and reduce-scatter buffers); the model counts them term by term "
+            "(memory_model.peak_memory(...).explain())",
+            "ro": "altele: temporare din backward (gradienții activărilor, gradientul fp32 al logiturilor de "
+            "b·s·v·4 = {logits}, bufferele all-gather și reduce-scatter); modelul le numără termen cu termen "
+            "(memory_model.peak_memory(...).explain())",
         },
     }
 )
@@ -207,13 +207,12 @@ class Estimate:
         tensors = sum(len(shapes) for _, shapes in mm.transformer_units(cfg))
         lines.append(t("est.why.optimizer", steps=fmt_bytes(4 * tensors, "GB")))
         full = self.phases.get("backward", {}).get("grads", 0)
-        unit_grad = self.analytical.grads - mm.model_states(cfg.num_params(), "ZERO3", n, "fp32").grads
         lines.append(
             t(
                 "est.why.grads",
                 measured=fmt_bytes(self.peak["grads"], "GB"),
                 full=fmt_bytes(full, "GB"),
-                unit=fmt_bytes(unit_grad, "GB"),
+                unit=fmt_bytes(self.analytical.grads, "GB"),
             )
         )
         lines.append(

@@ -274,6 +274,8 @@ def peak_memory(
         buckets=per.grad * num_params if name_key(strategy) in ("DDP", "ZERO0") else 0.0,
         prefetch=PREFETCH[name_key(backward_prefetch or "NONE").replace("BACKWARD", "BACKWARD_")] if prefetch else None,
         forward_prefetch=forward_prefetch,
+        elem=e,
+        reduce_elem=per.grad,  # torch's accounting keeps gradients in fp32: FSDP reduces them in it
     )
     largest = _largest_tensor(model, units, how if shape_flavor != "ddp" else "ddp", shard if mode != "whole" else 1)
     fields["optimizer_temps"] = OPTIMIZER_TEMPS[resolve_optimizer(optimizer)] * 4 * largest
@@ -332,6 +334,7 @@ def _step_activations(
         "loss_grads": 2 * logits_bytes(cfg, micro_batch, s),
         "head_grads": head_grad_bytes(cfg, elem),
         "block_temps": sum(block_backward_bytes(cfg, micro_batch, s, elem).values()),
+        "grad_in": block_backward_bytes(cfg, micro_batch, s, elem)["grad_in"],
     }
     if one_unit:  # no block units: each block's gradient stays unsharded in the one unit until the end
         block = sum(math.prod(x) for x in transformer_units(cfg)[1][1]) if cfg.n_layers else 0

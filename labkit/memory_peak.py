@@ -17,6 +17,8 @@ torch's ``FSDPMemTracker`` for FSDP2):
   activations of the head and of the k-1 blocks already done are freed; the gradients of
   the head (output projection, final norm) wait in the root unit until the very end; each
   finished block has left its sharded gradient.
+* ``reduce`` (FSDP2): the end of a block's backward, when its unsharded gradients are copied
+  (cast to the reduce dtype first, under mixed precision) into the reduce-scatter input.
 * ``end``: the end of backward, where the root unit's gradient is put together for its
   reduce-scatter: the parameters' gradients and the one flat tensor made from them are
   both alive (the largest moment when the whole model is one unit).
@@ -63,6 +65,10 @@ catalog(
         "peak.phase.forward": {"en": "forward (at the loss)", "ro": "forward (la funcția de pierdere)"},
         "peak.phase.loss": {"en": "backward of the loss", "ro": "backward-ul funcției de pierdere"},
         "peak.phase.block": {"en": "backward of block {k}", "ro": "backward-ul blocului {k}"},
+        "peak.phase.reduce": {
+            "en": "reduce-scatter of block {k}",
+            "ro": "reduce-scatter-ul blocului {k}",
+        },
         "peak.phase.end": {"en": "end of backward (root gradients)", "ro": "finalul backward (gradienții rădăcinii)"},
         "peak.phase.optimizer": {"en": "optimizer step", "ro": "pasul optimizatorului"},
         "peak.unit.root": {"en": "root", "ro": "rădăcina"},
@@ -70,6 +76,7 @@ catalog(
         "peak.unit.next": {"en": "next block", "ro": "blocul următor"},
         "peak.unit.previous": {"en": "previous block", "ro": "blocul anterior"},
         "peak.unit.all": {"en": "all units", "ro": "toate unitățile"},
+        "peak.unit.rest": {"en": "blocks not yet differentiated", "ro": "blocurile încă nederivate"},
         "peak.term.params": {"en": "parameters (persistent)", "ro": "parametri (persistenți)"},
         "peak.term.grads": {"en": "gradients (persistent)", "ro": "gradienți (persistenți)"},
         "peak.term.optimizer": {"en": "optimizer state", "ro": "starea optimizatorului"},
@@ -94,6 +101,19 @@ catalog(
             "en": "optimizer update temporaries (largest tensor)",
             "ro": "temporarele actualizării optimizatorului (cel mai mare tensor)",
         },
+        "peak.term.grad_in": {
+            "en": "gradient entering the block (s·b·d)",
+            "ro": "gradientul care intră în bloc (s·b·d)",
+        },
+        "peak.term.block_grads": {
+            "en": "the block's unsharded gradients",
+            "ro": "gradienții nefragmentați ai blocului",
+        },
+        "peak.term.block_grads_cast": {
+            "en": "the same, cast to the reduce dtype",
+            "ro": "aceiași, convertiți în tipul reducerii",
+        },
+        "peak.term.rs_input": {"en": "reduce-scatter input", "ro": "intrarea reduce-scatter"},
         "peak.term.root_grads": {
             "en": "root unit's gradients, twice (per parameter and flattened)",
             "ro": "gradienții unității rădăcină, de două ori (per parametru și aplatizați)",
@@ -192,6 +212,9 @@ class StepShape:
     buckets: float = 0.0  # DDP
     one_unit: bool = False  # no auto_wrap_policy: the root unit is the whole model
     optimizer_temps: float = 0.0
+    elem: int = 4  # bytes of the compute dtype
+    reduce_elem: int = 4  # bytes of the dtype gradients are reduced in
+    grad_in: float = 0.0  # the gradient entering a block, s·b·d
     prefetch: str | None = "pre"  # FSDP1 backward_prefetch: "pre", "post", None
     forward_prefetch: bool = False
 
@@ -220,6 +243,8 @@ def phases(s: StepShape) -> list[Phase]:
     ]
     for k in range(1, len(s.blocks) + 1):
         out.append(Phase("block", tuple(_block(s, k, base, fsdp2_buffer)), block=k))
+        if s.flavor == "fsdp2" and s.mode == "full" and s.blocks[k - 1]:
+            out.append(Phase("reduce", tuple(_reduce(s, k, base, fsdp2_buffer)), block=k))
     if (s.flavor != "ddp" and s.mode != "whole") or s.flavor == "fsdp1":
         out.append(Phase("end", tuple(_end(s, base))))
     step = (*base, Term("grads", "grads", s.grads), Term("optimizer_temps", "other", s.optimizer_temps))
@@ -253,10 +278,30 @@ def _end(s: StepShape, base: list[Term]) -> list[Term]:
     terms = list(base)
     if not s.one_unit and s.blocks:
         terms.append(Term("grads_done", "grads", len(s.blocks) * s.block_grad))
-    if s.mode != "whole":
-        held = (s.all_units, "all") if s.mode == "grad_op" else (s.root, "root")
-        terms.append(Term("gathered", "params_unsharded", *held))
+    if s.mode != "whole":  # every block has been resharded by now, SHARD_GRAD_OP's too
+        terms.append(Term("gathered", "params_unsharded", s.root, "root"))
     terms.append(Term("root_grads", "other", 2 * s.root_grad))
+    return terms
+
+
+def _reduce(s: StepShape, k: int, base: list[Term], fsdp2_buffer: bool) -> list[Term]:
+    """FSDP2 at the end of the k-th block's backward: the block's parameters are resharded, but
+    its unsharded gradients (compute dtype), their copy in the reduce dtype and the
+    reduce-scatter input they are copied into are alive (the previous block's input, kept
+    until now, is released first); the block's activations are freed."""
+    i, unit = k - 1, s.blocks[k - 1]
+    terms = list(base)
+    if i:
+        terms.append(Term("grads_done", "grads", i * s.block_grad))
+    terms.append(Term("gathered", "params_unsharded", s.root, "root"))  # the block is resharded first
+    terms += _ag(s, fsdp2_buffer and k < len(s.blocks))
+    terms.append(Term("activations_left", "activations", s.activations - s.outside - k * s.per_layer_kept))
+    terms.append(Term("head_grads", "grads", s.head_grads))
+    terms.append(Term("grad_in", "other", s.grad_in))
+    terms.append(Term("block_grads", "other", unit))
+    if s.reduce_elem != s.elem:
+        terms.append(Term("block_grads_cast", "other", unit * s.reduce_elem / s.elem))
+    terms.append(Term("rs_input", "other", unit * s.reduce_elem / s.elem))
     return terms
 
 
@@ -269,8 +314,9 @@ def _block(s: StepShape, k: int, base: list[Term], fsdp2_buffer: bool) -> list[T
         terms.append(Term("grads_done", "grads", (i - late) * s.block_grad))
     gathered_units = ["root", "current"]
     gathered = s.root + s.blocks[i]
-    if s.mode == "grad_op":
-        gathered_units, gathered = ["all"], s.all_units
+    if s.mode == "grad_op":  # blocks already differentiated are resharded by their post-backward
+        gathered_units = ["all"] if i == 0 else ["root", "current", "rest"]
+        gathered = s.all_units - sum(s.blocks[:i])
     elif s.flavor == "fsdp1" and s.mode == "full":
         if s.prefetch == "pre" and k < len(s.blocks):
             gathered_units.append("next")
@@ -286,7 +332,7 @@ def _block(s: StepShape, k: int, base: list[Term], fsdp2_buffer: bool) -> list[T
     if s.flavor == "fsdp2" and s.mode == "full":
         terms += _ag(s, fsdp2_buffer and k < len(s.blocks))
         if i:
-            terms.append(Term("rs_buffer", "other", s.blocks[i - 1]))
+            terms.append(Term("rs_buffer", "other", s.blocks[i - 1] * s.reduce_elem / s.elem))
     left = s.activations - s.outside - i * s.per_layer_kept
     terms.append(Term("activations_left", "activations", left))
     if s.recomputed:
