@@ -42,7 +42,7 @@ def rows_for(configs: list[tuple[str, str, str]], measured: dict, raw: dict) -> 
     for flavor, label, config in configs:
         for n in WORLDS:
             strategy, kw = model_args(config, n)
-            model = mm.peak_memory(MODEL, strategy, n, "fp32", **kw)
+            model = mm.peak_memory(MODEL, strategy, n, **kw)
             got = sum(phase(measured[n], config, 0, "peak").values())
             err = 100 * (got - model.total) / model.total
             raw[f"{config}/{n}"] = {"measured": got, "model": model.total, "error_percent": err}

@@ -154,12 +154,12 @@ LATE_COLLECTIVE = 4 * max(mm.unit_sizes(TINY))
 
 @pytest.mark.parametrize("n", [1, 2, 4])
 def test_peak_model_matches_every_run(n: int) -> None:
-    """Every flavor, strategy, prefetch mode and checkpointing run at N ranks: the whole peak of
+    """Every flavor, strategy, prefetch mode, checkpointing and bf16 run at N ranks: the whole peak of
     each rank against ``peak_memory``, within 5% (the benchmark prints the same for "small")."""
     events = job(n)
     for config in TEST_JOBS[n]:
         strategy, kw = model_args(config, n)
-        model = mm.peak_memory(ODD if config.endswith("@odd") else TINY, strategy, n, "fp32", **kw)
+        model = mm.peak_memory(ODD if config.endswith("@odd") else TINY, strategy, n, **kw)
         for r in range(n):
             measured = sum(phase(events, config, r, "peak").values())
             slack = LATE_COLLECTIVE if config.startswith("fsdp2") else 0

@@ -30,6 +30,8 @@ TEST_JOBS = {
         "fsdp2:replicate",
         "fsdp1:FULL_SHARD:post",
         "fsdp1:FULL_SHARD:fwd",
+        "fsdp1:FULL_SHARD:bf16",
+        "fsdp2:reshard:bf16",
         "ddp",
     ),
     4: (
@@ -61,11 +63,12 @@ FSDP1_PREFETCH = {"post": "BACKWARD_POST", "noprefetch": None}
 
 def model_args(config: str, world_size: int) -> tuple[str, dict[str, Any]]:
     """The ``memory_model.peak_memory`` strategy and options for a mem_job configuration
-    (fp32 AdamW, micro-batch ``mem_job.BATCH``, FSDP's "torch" convention)."""
+    (AdamW, micro-batch ``mem_job.BATCH``, FSDP's "torch" convention, fp32 unless ``:bf16``)."""
     from labkit.testing.mem_job import BATCH, HSDP_SHARD
 
     flavor, *opts = config.split("@")[0].split(":")
     kw: dict[str, Any] = {"micro_batch": BATCH, "convention": "torch", "checkpointing": "ac" in opts}
+    kw["precision"] = "bf16" if "bf16" in opts else "fp32"
     if "nowrap" in opts:
         kw["wrap"] = "none"
     if flavor in ("ddp", "plain"):
