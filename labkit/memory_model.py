@@ -191,15 +191,17 @@ PREFETCH = {"BACKWARD_PRE": "pre", "BACKWARD_POST": "post", "NONE": None}
 
 def _mode(strategy: str, strat: Strategy, flavor: str, shard: int, per: PerParam, torch_layout: bool) -> str:
     """How the parameters are held while computing: see ``memory_peak.StepShape``."""
-    if strat.gathers_units:
-        return "whole" if flavor == "fsdp1" and shard == 1 else "full"  # FSDP1 runs NO_SHARD on one rank
-    if strat.shard_grads and torch_layout:  # FSDP's SHARD_GRAD_OP
-        return "whole" if flavor == "fsdp1" and shard == 1 else "grad_op"
-    if flavor == "fsdp2" and name_key(strategy) == "NOSHARD":  # fully_shard on a replicate-only mesh
-        return "full"
-    if torch_layout and per.compute != per.param:  # MixedPrecision / autocast: a compute copy of all
+    if strat.gathers_units or (strat.shard_grads and torch_layout):  # FULL/HYBRID_SHARD, SHARD_GRAD_OP
+        mode = "full" if strat.gathers_units else "grad_op"
+        if flavor == "fsdp1" and shard == 1:
+            mode = "whole"  # FSDP1 runs NO_SHARD on one rank
+    elif flavor == "fsdp2" and name_key(strategy) == "NOSHARD":  # fully_shard on a replicate-only mesh
+        mode = "full"
+    else:
+        mode = "whole"
+    if mode == "whole" and torch_layout and per.compute != per.param:  # MixedPrecision / autocast copies
         return "grad_op"
-    return "whole"
+    return mode
 
 
 def peak_memory(
