@@ -245,7 +245,7 @@ def membars_html(run: Run) -> str:
     latest = {r: m for r in run.ranks if (m := run.last_message(r, Msg.MEMCAT)) is not None}
     if not latest:
         return ""
-    from labkit.memtrack import breakdown_html
+    from labkit.memory_view import breakdown_html
 
     return breakdown_html(latest)
 

@@ -42,6 +42,7 @@ from typing import Any
 from labkit import memory_model as mm
 from labkit.errors import LabkitError, OptionError
 from labkit.i18n import catalog, t
+from labkit.units import fmt_bytes, markdown_to_html, render_table
 
 catalog(
     {
@@ -110,17 +111,15 @@ catalog(
         },
         "est.why.grads": {
             "en": "gradients at the peak: {measured}, the shards of the units already reduced and the unsharded "
-            "gradient of the unit being reduced ({full} of shards after backward); the model counts every shard "
-            "plus one unit's unsharded gradient ({unit})",
-            "ro": "gradienți la vârf: {measured}, fragmentele unităților deja reduse și gradientul nefragmentat al "
-            "unității în curs de reducere ({full} de fragmente după backward); modelul numără toate fragmentele "
-            "plus gradientul nefragmentat al unei unități ({unit})",
+            "gradients still held ({full} of shards after backward); the model, at its peak moment, counts {unit}",
+            "ro": "gradienți la vârf: {measured}, fragmentele unităților deja reduse și gradienții nefragmentați "
+            "încă ținuți ({full} de fragmente după backward); modelul, în momentul vârfului său, numără {unit}",
         },
         "est.why.unsharded": {
-            "en": "unsharded parameters at the peak: {measured} gathered; the model counts the two largest units "
-            "in {dtype} ({model})",
-            "ro": "parametri nefragmentați la vârf: {measured} adunați; modelul numără cele mai mari două unități "
-            "în {dtype} ({model})",
+            "en": "unsharded parameters at the peak: {measured} gathered; the model counts the units gathered "
+            "at its peak moment, in {dtype} ({model})",
+            "ro": "parametri nefragmentați la vârf: {measured} adunați; modelul numără unitățile adunate "
+            "în momentul vârfului său, în {dtype} ({model})",
         },
         "est.why.activations": {
             "en": "activations: {stored} stored at the end of forward ({formula} formula: {predicted}); {at_peak} "
@@ -137,10 +136,12 @@ catalog(
             "ro": "pe toate, deși backward le eliberează pe parcurs",
         },
         "est.why.other": {
-            "en": "other: not in the model: backward temporaries (activation gradients, the logits' fp32 "
-            "gradient of b·s·v·4 = {logits}, reduce-scatter buffers in fp32)",
-            "ro": "altele: lipsesc din model: temporare din backward (gradienții activărilor, gradientul fp32 al "
-            "logiturilor de b·s·v·4 = {logits}, bufferele reduce-scatter în fp32)",
+            "en": "other: backward temporaries (activation gradients, the logits' fp32 gradient of "
+            "b·s·v·4 = {logits}, all-gather and reduce-scatter buffers); the model counts them term by term "
+            "(memory_model.peak_memory(...).explain())",
+            "ro": "altele: temporare din backward (gradienții activărilor, gradientul fp32 al logiturilor de "
+            "b·s·v·4 = {logits}, bufferele all-gather și reduce-scatter); modelul le numără termen cu termen "
+            "(memory_model.peak_memory(...).explain())",
         },
     }
 )
@@ -195,43 +196,47 @@ class Estimate:
     def explain(self) -> list[str]:
         """Why the fake run and the model differ, category by category, with the numbers."""
         s, cfg = self.spec, _config(self.spec)
-        n = mm._group(mm.resolve_strategy(s.strategy), s.world_size, s.shard_group_size)
+        n = mm.shard_group(mm.resolve_strategy(s.strategy), s.world_size, s.shard_group_size)
         local = mm.local_numel(cfg, n, "fsdp2", rank=0)
         pad = 4 * (local["params"] - cfg.num_params() / n)
         lines = []
         if pad >= 1:
-            lines.append(t("est.why.params", n=n, pad=mm._fmt(pad)))
+            lines.append(t("est.why.params", n=n, pad=fmt_bytes(pad, "GB")))
         else:
             lines.append(t("est.why.params_exact", n=n))
         tensors = sum(len(shapes) for _, shapes in mm.transformer_units(cfg))
-        lines.append(t("est.why.optimizer", steps=mm._fmt(4 * tensors)))
+        lines.append(t("est.why.optimizer", steps=fmt_bytes(4 * tensors, "GB")))
         full = self.phases.get("backward", {}).get("grads", 0)
-        unit_grad = self.analytical.grads - mm.model_states(cfg.num_params(), "ZERO3", n, "fp32").grads
         lines.append(
-            t("est.why.grads", measured=mm._fmt(self.peak["grads"]), full=mm._fmt(full), unit=mm._fmt(unit_grad))
+            t(
+                "est.why.grads",
+                measured=fmt_bytes(self.peak["grads"], "GB"),
+                full=fmt_bytes(full, "GB"),
+                unit=fmt_bytes(self.analytical.grads, "GB"),
+            )
         )
         lines.append(
             t(
                 "est.why.unsharded",
-                measured=mm._fmt(self.peak["params_unsharded"]),
+                measured=fmt_bytes(self.peak["params_unsharded"], "GB"),
                 dtype=mm.resolve_precision(s.precision),
-                model=mm._fmt(self.analytical.params_unsharded),
+                model=fmt_bytes(self.analytical.params_unsharded, "GB"),
             )
         )
         acts = mm.activation_memory(cfg, s.micro_batch, s.seq_len, s.checkpointing, s.precision)
         lines.append(
             t(
                 "est.why.activations",
-                stored=mm._fmt(self.phases.get("forward", {}).get("activations", 0)),
+                stored=fmt_bytes(self.phases.get("forward", {}).get("activations", 0), "GB"),
                 formula="labkit",
-                predicted=mm._fmt(acts.stored),
-                at_peak=mm._fmt(self.peak["activations"]),
-                model=mm._fmt(acts.peak),
+                predicted=fmt_bytes(acts.stored, "GB"),
+                at_peak=fmt_bytes(self.peak["activations"], "GB"),
+                model=fmt_bytes(acts.peak, "GB"),
                 how=t("est.why.act_ac") if s.checkpointing else t("est.why.act_all"),
             )
         )
         logits = 4 * s.micro_batch * (s.seq_len or cfg.seq_len) * cfg.vocab_size
-        lines.append(t("est.why.other", logits=mm._fmt(logits)))
+        lines.append(t("est.why.other", logits=fmt_bytes(logits, "GB")))
         return lines
 
     def table(self) -> str:
@@ -256,10 +261,10 @@ class Estimate:
             s=s.seq_len or cfg.seq_len,
         )
         notes = [t("est.footer", stage=self.stage, seconds=self.seconds), *self.explain()]
-        return mm._render(rows, "markdown", title, notes)
+        return render_table(rows, "markdown", title=title, notes=notes)
 
     def _repr_html_(self) -> str:
-        return mm._markdown_to_html(self.table())
+        return markdown_to_html(self.table())
 
     def __str__(self) -> str:
         return self.table()
@@ -292,7 +297,7 @@ def _check(spec: Spec) -> Spec:
     if name not in FSDP2_STRATEGIES:
         raise OptionError(t("est.strategy", name=spec.strategy))
     mm.resolve_precision(spec.precision)
-    mm._group(mm.resolve_strategy(spec.strategy), spec.world_size, spec.shard_group_size)
+    mm.shard_group(mm.resolve_strategy(spec.strategy), spec.world_size, spec.shard_group_size)
     _config(spec)  # a wrong preset name fails here, not in the subprocess
     return spec
 
@@ -411,7 +416,7 @@ def _measure(spec: Spec) -> dict[str, Any]:
     dist.init_process_group("fake", rank=0, world_size=n, store=FakeStore())
     try:
         if strat.name == "HYBRID_SHARD":
-            group = mm._group(strat, n, spec.shard_group_size)
+            group = mm.shard_group(strat, n, spec.shard_group_size)
             mesh = init_device_mesh("cpu", (n // group, group), mesh_dim_names=("replicate", "shard"))
         else:
             mesh = init_device_mesh("cpu", (n,))  # outside fake mode: the mesh holds real rank lists

@@ -1,108 +1,94 @@
-"""Memory per rank, from arithmetic: what sharding saves, and what it does not.
+"""Memory per rank, from arithmetic: what sharding saves, what it does not, and the peak.
 
     from labkit import memory_model as mm
     mm.model_states(7.5e9, "DDP", 64)                  # 120 GB per GPU (ZeRO paper, Fig. 1)
     mm.model_states(7.5e9, "ZERO3", 64)                # 1.9 GB
     b = mm.peak_memory("llama-7b", "FULL_SHARD", 8, micro_batch=1, checkpointing=True)
     print(b.table())                                   # per category, device and host
+    print(b.explain())                                 # every term at the peak, and which phase sets it
     mm.fits("llama-70b", "H100-80GB", strategy="DDP")  # no: it needs 1120 GB
     mm.min_world_size("llama-70b", "FULL_SHARD", "H100-80GB", checkpointing=True)
 
-Units. Everything is computed in bytes. Tables print GB = 10^9 bytes, the unit of the
-ZeRO paper, and GPU presets are the number on the box read the same way ("80GB" = 80e9
-bytes). The real card holds a little more (an "80 GB" A100 has 80 GiB = 85.9e9 bytes),
-and some of that goes to the CUDA context and allocator fragmentation, so the presets
-are slightly conservative on purpose.
+The model states (parameters, gradients, optimizer state; the ZeRO paper's arithmetic,
+units and conventions) are computed in ``labkit.memory_states``; the shapes, padding and
+activations of the lessons' transformer in ``labkit.memory_shapes``; the moments of a step
+and what each flavor holds at them in ``labkit.memory_peak``. This module puts them
+together and answers the questions: how much at the peak, does it fit, how many GPUs.
+Plots: ``labkit.memory_view``.
 
-Model states (ZeRO paper, Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward
-Training Trillion Parameter Models", Sec. 3.1): with Ψ parameters and mixed-precision
-Adam, a rank holds 2Ψ bytes of bf16/fp16 weights, 2Ψ of gradients and KΨ = 12Ψ of
-optimizer state (an fp32 master copy and two fp32 moments): 16Ψ, three quarters of it
-optimizer state. Data parallelism replicates all of it; ZeRO stage 1 (P_os) shards the
-optimizer state over N ranks, stage 2 (P_os+g) the gradients too, stage 3 (P_os+g+p,
-FSDP's FULL_SHARD) the parameters too: 16Ψ/N.
-
-Three bookkeeping conventions give the same or nearly the same total, but put the bytes in
-different places, so measured categories are compared with the one that matches:
-
-* ``"zero"``: the ZeRO paper's 2 + 2 + 12 = 16 bytes (DeepSpeed, Megatron).
-* ``"deepspeed"``: 2 + 4 + 12 = 18 bytes: DeepSpeed's memory estimators keep gradients
-  in fp32 (``estimate_zero3_model_states_mem_needs``).
-* ``"torch"``: 4 + 4 + 8 = 16 bytes: FSDP's ``MixedPrecision`` / FSDP2's
-  ``MixedPrecisionPolicy`` and ``torch.autocast`` keep the fp32 parameter itself as the
-  master copy and its gradient in fp32; the bf16 copies exist only while a unit computes
-  (they are counted in ``params_unsharded``).
-
-With fp32 training the three agree: 4 + 4 + 8.
-
-What sharding does not remove (the transient term): to compute, a FULL_SHARD unit is
-all-gathered, so its full parameters exist on every rank for a while, and in backward
-its full gradients too, until the reduce-scatter. With prefetching (FSDP's default
-``BackwardPrefetch.BACKWARD_PRE``, FSDP2's default) the next unit is gathered while the
-current one computes, so two units are live. If there is no ``auto_wrap_policy``, the
-whole model is one unit: the full parameters are gathered for the whole forward and
-backward and the full gradients exist before the one reduce-scatter, so at the peak a
-rank holds as many parameter and gradient bytes as under DDP; sharding then saves only
-the optimizer state (and, in the "zero" convention, the master copy). ``peak_memory``
-shows it with ``wrap="none"``. SHARD_GRAD_OP keeps every unit gathered from its forward
-to its backward, so its peak holds all parameters in compute precision.
-
-Activations: see ``activation_memory``.
+What sharding does not remove: to compute, a FULL_SHARD unit is all-gathered, so its full
+parameters exist on every rank for a while, and in backward its full gradients too, until
+the reduce-scatter. ``peak_memory`` finds the step's peak moment for a flavor (FSDP1
+``FullyShardedDataParallel``, FSDP2 ``fully_shard``) and a strategy, summing what is alive
+then: the root unit kept gathered through backward, the current block and the prefetched
+one, the unsharded gradients before their reduce-scatter, the temporaries of the block
+being differentiated, and the activations. If there is no ``auto_wrap_policy``
+(``wrap="none"``), the whole model is one unit: gathered for the whole step, so sharding
+saves only the optimizer state.
 """
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
-from labkit.errors import OptionError
+from labkit import memory_peak
 from labkit.i18n import catalog, t
-from labkit.units import markdown_to_html
+from labkit.memory_peak import StepShape
+from labkit.memory_shapes import (
+    Activations,
+    block_backward_bytes,
+    config,
+    head_grad_bytes,
+    korthikanti_per_layer,
+    labkit_outside_layers,
+    labkit_per_layer,
+    local_numel,
+    logits_bytes,
+    transformer_units,
+)
+from labkit.memory_states import (
+    CATEGORIES,
+    CONVENTIONS,
+    GB,
+    GPUS,
+    OPTIMIZERS,
+    PRECISIONS,
+    STRATEGIES,
+    GiB,
+    MemoryBreakdown,
+    PerParam,
+    Strategy,
+    bytes_per_param,
+    choose,
+    gpu_bytes,
+    model_states,
+    name_key,
+    resolve_optimizer,
+    resolve_precision,
+    resolve_strategy,
+    shard_group,
+)
+from labkit.units import fmt_bytes, fmt_count, render_table
+
+__all__ = [
+    "CATEGORIES", "CONVENTIONS", "GB", "GPUS", "OPTIMIZERS", "PRECISIONS", "STRATEGIES", "Activations", "Fit",
+    "GiB", "MemoryBreakdown", "PerParam", "Strategy", "activation_memory", "bytes_per_param", "fits", "gpu_bytes",
+    "korthikanti_per_layer", "labkit_outside_layers", "labkit_per_layer", "local_numel", "max_params_that_fit",
+    "min_world_size", "model_states", "peak_memory", "resolve_optimizer", "resolve_precision", "resolve_strategy",
+    "shard_group", "strategy_table", "transformer_units", "unit_sizes",
+]  # fmt: skip
 
 catalog(
     {
-        "mm.unknown": {
-            "en": "unknown {what} {name!r}; choose one of {choices}{hint}",
-            "ro": "{what} necunoscut(ă) {name!r}; alegeți una dintre {choices}{hint}",
-        },
-        "mm.did_you_mean": {"en": " (did you mean {guess!r}?)", "ro": " (ați vrut să scrieți {guess!r}?)"},
-        "mm.what.strategy": {"en": "strategy", "ro": "strategie"},
-        "mm.what.precision": {"en": "precision", "ro": "precizie"},
-        "mm.what.optimizer": {"en": "optimizer", "ro": "optimizator"},
-        "mm.what.convention": {"en": "convention", "ro": "convenție"},
-        "mm.what.offload": {"en": "offload", "ro": "descărcare"},
-        "mm.what.gpu": {"en": "GPU", "ro": "GPU"},
         "mm.what.wrap": {"en": "wrap", "ro": "împachetare"},
         "mm.what.formula": {"en": "formula", "ro": "formulă"},
-        "mm.bad_world": {
-            "en": "world_size must be a positive integer, got {n!r}",
-            "ro": "world_size trebuie să fie un întreg pozitiv, primit {n!r}",
-        },
-        "mm.bad_group": {
-            "en": "HYBRID_SHARD needs shard_group_size dividing world_size ({world}); got {group}",
-            "ro": "HYBRID_SHARD are nevoie de un shard_group_size care să dividă world_size ({world}); primit {group}",
-        },
+        "mm.what.flavor": {"en": "flavor", "ro": "variantă"},
         "mm.need_cfg": {
             "en": "activations need a transformer config (a preset name or ModelConfig), not a parameter count",
             "ro": "activările au nevoie de o configurație de transformer (nume de preset sau ModelConfig), nu de un număr de parametri",
-        },
-        "mm.col.category": {"en": "category", "ro": "categorie"},
-        "mm.col.device": {"en": "device ({unit})", "ro": "dispozitiv ({unit})"},
-        "mm.col.host": {"en": "host ({unit})", "ro": "gazdă ({unit})"},
-        "mm.col.share": {"en": "share", "ro": "pondere"},
-        "mm.cat.params": {"en": "parameters", "ro": "parametri"},
-        "mm.cat.params_unsharded": {"en": "unsharded parameters", "ro": "parametri nefragmentați"},
-        "mm.cat.grads": {"en": "gradients", "ro": "gradienți"},
-        "mm.cat.optimizer": {"en": "optimizer state", "ro": "starea optimizatorului"},
-        "mm.cat.activations": {"en": "activations", "ro": "activări"},
-        "mm.cat.other": {"en": "other / temporary", "ro": "altele / temporare"},
-        "mm.total": {"en": "total", "ro": "total"},
-        "mm.title": {
-            "en": "{strategy}, {world} rank(s), {precision}, {optimizer}: per rank",
-            "ro": "{strategy}, {world} rang(uri), {precision}, {optimizer}: per rang",
         },
         "mm.fits.yes": {
             "en": "fits: {need} of {have} per GPU ({free} free)",
@@ -112,12 +98,6 @@ catalog(
             "en": "does not fit: {need} needed, {have} per GPU ({over} too much)",
             "ro": "nu încape: necesari {need}, {have} per GPU ({over} în plus)",
         },
-        "mm.note.units": {
-            "en": "transient: largest {n} unit(s) of {unit_params} parameters gathered ({why})",
-            "ro": "tranzitoriu: cele mai mari {n} unități de {unit_params} parametri adunate ({why})",
-        },
-        "mm.note.prefetch": {"en": "the next unit is prefetched", "ro": "unitatea următoare e preîncărcată"},
-        "mm.note.noprefetch": {"en": "no prefetch", "ro": "fără preîncărcare"},
         "mm.note.one_unit": {
             "en": "one FSDP unit (no auto_wrap_policy): the whole model is gathered, so the peak holds DDP's "
             "parameter and gradient bytes; only the optimizer state is sharded",
@@ -128,17 +108,9 @@ catalog(
             "en": "SHARD_GRAD_OP keeps every unit gathered from its forward to its backward",
             "ro": "SHARD_GRAD_OP păstrează fiecare unitate adunată de la forward până la backward",
         },
-        "mm.note.ddp_buckets": {
-            "en": "DDP also keeps gradient buckets (another {size}) unless gradient_as_bucket_view=True; not counted",
-            "ro": "DDP mai păstrează bucket-uri de gradienți (încă {size}) dacă gradient_as_bucket_view=False; necontorizate",
-        },
         "mm.note.compute_copy": {
             "en": "compute-precision copies of the parameters exist while they are used",
             "ro": "copiile în precizia de calcul ale parametrilor există cât timp sunt folosite",
-        },
-        "mm.note.offload": {
-            "en": "offloaded to host memory: {what}",
-            "ro": "mutate în memoria gazdei: {what}",
         },
         "mm.note.activations": {
             "en": "activations: {formula}, micro-batch {b}, sequence {s}{ac}",
@@ -149,443 +121,22 @@ catalog(
             "en": "{n} parameters on {world} rank(s), per rank ({unit})",
             "ro": "{n} parametri pe {world} rang(uri), per rang ({unit})",
         },
-        "mm.plot.ylabel": {"en": "memory per GPU ({unit})", "ro": "memorie per GPU ({unit})"},
-        "mm.plot.xlabel": {"en": "number of GPUs", "ro": "număr de GPU-uri"},
-        "mm.plot.capacity": {"en": "{gpu} capacity", "ro": "capacitatea {gpu}"},
-        "mm.plot.title": {
-            "en": "{model}: model states per GPU, {precision} {optimizer}",
-            "ro": "{model}: stările modelului per GPU, {precision} {optimizer}",
-        },
-        "mm.plot.title_peak": {
-            "en": "{model}: peak memory per GPU, {precision} {optimizer}",
-            "ro": "{model}: memoria de vârf per GPU, {precision} {optimizer}",
-        },
-        "mm.plot.max_title": {
-            "en": "largest model whose states fit one {gpu}, {precision} {optimizer}",
-            "ro": "cel mai mare model ale cărui stări încap pe un {gpu}, {precision} {optimizer}",
-        },
-        "mm.plot.max_ylabel": {"en": "parameters (billions)", "ro": "parametri (miliarde)"},
     }
 )
 
-GB = 10**9
-GiB = 2**30
-CATEGORIES = ("params", "params_unsharded", "grads", "optimizer", "activations", "other")
-
-# Number on the box, in GB = 1e9 bytes (see the module docstring).
-GPUS: dict[str, int] = {
-    "A100-40GB": 40 * GB,
-    "A100-80GB": 80 * GB,
-    "H100-80GB": 80 * GB,
-    "H200-141GB": 141 * GB,
-    "40GB": 40 * GB,
-    "80GB": 80 * GB,
-    "141GB": 141 * GB,
-}
-
 
 # ---------------------------------------------------------------------------------------
-# Names: strategies, precisions, optimizers
+# Units and activations (the arithmetic is in labkit.memory_shapes)
 # ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Strategy:
-    name: str  # canonical: DDP, ZERO1, ZERO2, ZERO3, HYBRID_SHARD
-    shard_optimizer: bool
-    shard_grads: bool
-    shard_params: bool  # ZeRO-3: the persistent parameters are sharded
-    gathers_units: bool  # parameters are all-gathered unit by unit to compute (ZeRO-3, FULL/HYBRID_SHARD)
-
-
-STRATEGIES = {
-    "DDP": Strategy("DDP", False, False, False, False),
-    "ZERO1": Strategy("ZERO1", True, False, False, False),
-    "ZERO2": Strategy("ZERO2", True, True, False, False),
-    "ZERO3": Strategy("ZERO3", True, True, True, True),
-    "HYBRID_SHARD": Strategy("HYBRID_SHARD", True, True, True, True),
-}
-STRATEGY_ALIASES = {
-    "DDP": "DDP",
-    "NO_SHARD": "DDP",
-    "ZERO0": "DDP",
-    "ZERO1": "ZERO1",
-    "ZERO2": "ZERO2",
-    "SHARD_GRAD_OP": "ZERO2",
-    "ZERO3": "ZERO3",
-    "FULL_SHARD": "ZERO3",
-    "FSDP": "ZERO3",
-    "HYBRID_SHARD": "HYBRID_SHARD",
-    "HSDP": "HYBRID_SHARD",
-}
-PRECISIONS = {"fp32": 4, "bf16": 2, "fp16": 2}  # bytes of the compute dtype
-PRECISION_ALIASES = {"fp32": "fp32", "float32": "fp32", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16"}
-PRECISION_ALIASES |= {"float16": "fp16", "half": "fp16"}
-# bytes of optimizer state per parameter kept in fp32, not counting a master copy
-OPTIMIZERS = {"sgd": 0, "sgd_momentum": 4, "adam": 8, "adamw": 8}
-CONVENTIONS = ("zero", "deepspeed", "torch")
-
-
-def _key(name: str) -> str:
-    return str(name).strip().upper().replace("-", "").replace(" ", "").replace("_", "")
-
-
-def _choose(what: str, name: Any, options: dict[str, str]) -> str:
-    """Resolve ``name`` among ``options`` (alias -> canonical), loosely; else a helpful error."""
-    loose = {_key(k): v for k, v in options.items()}
-    if _key(name) in loose:
-        return loose[_key(name)]
-    guess = difflib.get_close_matches(_key(name), list(loose), n=1, cutoff=0.5)
-    spelled = {_key(k): k for k in options}
-    hint = t("mm.did_you_mean", guess=spelled[guess[0]]) if guess else ""
-    choices = ", ".join(dict.fromkeys(options))
-    raise OptionError(t("mm.unknown", what=t(f"mm.what.{what}"), name=name, choices=choices, hint=hint))
-
-
-def resolve_strategy(name: str) -> Strategy:
-    """``"FULL_SHARD"``, ``"zero-3"``, ``"NO_SHARD"``... as a :class:`Strategy`."""
-    return STRATEGIES[_choose("strategy", name, STRATEGY_ALIASES)]
-
-
-def resolve_precision(name: str) -> str:
-    return _choose("precision", name, PRECISION_ALIASES)
-
-
-def resolve_optimizer(name: str) -> str:
-    return _choose("optimizer", name, {k: k for k in OPTIMIZERS} | {"momentum": "sgd_momentum"})
-
-
-def gpu_bytes(gpu: str | float) -> int:
-    """A preset name (``"H100-80GB"``), a size string (``"24GB"``, ``"24GiB"``) or bytes."""
-    if isinstance(gpu, (int, float)):
-        return int(gpu)
-    text = str(gpu).strip()
-    for suffix, unit in (("GIB", GiB), ("GB", GB)):
-        number = text.upper().removesuffix(suffix)
-        if text.upper().endswith(suffix):
-            try:
-                return int(float(number) * unit)
-            except ValueError:
-                break
-    return GPUS[_choose("gpu", text, {k: k for k in GPUS})]
-
-
-# ---------------------------------------------------------------------------------------
-# Bytes per parameter
-# ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PerParam:
-    """Bytes per parameter of each kind of state, before any sharding."""
-
-    param: int  # the persistent parameter (compute dtype in "zero"/"deepspeed", fp32 in "torch")
-    grad: int
-    optimizer: int  # moments, plus the fp32 master copy where the convention keeps one there
-    compute: int  # bytes of the dtype forward and backward run in
-
-    @property
-    def total(self) -> int:
-        return self.param + self.grad + self.optimizer
-
-
-def bytes_per_param(precision: str = "bf16", optimizer: str = "adamw", convention: str = "zero") -> PerParam:
-    """16 for mixed-precision Adam in the ZeRO paper's convention, 18 in DeepSpeed's (see module docstring)."""
-    prec, opt = resolve_precision(precision), resolve_optimizer(optimizer)
-    conv = _choose("convention", convention, {c: c for c in CONVENTIONS})
-    moments, compute = OPTIMIZERS[opt], PRECISIONS[prec]
-    if prec == "fp32":
-        return PerParam(4, 4, moments, 4)
-    if conv == "torch":
-        return PerParam(4, 4, moments, compute)
-    return PerParam(compute, 4 if conv == "deepspeed" else compute, 4 + moments, compute)
-
-
-# ---------------------------------------------------------------------------------------
-# The result: a breakdown per rank
-# ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MemoryBreakdown:
-    """Bytes per rank, by category, on the device and on the host (CPU offload)."""
-
-    params: float = 0.0
-    params_unsharded: float = 0.0  # transient: gathered units, compute-precision copies
-    grads: float = 0.0  # at the peak: sharded gradients plus the unit being reduced
-    optimizer: float = 0.0
-    activations: float = 0.0
-    other: float = 0.0
-    host_params: float = 0.0
-    host_grads: float = 0.0
-    host_optimizer: float = 0.0
-    num_params: float = 0.0
-    strategy: str = "DDP"
-    world_size: int = 1
-    precision: str = "bf16"
-    optimizer_kind: str = "adamw"
-    notes: tuple[str, ...] = field(default=(), compare=False)
-
-    @property
-    def model_states(self) -> float:
-        """Parameters, gradients and optimizer state on the device (the ZeRO paper's figure)."""
-        return self.params + self.grads + self.optimizer
-
-    @property
-    def total(self) -> float:
-        """Everything on the device: the peak when the transient terms are included."""
-        return sum(self.device.values())
-
-    @property
-    def host_total(self) -> float:
-        return self.host_params + self.host_grads + self.host_optimizer
-
-    @property
-    def device(self) -> dict[str, float]:
-        return {c: getattr(self, c) for c in CATEGORIES}
-
-    @property
-    def host(self) -> dict[str, float]:
-        return {"params": self.host_params, "grads": self.host_grads, "optimizer": self.host_optimizer}
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**self.device, "total": self.total, "host": self.host, "host_total": self.host_total}
-
-    def table(self, units: str = "GB", fmt: str = "markdown") -> str:
-        """The breakdown as a markdown table (``fmt="text"`` for aligned plain text)."""
-        div = GB if units == "GB" else GiB
-        rows = []
-        for c in CATEGORIES:
-            dev, host = getattr(self, c), self.host.get(c, 0.0)
-            if dev or host:
-                share = f"{dev / self.total:.0%}" if self.total else ""
-                rows.append([t(f"mm.cat.{c}"), f"{dev / div:,.2f}", f"{host / div:,.2f}" if host else "", share])
-        rows.append([t("mm.total"), f"{self.total / div:,.2f}", f"{self.host_total / div:,.2f}", ""])
-        head = [t("mm.col.category"), t("mm.col.device", unit=units), t("mm.col.host", unit=units), t("mm.col.share")]
-        title = t(
-            "mm.title",
-            strategy=self.strategy,
-            world=self.world_size,
-            precision=self.precision,
-            optimizer=self.optimizer_kind,
-        )
-        return _render([head, *rows], fmt, title, self.notes)
-
-    def _repr_html_(self) -> str:
-        return _markdown_to_html(self.table())
-
-    def __str__(self) -> str:
-        return self.table(fmt="text")
-
-
-def _render(rows: list[list[str]], fmt: str, title: str = "", notes: Sequence[str] = ()) -> str:
-    if fmt == "text":
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = [
-            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows
-        ]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-    else:
-        lines = ["| " + " | ".join(r) + " |" for r in rows]
-        lines.insert(1, "|" + "|".join("---" if i == 0 else "---:" for i in range(len(rows[0]))) + "|")
-    out = ([title, ""] if title else []) + lines
-    if notes:
-        out += [""] + [f"- {n}" for n in notes]
-    return "\n".join(out)
-
-
-def _markdown_to_html(md: str) -> str:
-    return markdown_to_html(md)
-
-
-# ---------------------------------------------------------------------------------------
-# Model states
-# ---------------------------------------------------------------------------------------
-
-
-def _group(strat: Strategy, world_size: int, shard_group_size: int | None) -> int:
-    """How many ranks one copy of the states is sharded over."""
-    if not isinstance(world_size, int) or world_size < 1:
-        raise OptionError(t("mm.bad_world", n=world_size))
-    if strat.name != "HYBRID_SHARD":
-        return world_size
-    group = shard_group_size or min(world_size, 8)  # one node of 8 GPUs, the usual choice
-    if group < 1 or world_size % group:
-        raise OptionError(t("mm.bad_group", world=world_size, group=group))
-    return group
-
-
-def model_states(
-    num_params: float,
-    strategy: str = "DDP",
-    world_size: int = 1,
-    precision: str = "bf16",
-    optimizer: str = "adamw",
-    *,
-    offload: str | None = None,
-    shard_group_size: int | None = None,
-    convention: str = "zero",
-) -> MemoryBreakdown:
-    """Per-rank parameters, gradients and optimizer state: the ZeRO paper's "model states".
-
-    ``offload="optimizer"`` (ZeRO-Offload) moves the optimizer state and the gradients it
-    reads to host memory; ``offload="params"`` (FSDP ``CPUOffload(offload_params=True)``,
-    ZeRO-Infinity) moves the sharded parameters, gradients and optimizer state there, the
-    device keeping only what is gathered to compute. Host bytes are per rank: a node
-    with 8 ranks needs 8 times as much.
-    """
-    strat = resolve_strategy(strategy)
-    n = _group(strat, world_size, shard_group_size)
-    per = bytes_per_param(precision, optimizer, convention)
-    torch_layout = _choose("convention", convention, {c: c for c in CONVENTIONS}) == "torch"
-    # FSDP's SHARD_GRAD_OP shards the persistent fp32 parameter too; ZeRO-2 keeps its fp16 copy whole.
-    params_sharded = strat.shard_params or (torch_layout and strat.shard_grads)
-    params = per.param * num_params / (n if params_sharded else 1)
-    grads = per.grad * num_params / (n if strat.shard_grads else 1)
-    opt = per.optimizer * num_params / (n if strat.shard_optimizer else 1)
-    where = None if offload is None else _choose("offload", offload, {"optimizer": "optimizer", "params": "params"})
-    host = {"params": 0.0, "grads": 0.0, "optimizer": 0.0}
-    if where in ("optimizer", "params"):
-        host["optimizer"], host["grads"], opt, grads = opt, grads, 0.0, 0.0
-    if where == "params":
-        host["params"], params = params, 0.0
-    notes = (t("mm.note.offload", what=", ".join(k for k, v in host.items() if v)),) if where else ()
-    return MemoryBreakdown(
-        params=params,
-        grads=grads,
-        optimizer=opt,
-        host_params=host["params"],
-        host_grads=host["grads"],
-        host_optimizer=host["optimizer"],
-        num_params=num_params,
-        strategy=str(strategy).upper(),  # as the student wrote it: FULL_SHARD stays FULL_SHARD
-        world_size=world_size,
-        precision=resolve_precision(precision),
-        optimizer_kind=resolve_optimizer(optimizer),
-        notes=notes,
-    )
-
-
-# ---------------------------------------------------------------------------------------
-# Transformer shapes, FSDP units and padding
-# ---------------------------------------------------------------------------------------
-
-
-def _config(model: Any) -> Any:
-    if isinstance(model, str):
-        from labkit.models import get_config  # imports torch; only when a preset is named
-
-        return get_config(model)
-    return model
-
-
-def transformer_units(cfg: Any) -> list[tuple[str, list[tuple[int, ...]]]]:
-    """``labkit.models.TransformerLM``'s parameter shapes, grouped into FSDP units as the
-    lessons wrap it (one unit per ``TransformerBlock``, the rest in the root unit).
-
-    Pure arithmetic on the config; a test checks it against ``named_parameters()``.
-    """
-    cfg = _config(cfg)
-    d, f, kv, v = cfg.dim, cfg.hidden_ffn, cfg.kv_dim, cfg.vocab_size
-    block = [(d,), (d, d), (kv, d), (kv, d), (d, d), (d,), (f, d), (f, d), (d, f)]
-    root = [(v, d), (d,)] + ([] if cfg.tied_embeddings else [(v, d)])
-    return [("root", root)] + [(f"layers.{i}", list(block)) for i in range(cfg.n_layers)]
-
-
-def _numel(shape: Sequence[int]) -> int:
-    return math.prod(shape)
 
 
 def unit_sizes(model: Any, wrap: str | Sequence[int] = "block") -> list[int]:
-    """Parameters per FSDP unit: ``"block"`` (per TransformerBlock + root), ``"none"`` (one unit)."""
+    """Parameters per FSDP unit, the root first: ``"block"`` (per TransformerBlock + root), ``"none"`` (one unit)."""
     if not isinstance(wrap, str):
         return [int(u) for u in wrap]
-    units = [sum(_numel(s) for s in shapes) for _, shapes in transformer_units(model)]
-    how = _choose("wrap", wrap, {"block": "block", "none": "none"})
+    units = [sum(math.prod(s) for s in shapes) for _, shapes in transformer_units(model)]
+    how = choose("wrap", wrap, {"block": "block", "none": "none"})
     return units if how == "block" else [sum(units)]
-
-
-def local_numel(model: Any, world_size: int, flavor: str = "fsdp2", rank: int = 0) -> dict[str, int]:
-    """Elements one rank holds under FULL_SHARD, padding included, per kind of tensor.
-
-    FSDP1 flattens each unit into one FlatParameter and pads it to a multiple of N
-    elements, so every rank holds ceil(numel/N) per unit, for parameters, gradients and
-    optimizer state alike. FSDP2 shards each parameter on dim 0: every rank allocates
-    ceil(rows/N) rows (the padded shard that parameters and gradients live in), but the
-    tensor it exposes, and so the optimizer state made with ``zeros_like``, has only the
-    rows that rank owns, fewer on the last ranks when rows do not divide evenly.
-    """
-    units = transformer_units(model)
-    if flavor == "fsdp1":
-        n = sum(math.ceil(sum(_numel(s) for s in shapes) / world_size) for _, shapes in units)
-        return {"params": n, "grads": n, "optimizer": n}
-    padded = owned = 0
-    for _, shapes in units:
-        for shape in shapes:
-            rows, rest = shape[0], _numel(shape[1:])
-            chunk = math.ceil(rows / world_size)
-            padded += chunk * rest
-            owned += max(0, min(chunk, rows - rank * chunk)) * rest
-    return {"params": padded, "grads": padded, "optimizer": owned}
-
-
-# ---------------------------------------------------------------------------------------
-# Activations
-# ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Activations:
-    """Bytes of activations per rank: stored for backward, and the peak while recomputing."""
-
-    per_layer: float  # everything a layer saves for backward
-    stored: float  # what lives at the end of the forward pass
-    peak: float  # the most alive at once (with checkpointing: stored + one layer recomputed)
-    formula: str
-
-
-def korthikanti_per_layer(seq_len: int, micro_batch: int, hidden: int, heads: int) -> float:
-    """Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
-    Models" (arXiv:2205.05198), Eq. 1: bytes one GPT layer stores for backward, with
-    16-bit activations, dropout masks of one byte, no tensor or sequence parallelism:
-
-        s·b·h·(34 + 5·a·s/h)
-
-    34·s·b·h from the linear inputs, layer norms, GeLU and dropout masks; 5·a·s²·b from
-    the attention scores, their softmax and its dropout mask (absent with a fused,
-    flash-style attention kernel). With full activation recomputation a layer keeps only
-    its 16-bit input: 2·s·b·h (Sec. 4.1)."""
-    s, b, h, a = seq_len, micro_batch, hidden, heads
-    return s * b * h * (34 + 5 * a * s / h)
-
-
-def labkit_per_layer(cfg: Any, micro_batch: int, seq_len: int, elem: int) -> float:
-    """The same count as Korthikanti et al. (every tensor autograd saves), done for
-    ``labkit.models.TransformerBlock``: RMSNorm, grouped-query attention through
-    ``scaled_dot_product_attention`` (fused: no s² term), SwiGLU, no dropout.
-
-    Per layer, in elements of the compute dtype (``elem`` bytes):
-      8·s·b·d: the block input and the attention residual (each read by an RMSNorm),
-               each norm's x·rsqrt and output, q, and the attention output (the fused
-               kernel returns it in (b, s, heads, d_head) layout, so the reshape that
-               feeds wo is a view, not a copy);
-      2·s·b·d_kv: k and v (repeated to d when the heads are grouped);
-      4·s·b·f: the SwiGLU gate, its SiLU, the up projection and their product;
-      2·s·b: the two norms' rsqrt;
-    plus the attention's log-sum-exp, b·a·s in fp32.
-    """
-    cfg = _config(cfg)
-    b, s, d, f, a = micro_batch, seq_len, cfg.dim, cfg.hidden_ffn, cfg.n_heads
-    kv = cfg.kv_dim if (cfg.n_kv_heads or cfg.n_heads) == cfg.n_heads else d
-    return (8 * s * b * d + 2 * s * b * kv + 4 * s * b * f + 2 * s * b) * elem + b * a * s * 4
-
-
-def labkit_outside_layers(cfg: Any, micro_batch: int, seq_len: int, elem: int) -> float:
-    """What the model stores outside its blocks: the final RMSNorm (input, x·rsqrt,
-    output and rsqrt) and the fp32 log-softmax of the logits that cross-entropy keeps."""
-    cfg = _config(cfg)
-    b, s = micro_batch, seq_len
-    return (3 * s * b * cfg.dim + s * b) * elem + b * s * cfg.vocab_size * 4
 
 
 def activation_memory(
@@ -607,10 +158,10 @@ def activation_memory(
     and during backward one layer's activations are rebuilt at a time, so the peak is
     the stored inputs plus one layer.
     """
-    cfg = _config(model)
+    cfg = config(model)
     s = seq_len or cfg.seq_len
     elem = PRECISIONS[resolve_precision(precision)]
-    how = _choose("formula", formula, {"labkit": "labkit", "korthikanti": "korthikanti"})
+    how = choose("formula", formula, {"labkit": "labkit", "korthikanti": "korthikanti"})
     if how == "korthikanti":
         layer, kept, outside = (
             korthikanti_per_layer(s, micro_batch, cfg.dim, cfg.n_heads),
@@ -628,8 +179,29 @@ def activation_memory(
 
 
 # ---------------------------------------------------------------------------------------
-# Peak memory: states + what is gathered + activations
+# Peak memory: the largest of the step's moments (labkit.memory_peak)
 # ---------------------------------------------------------------------------------------
+
+FLAVORS = ("fsdp1", "fsdp2")
+# Temporaries as large as the tensor being updated that a single-tensor (foreach=False) step
+# keeps at once: Adam(W) makes sqrt(v), the denominator and the update; SGD updates in place.
+OPTIMIZER_TEMPS = {"adam": 3, "adamw": 3, "sgd": 0, "sgd_momentum": 0}
+PREFETCH = {"BACKWARD_PRE": "pre", "BACKWARD_POST": "post", "NONE": None}
+
+
+def _mode(strategy: str, strat: Strategy, flavor: str, shard: int, per: PerParam, torch_layout: bool) -> str:
+    """How the parameters are held while computing: see ``memory_peak.StepShape``."""
+    if strat.gathers_units or (strat.shard_grads and torch_layout):  # FULL/HYBRID_SHARD, SHARD_GRAD_OP
+        mode = "full" if strat.gathers_units else "grad_op"
+        if flavor == "fsdp1" and shard == 1:
+            mode = "whole"  # FSDP1 runs NO_SHARD on one rank
+    elif flavor == "fsdp2" and name_key(strategy) == "NOSHARD":  # fully_shard on a replicate-only mesh
+        mode = "full"
+    else:
+        mode = "whole"
+    if mode == "whole" and torch_layout and per.compute != per.param:  # MixedPrecision / autocast copies
+        return "grad_op"
+    return mode
 
 
 def peak_memory(
@@ -639,6 +211,7 @@ def peak_memory(
     precision: str = "bf16",
     optimizer: str = "adamw",
     *,
+    flavor: str = "fsdp2",
     micro_batch: int = 1,
     seq_len: int | None = None,
     checkpointing: bool = False,
@@ -646,17 +219,28 @@ def peak_memory(
     shard_group_size: int | None = None,
     wrap: str | Sequence[int] = "block",
     prefetch: bool = True,
+    backward_prefetch: str | None = "BACKWARD_PRE",
+    forward_prefetch: bool = False,
+    limit_all_gathers: bool = True,
     convention: str = "zero",
     largest_unit: float | None = None,
 ) -> MemoryBreakdown:
-    """Per-rank peak: model states, the gathered units, and activations.
+    """Per-rank peak of one training step (step 1 or later, gradients set to None between steps).
 
-    ``model`` is a preset name, a ``ModelConfig``, or a parameter count (then there are
-    no activations, and each gathered unit is ``largest_unit`` parameters, 0 if not given;
-    ``wrap="none"`` makes the whole model one unit).
+    ``flavor``: ``"fsdp1"`` (``FullyShardedDataParallel``) or ``"fsdp2"`` (``fully_shard``);
+    for ``"DDP"`` it does not matter. FSDP1 options: ``backward_prefetch`` ("BACKWARD_PRE",
+    "BACKWARD_POST" or None; ``prefetch=False`` is None), ``forward_prefetch``;
+    ``limit_all_gathers`` only bounds the all-gathers in flight on a GPU and changes no
+    term here. ``model`` is a preset name, a ``ModelConfig``, or a parameter count (then
+    there are no activations nor temporaries, and each unit is ``largest_unit``
+    parameters, 0 if not given; ``wrap="none"`` makes the whole model one unit).
+    The result's ``explain()`` lists every term alive at the peak and every phase's total.
     """
+    how = choose("flavor", flavor, {f: f for f in FLAVORS})
+    strat, per = resolve_strategy(strategy), bytes_per_param(precision, optimizer, convention)
+    torch_layout = choose("convention", convention, {c: c for c in CONVENTIONS}) == "torch"
     is_count = isinstance(model, (int, float))
-    num_params = float(model) if is_count else float(_config(model).num_params())
+    num_params = float(model) if is_count else float(config(model).num_params())
     states = model_states(
         num_params,
         strategy,
@@ -667,66 +251,108 @@ def peak_memory(
         shard_group_size=shard_group_size,
         convention=convention,
     )
-    strat = resolve_strategy(strategy)
-    per = bytes_per_param(precision, optimizer, convention)
-    torch_layout = _choose("convention", convention, {c: c for c in CONVENTIONS}) == "torch"
-    if not isinstance(wrap, str):
-        units = [float(u) for u in wrap]
-    elif is_count:  # the other units are taken to be as large as the largest
-        units = [num_params] if wrap == "none" else [float(largest_unit or 0.0)] * 2
-    else:
-        units = unit_sizes(model, wrap)
-    units = sorted(units, reverse=True)
-    notes = list(states.notes)
-    gathered = grads_extra = 0.0
-    if strat.gathers_units:
-        live = units[:2] if prefetch and len(units) > 1 else units[:1]
-        gathered = per.compute * sum(live)
-        grads_extra = per.compute * units[0]  # the unit whose gradients wait for the reduce-scatter
-        why = t("mm.note.prefetch") if len(live) > 1 else t("mm.note.noprefetch")
-        notes.append(t("mm.note.units", n=len(live), unit_params=_count(units[0]), why=why))
-        if len(units) == 1:
-            notes.append(t("mm.note.one_unit"))
-    elif strat.shard_grads and torch_layout:  # FSDP SHARD_GRAD_OP: all units stay gathered
-        gathered = per.compute * num_params
-        grads_extra = per.compute * units[0]
-        notes.append(t("mm.note.grad_op"))
-    elif torch_layout and per.compute != per.param:  # autocast / NO_SHARD mixed precision
-        gathered = per.compute * num_params
-        notes.append(t("mm.note.compute_copy"))
-    if strat.name == "DDP":
-        notes.append(t("mm.note.ddp_buckets", size=_fmt(per.grad * num_params)))
-    acts = 0.0
+    shard = shard_group(strat, world_size, shard_group_size) if strat.shard_grads else 1
+    mode = _mode(strategy, strat, how, shard, per, torch_layout)
+    units = unit_sizes(model, wrap) if not is_count else [num_params] if wrap == "none" else [largest_unit or 0.0] * 3
+    if how == "fsdp1" and mode != "whole":  # a FlatParameter is padded to a multiple of the shard group
+        units = [math.ceil(u / shard) * shard for u in units]
+    one_unit = len(units) == 1
+    e = per.compute
+    shape_flavor = "ddp" if name_key(strategy) in ("DDP", "ZERO0") else how
+    fields: dict[str, Any] = dict(
+        flavor=shape_flavor,
+        mode=mode,
+        shard=shard,
+        params=states.params,
+        grads=states.grads,
+        optimizer=states.optimizer,
+        root=e * units[0],
+        root_grad=e * units[0],
+        one_unit=one_unit,
+        blocks=tuple(e * u for u in units[1:]),
+        all_units=e * (num_params if is_count else sum(units)),
+        # a finished block's gradient shard stays on the device, unless offloaded to the host
+        block_grad=bool(states.grads) * per.grad * max(units[1:], default=0.0) / (shard if strat.shard_grads else 1),
+        buckets=per.grad * num_params if name_key(strategy) in ("DDP", "ZERO0") else 0.0,
+        prefetch=PREFETCH[name_key(backward_prefetch or "NONE").replace("BACKWARD", "BACKWARD_")] if prefetch else None,
+        forward_prefetch=forward_prefetch,
+        elem=e,
+        reduce_elem=per.grad,  # torch's accounting keeps gradients in fp32: FSDP reduces them in it
+    )
+    largest = _largest_tensor(model, units, how if shape_flavor != "ddp" else "ddp", shard if mode != "whole" else 1)
+    fields["optimizer_temps"] = OPTIMIZER_TEMPS[resolve_optimizer(optimizer)] * 4 * largest
     if not is_count:
-        a = activation_memory(model, micro_batch, seq_len, checkpointing, precision)
-        acts = a.peak
-        s = seq_len or _config(model).seq_len
-        notes.append(
-            t("mm.note.activations", formula=a.formula, b=micro_batch, s=s, ac=t("mm.note.ac") if checkpointing else "")
-        )
-    return replace(
-        states,
-        params_unsharded=gathered,
-        grads=states.grads + grads_extra,
-        activations=acts,
+        fields |= _step_activations(model, micro_batch, seq_len, checkpointing, e, one_unit)
+    shape = StepShape(**fields)
+    candidates = memory_peak.phases(shape)
+    peak = max(candidates, key=lambda p: p.total)
+    notes = list(states.notes) + _notes(strat, mode, one_unit)
+    if not is_count:
+        s = seq_len or config(model).seq_len
+        ac = t("mm.note.ac") if checkpointing else ""
+        notes.append(t("mm.note.activations", formula="labkit", b=micro_batch, s=s, ac=ac))
+    cats = peak.by_category(CATEGORIES)
+    return MemoryBreakdown(
+        **cats,
+        host_params=states.host_params,
+        host_grads=states.host_grads,
+        host_optimizer=states.host_optimizer,
+        num_params=num_params,
+        strategy=states.strategy,
+        flavor=how if shape.flavor != "ddp" else "ddp",
+        world_size=world_size,
+        precision=states.precision,
+        optimizer_kind=states.optimizer_kind,
         notes=tuple(notes),
+        phases=tuple(candidates),
+        peak=peak,
     )
 
 
-def _count(n: float) -> str:
-    for unit, div in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if n >= div:
-            return f"{n / div:.3g}{unit}"
-    return f"{n:.0f}"
+def _largest_tensor(model: Any, units: list[float], flavor: str, shard: int) -> float:
+    """Elements of the largest tensor the optimizer updates on one rank: FSDP1 steps one
+    FlatParameter shard per unit, FSDP2 one dim-0 shard per parameter, DDP whole parameters."""
+    if isinstance(model, (int, float)) or flavor == "fsdp1":
+        return math.ceil(max(units) / shard)
+    shapes = [shape for _, unit in transformer_units(model) for shape in unit]
+    return max(math.ceil(shape[0] / shard) * math.prod(shape[1:]) for shape in shapes)
 
 
-def _fmt(n: float, units: str = "GB") -> str:
-    """Bytes in ``units`` (GB or GiB), or in MB / kB when that would print as 0.00."""
-    big, mid, small = (GB, 10**6, 10**3) if units == "GB" else (GiB, 2**20, 2**10)
-    names = ("MB", "kB") if units == "GB" else ("MiB", "KiB")
-    if abs(n) >= big / 100 or n == 0:
-        return f"{n / big:,.2f} {units}"
-    return f"{n / mid:.1f} {names[0]}" if abs(n) >= mid / 10 else f"{n / small:.1f} {names[1]}"
+def _step_activations(
+    model: Any, micro_batch: int, seq_len: int | None, checkpointing: bool, elem: int, one_unit: bool
+) -> dict[str, Any]:
+    """The activation and temporary terms of ``StepShape`` for a transformer config."""
+    cfg = config(model)
+    s = seq_len or cfg.seq_len
+    prec = {4: "fp32", 2: "bf16"}[elem]
+    acts = activation_memory(cfg, micro_batch, s, checkpointing, prec)
+    kept = s * micro_batch * cfg.dim * elem if checkpointing else acts.per_layer
+    out = {
+        "activations": acts.stored,
+        "outside": labkit_outside_layers(cfg, micro_batch, s, elem),
+        "per_layer_kept": kept,
+        "recomputed": acts.per_layer if checkpointing else 0.0,
+        "logits": micro_batch * s * cfg.vocab_size * elem,
+        "loss_grads": 2 * logits_bytes(cfg, micro_batch, s),
+        "head_grads": head_grad_bytes(cfg, elem),
+        "block_temps": sum(block_backward_bytes(cfg, micro_batch, s, elem).values()),
+        "grad_in": block_backward_bytes(cfg, micro_batch, s, elem)["grad_in"],
+    }
+    if one_unit:  # no block units: each block's gradient stays unsharded in the one unit until the end
+        block = sum(math.prod(x) for x in transformer_units(cfg)[1][1]) if cfg.n_layers else 0
+        out["blocks"] = (0.0,) * cfg.n_layers
+        out["block_grad"] = block * elem
+    return out
+
+
+def _notes(strat: Strategy, mode: str, one_unit: bool) -> list[str]:
+    if one_unit and strat.gathers_units:
+        return [t("mm.note.one_unit")]
+    if mode == "grad_op" and strat.shard_grads:
+        return [t("mm.note.grad_op")]
+    if mode == "grad_op":
+        return [t("mm.note.compute_copy")]
+    return []
 
 
 # ---------------------------------------------------------------------------------------
@@ -751,10 +377,10 @@ class Fit:
         return self.capacity - self.needed
 
     def __str__(self) -> str:
-        need, have = _fmt(self.needed), _fmt(self.capacity)
+        need, have = fmt_bytes(self.needed, "GB"), fmt_bytes(self.capacity, "GB")
         if self.fits:
-            return t("mm.fits.yes", need=need, have=have, free=_fmt(self.headroom))
-        return t("mm.fits.no", need=need, have=have, over=_fmt(-self.headroom))
+            return t("mm.fits.yes", need=need, have=have, free=fmt_bytes(self.headroom, "GB"))
+        return t("mm.fits.no", need=need, have=have, over=fmt_bytes(-self.headroom, "GB"))
 
     __repr__ = __str__
 
@@ -822,84 +448,10 @@ def strategy_table(
 ) -> str:
     """One row per strategy: params, grads, optimizer state and total per rank (markdown)."""
     div = GB if units == "GB" else GiB
-    num = float(model) if isinstance(model, (int, float)) else float(_config(model).num_params())
+    num = float(model) if isinstance(model, (int, float)) else float(config(model).num_params())
     head = [t("mm.what.strategy")] + [t(f"mm.cat.{c}") for c in ("params", "grads", "optimizer")] + [t("mm.total")]
     rows = [head]
     for s in strategies:
         b = model_states(num, s, world_size, **kw)
         rows.append([b.strategy] + [f"{v / div:,.2f}" for v in (b.params, b.grads, b.optimizer, b.model_states)])
-    return _render(rows, "markdown", t("mm.strategy_table", n=_count(num), world=world_size, unit=units))
-
-
-# ---------------------------------------------------------------------------------------
-# Plots (matplotlib, imported only here)
-# ---------------------------------------------------------------------------------------
-
-DEFAULT_WORLD_SIZES = tuple(2**i for i in range(11))  # 1 .. 1024
-
-
-def plot_memory_vs_gpus(
-    model: Any = "llama-13b",
-    gpu: str | float = "H100-80GB",
-    strategies: Sequence[str] = ("DDP", "ZERO1", "ZERO2", "ZERO3"),
-    world_sizes: Sequence[int] = DEFAULT_WORLD_SIZES,
-    *,
-    peak: bool = False,
-    ax: Any = None,
-    **kw: Any,
-) -> Any:
-    """Per-GPU memory against the number of GPUs, one line per strategy, and the GPU's
-    capacity as a horizontal line. ``peak=True`` plots :func:`peak_memory` (activations,
-    gathered units) instead of the model states alone. Returns the matplotlib Figure."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4.2))
-    num = float(model) if isinstance(model, (int, float)) else float(_config(model).num_params())
-    for s in strategies:
-        if peak:
-            ys = [peak_memory(model, s, n, **kw).total / GB for n in world_sizes]
-        else:
-            ys = [model_states(num, s, n, **kw).model_states / GB for n in world_sizes]
-        ax.plot(world_sizes, ys, marker="o", ms=3, label=resolve_strategy(s).name)
-    cap = gpu_bytes(gpu) / GB
-    ax.axhline(cap, color="#d62728", ls="--", lw=1.2, label=t("mm.plot.capacity", gpu=gpu))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(t("mm.plot.xlabel"))
-    ax.set_ylabel(t("mm.plot.ylabel", unit="GB"))
-    name = model if isinstance(model, str) else _count(num)
-    key = "mm.plot.title_peak" if peak else "mm.plot.title"
-    prec, opt = resolve_precision(kw.get("precision", "bf16")), resolve_optimizer(kw.get("optimizer", "adamw"))
-    ax.set_title(t(key, model=name, precision=prec, optimizer=opt))
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    return fig
-
-
-def plot_max_model_vs_gpus(
-    gpu: str | float = "H100-80GB",
-    strategies: Sequence[str] = ("DDP", "ZERO1", "ZERO2", "ZERO3"),
-    world_sizes: Sequence[int] = DEFAULT_WORLD_SIZES,
-    *,
-    ax: Any = None,
-    **kw: Any,
-) -> Any:
-    """The largest model whose states fit one GPU, against the number of GPUs: DDP is a
-    flat line (capacity / 16 bytes: 5B parameters on 80 GB), ZeRO-1 and ZeRO-2 level off
-    at capacity / 4 and / 2 bytes, ZeRO-3 grows with N. Returns the matplotlib Figure."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4.2))
-    for s in strategies:
-        ax.plot(
-            world_sizes, [max_params_that_fit(s, n, gpu, **kw) / 1e9 for n in world_sizes], marker="o", ms=3, label=s
-        )
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(t("mm.plot.xlabel"))
-    ax.set_ylabel(t("mm.plot.max_ylabel"))
-    prec, opt = resolve_precision(kw.get("precision", "bf16")), resolve_optimizer(kw.get("optimizer", "adamw"))
-    ax.set_title(t("mm.plot.max_title", gpu=gpu, precision=prec, optimizer=opt))
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    return fig
+    return render_table(rows, "markdown", title=t("mm.strategy_table", n=fmt_count(num), world=world_size, unit=units))

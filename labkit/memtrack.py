@@ -11,7 +11,7 @@ gradients, optimizer state, activations and the rest, at each phase of a step an
             opt.zero_grad()
     # each measured step sends "memcat" messages: one per phase, then one for the peak
 
-In the notebook, ``memory_table(run)`` and ``plot_breakdown(run)`` read those messages.
+In the notebook, ``labkit.memory_view.memory_table(run)`` and ``plot_breakdown(run)`` read those messages.
 
 How it measures, and why not torch's own tracker
 ------------------------------------------------
@@ -47,7 +47,6 @@ first comes within 0.1% of the step's peak; the last sliver, if any, is put in "
 from __future__ import annotations
 
 import contextlib
-import html
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -57,22 +56,6 @@ from labkit.i18n import catalog, t
 
 catalog(
     {
-        "memtrack.phase.forward": {"en": "after forward", "ro": "după forward"},
-        "memtrack.phase.backward": {"en": "after backward", "ro": "după backward"},
-        "memtrack.phase.optimizer": {"en": "after optimizer step", "ro": "după pasul optimizatorului"},
-        "memtrack.phase.peak": {"en": "peak", "ro": "vârf"},
-        "memtrack.col.rank": {"en": "rank", "ro": "rang"},
-        "memtrack.col.phase": {"en": "phase", "ro": "fază"},
-        "memtrack.col.total": {"en": "total", "ro": "total"},
-        "memtrack.none": {
-            "en": "no memory categories measured: use labkit.memtrack.track(model, optimizer) in the cell",
-            "ro": "nu s-au măsurat categorii de memorie: folosiți labkit.memtrack.track(model, optimizer) în celulă",
-        },
-        "memtrack.plot.title": {
-            "en": "memory per rank by category ({unit})",
-            "ro": "memoria per rang pe categorii ({unit})",
-        },
-        "memtrack.rank": {"en": "rank {rank}", "ro": "rangul {rank}"},
         "memtrack.nested": {
             "en": "memtrack: a step is already being measured; steps do not nest",
             "ro": "memtrack: un pas este deja măsurat; pașii nu se pot imbrica",
@@ -82,22 +65,6 @@ catalog(
 
 CATEGORIES = ("params", "params_unsharded", "grads", "optimizer", "activations", "other")
 PHASES = ("forward", "backward", "optimizer", "peak")
-COLORS = {
-    "params": "#1f77b4",
-    "params_unsharded": "#aec7e8",
-    "grads": "#ff7f0e",
-    "optimizer": "#2ca02c",
-    "activations": "#d62728",
-    "other": "#7f7f7f",
-}
-
-
-def _category_label(c: str) -> str:
-    import labkit.memory_model  # noqa: F401 - registers the category names
-
-    return t(f"mm.cat.{c}")
-
-
 # ---------------------------------------------------------------------------------------
 # In the rank: which storage is what
 # ---------------------------------------------------------------------------------------
@@ -465,150 +432,3 @@ def track(model: Any, optimizer: Any = None, steps: Sequence[int] | None = None,
     Measure step 1 or later: in step 0 the optimizer creates its state during the step.
     """
     return Tracker(model, optimizer, steps, send)
-
-
-# ---------------------------------------------------------------------------------------
-# In the notebook: tables and plots from the "memcat" messages
-# ---------------------------------------------------------------------------------------
-
-
-def _events(run: Any) -> dict[int, list[dict[str, Any]]]:
-    return getattr(run, "events", run)
-
-
-def latest(run: Any, step: int | None = None) -> dict[int, dict[str, dict[str, Any]]]:
-    """``{rank: {phase: message}}`` for the last measured step (or ``step``) of each rank."""
-    out: dict[int, dict[str, dict[str, Any]]] = {}
-    for r, evs in sorted(_events(run).items()):
-        msgs = [m for m in evs if m.get("t") == "memcat" and (step is None or m.get("step") == step)]
-        if not msgs:
-            continue
-        last = msgs[-1].get("step")
-        out[r] = {m["phase"]: m for m in msgs if m.get("step") == last}
-    return out
-
-
-class MemoryTable:
-    """Per rank and phase, bytes by category. ``str()`` is plain text; notebooks show HTML."""
-
-    def __init__(self, data: dict[int, dict[str, dict[str, int]]], units: str = "MiB") -> None:
-        self.data = data  # rank -> phase -> category -> bytes
-        self.units = units
-
-    def rows(self) -> list[list[str]]:
-        div = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "GB": 10**9}[self.units]
-        head = [t("memtrack.col.rank"), t("memtrack.col.phase")] + [_category_label(c) for c in CATEGORIES]
-        rows = [head + [t("memtrack.col.total")]]
-        for r, phases in self.data.items():
-            for phase in PHASES:
-                cats = phases.get(phase)
-                if cats is None:
-                    continue
-                values = [cats.get(c, 0) for c in CATEGORIES]
-                rows.append(
-                    [str(r), t(f"memtrack.phase.{phase}")] + [f"{v / div:,.2f}" for v in values + [sum(values)]]
-                )
-        return rows
-
-    def to_markdown(self) -> str:
-        rows = self.rows()
-        lines = ["| " + " | ".join(r) + " |" for r in rows]
-        lines.insert(1, "|---|---|" + "---:|" * (len(rows[0]) - 2))
-        return f"({self.units})\n\n" + "\n".join(lines)
-
-    def __str__(self) -> str:
-        if not self.data:
-            return t("memtrack.none")
-        rows = self.rows()
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        fmt = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
-        return f"({self.units})\n" + "\n".join(fmt)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        if not self.data:
-            return f"<div>{html.escape(t('memtrack.none'))}</div>"
-        rows = self.rows()
-        cells = ["<tr>" + "".join(f"<th style='padding:2px 6px'>{html.escape(c)}</th>" for c in rows[0]) + "</tr>"]
-        for r in rows[1:]:
-            tds = "".join(
-                f"<td style='padding:2px 6px;text-align:{'left' if i < 2 else 'right'}'>{html.escape(c)}</td>"
-                for i, c in enumerate(r)
-            )
-            cells.append(f"<tr>{tds}</tr>")
-        return f"<div>({self.units})</div><table style='border-collapse:collapse'>{''.join(cells)}</table>"
-
-
-def memory_table(run: Any, step: int | None = None, units: str = "MiB") -> MemoryTable:
-    """Per rank, per category: the peak and the end of each phase of the last measured step.
-
-    ``run`` is a ``labkit.Run`` or its ``events`` dict (rank -> messages)."""
-    data = {r: {p: dict(m["categories"]) for p, m in phases.items()} for r, phases in latest(run, step).items()}
-    return MemoryTable(data, units)
-
-
-def plot_breakdown(run: Any, step: int | None = None, units: str = "MiB") -> Any:
-    """Stacked bars by category: for each rank, one bar per phase and one for the peak."""
-    import matplotlib.pyplot as plt
-
-    div = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "GB": 10**9}[units]
-    data = memory_table(run, step).data
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * sum(len(p) for p in data.values())), 4))
-    ticks, labels, x = [], [], 0.0
-    for r, phases in data.items():
-        for phase in (p for p in PHASES if p in phases):
-            bottom = 0.0
-            for c in CATEGORIES:
-                v = phases[phase].get(c, 0) / div
-                ax.bar(x, v, bottom=bottom, color=COLORS[c], width=0.8, label=_category_label(c) if not ticks else None)
-                bottom += v
-            ticks.append(x)
-            labels.append(f"{t('memtrack.rank', rank=r)}\n{t(f'memtrack.phase.{phase}')}")
-            x += 1
-        x += 0.5  # a gap between ranks
-    ax.set_xticks(ticks, labels, fontsize=7)
-    ax.set_ylabel(units)
-    ax.set_title(t("memtrack.plot.title", unit=units))
-    if ticks:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int = 520) -> str:
-    """Stacked horizontal bars, one per rank, as inline SVG for the live dashboard (no matplotlib).
-
-    Takes the latest "memcat" message of each rank; the bars share one scale."""
-    from labkit.run import fmt_bytes
-
-    if not latest_memcat_by_rank:
-        return f"<div style='color:#888'>{html.escape(t('memtrack.none'))}</div>"
-    totals = {r: sum((m.get("categories") or {}).values()) for r, m in latest_memcat_by_rank.items()}
-    top = max(max(totals.values()), 1)
-    pad_l, bar_h, gap = 70, 16, 6
-    height = len(totals) * (bar_h + gap) + 30
-    parts = []
-    for i, (r, msg) in enumerate(sorted(latest_memcat_by_rank.items())):
-        y, x = 4 + i * (bar_h + gap), float(pad_l)
-        label = f"{t('memtrack.rank', rank=r)} · {t('memtrack.phase.' + str(msg.get('phase', 'peak')))}"
-        parts.append(f"<text x='0' y='{y + 12}' font-size='10'>{html.escape(label[:14])}</text>")
-        for c in CATEGORIES:
-            v = (msg.get("categories") or {}).get(c, 0)
-            w = v / top * (width - pad_l - 80)
-            if w > 0:
-                title = f"{_category_label(c)}: {fmt_bytes(v)}"
-                parts.append(
-                    f"<rect x='{x:.1f}' y='{y}' width='{w:.1f}' height='{bar_h}' fill='{COLORS[c]}'>"
-                    f"<title>{html.escape(title)}</title></rect>"
-                )
-                x += w
-        parts.append(f"<text x='{x + 4:.1f}' y='{y + 12}' font-size='10'>{html.escape(fmt_bytes(totals[r]))}</text>")
-    ly = height - 12
-    lx = 0
-    for c in CATEGORIES:
-        name = html.escape(_category_label(c))
-        parts.append(f"<rect x='{lx}' y='{ly - 9}' width='9' height='9' fill='{COLORS[c]}'/>")
-        parts.append(f"<text x='{lx + 12}' y='{ly}' font-size='9'>{name}</text>")
-        lx += 14 + 6 * len(name)
-    return f"<svg class='labkit-membars' width='{max(width, lx)}' height='{height}'>{''.join(parts)}</svg>"

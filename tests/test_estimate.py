@@ -52,9 +52,8 @@ def test_llama_1b_on_8_ranks(results: dict[str, estimate.Estimate]) -> None:
     # activations stored by forward, with checkpointing: the formula's count
     acts = mm.activation_memory(cfg, 1, None, checkpointing=True, precision="bf16")
     assert e.phases["forward"]["activations"] == pytest.approx(acts.stored, rel=0.01)
-    # the whole peak: the model sums each category's maximum, so it may only be above, and not by much
-    assert e.total <= e.analytical.total
-    assert e.total == pytest.approx(e.analytical.total, rel=0.10)
+    # the whole peak: the model's largest moment of the step (memory_model.peak_memory, per flavor)
+    assert e.total == pytest.approx(e.analytical.total, rel=0.05)
     assert e.stage == "backward"
 
 
@@ -87,7 +86,7 @@ def test_explanations_and_table(results: dict[str, estimate.Estimate]) -> None:
     table = e.table()
     assert "fake-tensor run" in table and "analytical model" in table and "peak reached in backward" in table
     diffs = e.differences()
-    assert diffs["params"] == pytest.approx(0, abs=0.1) and diffs["other"] is None  # the model has no "other"
+    assert diffs["params"] == pytest.approx(0, abs=0.1) and diffs["other"] is not None  # temporaries modelled too
     json.dumps(e.as_dict())  # the CLI's --json
     assert "<table" in e._repr_html_()
 

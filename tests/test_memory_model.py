@@ -14,8 +14,10 @@ import math
 import pytest
 
 from labkit import memory_model as mm
+from labkit import memory_view
 from labkit.errors import OptionError
 from labkit.i18n import set_lang
+from labkit.models import get_config
 
 GB = 1e9
 
@@ -194,17 +196,69 @@ def test_no_auto_wrap_policy_keeps_ddps_parameter_and_gradient_bytes() -> None:
     assert any("auto_wrap_policy" in n for n in one_unit.notes)
 
 
-def test_prefetch_counts_two_units() -> None:
-    with_prefetch = mm.peak_memory(1e9, "FULL_SHARD", 8, largest_unit=1e8)
-    without = mm.peak_memory(1e9, "FULL_SHARD", 8, largest_unit=1e8, prefetch=False)
-    assert with_prefetch.params_unsharded == 2 * 2 * 1e8 and without.params_unsharded == 2 * 1e8
-    units = mm.unit_sizes("llama-7b")
-    blocks = mm.peak_memory("llama-7b", "FULL_SHARD", 8)
-    assert blocks.params_unsharded == 2 * sum(sorted(units)[-2:])  # bf16: the root unit and one block
+def test_prefetch_and_the_root_by_flavor() -> None:
+    """Units of 1e8 parameters (bf16): FSDP1 holds root + current + next block in backward with
+    BACKWARD_PRE, root + current without prefetch; FSDP2 holds root + current, the next block
+    waiting in its all-gather buffer ("other")."""
+    kw = {"largest_unit": 1e8}
+    pre = mm.peak_memory(1e9, "FULL_SHARD", 8, flavor="fsdp1", **kw)
+    post = mm.peak_memory(1e9, "FULL_SHARD", 8, flavor="fsdp1", backward_prefetch="BACKWARD_POST", **kw)
+    none = mm.peak_memory(1e9, "FULL_SHARD", 8, flavor="fsdp1", prefetch=False, **kw)
+    fsdp2 = mm.peak_memory(1e9, "FULL_SHARD", 8, flavor="fsdp2", **kw)
+
+    def gathered(b: mm.MemoryBreakdown) -> float:
+        return b.phase("block", 1).by_category(mm.CATEGORIES)["params_unsharded"]
+
+    assert gathered(pre) == 3 * 2 * 1e8
+    assert gathered(post) == gathered(none) == 2 * 2 * 1e8
+    assert gathered(fsdp2) == 2 * 2 * 1e8
+    assert any(x.key == "ag_buffer" and x.bytes == 2 * 1e8 for x in fsdp2.phase("block", 1).terms)
+    # FSDP1's forward_prefetch: the previous block's post-backward runs late (measured), from block 2 on
+    late = mm.peak_memory("small", "FULL_SHARD", 4, "fp32", flavor="fsdp1", forward_prefetch=True, micro_batch=2)
+    block2 = next(p for p in late.phases if p.key == "block" and p.block == 2)
+    assert (
+        any(x.key == "late_grad" for x in block2.terms)
+        and late.total > mm.peak_memory("small", "FULL_SHARD", 4, "fp32", flavor="fsdp1", micro_batch=2).total
+    )
+    # limit_all_gathers bounds the all-gathers in flight on a GPU: no term changes
+    assert mm.peak_memory(1e9, "FULL_SHARD", 8, flavor="fsdp1", limit_all_gathers=False, **kw) == pre
+    with pytest.raises(OptionError, match="fsdp1"):
+        mm.peak_memory(1e9, "FULL_SHARD", 8, flavor="fsdp3")
+
+
+def test_block_peak_by_hand() -> None:
+    """ "small" (d=128, f=512, V=1024, 4 blocks), fp32 AdamW, micro-batch 2 x 64 tokens, FSDP1
+    FULL_SHARD on 2 ranks: the peak is inside the last block's backward, term by term."""
+    b, s, d, f, v = 2, 64, 128, 512, 1024
+    root, block = v * d * 2 + d, 4 * d * d + 2 * d + 3 * d * f
+    psi = root + 4 * block
+    layer = (8 * s * b * d + 2 * s * b * d + 4 * s * b * f + 2 * s * b) * 4 + b * 4 * s * 4
+    expected = (
+        4 * psi / 2  # fp32 parameter shards
+        + 8 * psi / 2  # AdamW moments
+        + 4 * (root + 2 * block)  # root kept, current block, next block prefetched
+        + 4 * layer  # every block's activations (the head's are freed first)
+        + 4 * (v * d + d)  # the head's gradients wait in the root unit
+        + 4 * (s * b * d + d * f + 2 * s * b * f)  # the block's backward temporaries
+    )
+    got = mm.peak_memory("small", "FULL_SHARD", 2, "fp32", flavor="fsdp1", micro_batch=b, convention="torch")
+    assert got.total == expected and got.peak.block == 1
+    text = got.explain()
+    assert "backward of block 1" in text and "head gradients" in text and "◀" in text
+
+
+def test_the_peak_moves_with_the_strategy() -> None:
+    kw = {"precision": "fp32", "convention": "torch", "micro_batch": 2}
+    assert mm.peak_memory("small", "DDP", 2, **kw).peak.key == "loss"  # all activations, the loss gradients
+    assert mm.peak_memory("small", "SHARD_GRAD_OP", 4, flavor="fsdp2", **kw).peak.key == "forward"
+    assert mm.peak_memory("tiny", "NO_SHARD", 2, flavor="fsdp1", **kw).peak.key == "optimizer"
+    assert mm.peak_memory("tiny", "FULL_SHARD", 2, flavor="fsdp1", wrap="none", **kw).peak.key == "end"
+    ddp = mm.peak_memory("small", "DDP", 2, **kw)
+    assert ddp.other >= 4 * get_config("small").num_params()  # its gradient buckets
 
 
 def test_shard_grad_op_gathers_everything_in_fsdp() -> None:
-    b = mm.peak_memory(1e9, "SHARD_GRAD_OP", 8, "bf16", convention="torch")
+    b = mm.peak_memory(1e9, "SHARD_GRAD_OP", 8, "bf16", convention="torch", largest_unit=1e8)
     assert b.params == 4e9 / 8 and b.params_unsharded == 2e9  # fp32 shard at rest, bf16 copy of all units
     zero2 = mm.peak_memory(1e9, "ZERO2", 8, "bf16")  # DeepSpeed: the 16-bit weights stay whole
     assert zero2.params == 2e9 and zero2.params_unsharded == 0
@@ -256,16 +310,16 @@ def test_plots() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    fig = mm.plot_memory_vs_gpus("llama-13b", "H100-80GB")
+    fig = memory_view.plot_memory_vs_gpus("llama-13b", "H100-80GB")
     lines = fig.axes[0].get_lines()
     assert len(lines) == 5  # four strategies and the capacity
     ddp, zero3 = lines[0].get_ydata(), lines[3].get_ydata()
     assert ddp[0] == ddp[-1] > 80  # DDP is flat and above the wall
     assert zero3[-1] < 80 < zero3[0]  # ZeRO-3 crosses it
-    fig2 = mm.plot_max_model_vs_gpus("H100-80GB")
+    fig2 = memory_view.plot_max_model_vs_gpus("H100-80GB")
     flat = fig2.axes[0].get_lines()[0].get_ydata()
     assert all(math.isclose(y, 5.0) for y in flat)  # DDP's wall: 5B parameters on 80 GB
-    peak = mm.plot_memory_vs_gpus("llama-7b", peak=True, checkpointing=True, world_sizes=(8, 64))
+    peak = memory_view.plot_memory_vs_gpus("llama-7b", peak=True, checkpointing=True, world_sizes=(8, 64))
     assert len(peak.axes[0].get_lines()[0].get_ydata()) == 2
 
 

@@ -5,12 +5,16 @@
 
 Arguments: model preset (or ``odd``, a shape that FSDP must pad), steps per configuration,
 then configurations (each may end with ``@PRESET`` or ``@odd`` to use another model):
-``ddp``, ``plain``, ``fsdp2:reshard`` / ``fsdp2:keep``
-(reshard_after_forward), or ``fsdp1:STRATEGY``; a ``:nowrap`` suffix leaves out the
-auto_wrap_policy (FSDP1) or the per-block ``fully_shard`` calls (FSDP2), ``:ac`` adds
-activation checkpointing per block, ``:bf16`` mixed precision (FSDP1 MixedPrecision /
-FSDP2 MixedPrecisionPolicy). Step 1 is measured by ``labkit.memtrack``; for FSDP2 the
-last step is also measured by torch's ``FSDPMemTracker`` ("fsdpmemtracker" messages).
+``ddp``, ``plain``, ``fsdp2:reshard`` / ``fsdp2:keep`` (reshard_after_forward),
+``fsdp2:hsdp`` (a 2-D mesh, shards of 2 ranks), ``fsdp2:replicate`` (a 2-D mesh with shards
+of one rank: FSDP2's NO_SHARD), or ``fsdp1:STRATEGY`` (HYBRID_SHARD on a 2-D mesh, shards of
+2 ranks). Options: ``:nowrap`` leaves out the auto_wrap_policy (FSDP1) or the per-block
+``fully_shard`` calls (FSDP2), ``:ac`` adds activation checkpointing per block, ``:bf16``
+mixed precision (FSDP1 MixedPrecision / FSDP2 MixedPrecisionPolicy); FSDP1 only:
+``:post`` (BACKWARD_POST) or ``:noprefetch`` (no backward prefetch) instead of BACKWARD_PRE,
+``:fwd`` (forward_prefetch=True), ``:nolimit`` (limit_all_gathers=False).
+Step 1 is measured by ``labkit.memtrack``; for ``fsdp2:reshard`` the last step is also measured by
+torch's ``FSDPMemTracker`` ("fsdpmemtracker" messages).
 """
 
 from __future__ import annotations
@@ -29,6 +33,15 @@ from labkit.rank import send as rank_send
 # divide evenly at 4 ranks: both must pad.
 ODD = ModelConfig(vocab_size=1001, dim=33, n_layers=2, n_heads=3, ffn_dim=97, seq_len=16)
 BATCH = 2
+HSDP_SHARD = 2  # ranks per shard group in the HYBRID_SHARD configurations
+
+
+def mesh_2d(world: int, shard: int):  # noqa: ANN201 - a DeviceMesh
+    """(replicate, shard) mesh: ``shard`` ranks hold one copy of the sharded states."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    shard = min(shard, world)
+    return init_device_mesh("cpu", (world // shard, shard), mesh_dim_names=("replicate", "shard"))
 
 
 def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:
@@ -48,16 +61,21 @@ def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-        mesh = init_device_mesh("cpu", (world,))
+        if opts[0] == "hsdp":
+            mesh = mesh_2d(world, HSDP_SHARD)
+        elif opts[0] == "replicate":
+            mesh = mesh_2d(world, 1)
+        else:
+            mesh = init_device_mesh("cpu", (world,))
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if "bf16" in opts else None
         extra = {"mp_policy": mp} if mp else {}
-        reshard = opts[0] == "reshard"
+        reshard = opts[0] != "keep"
         if "nowrap" not in opts:
             for block in model.layers:
                 fully_shard(block, mesh=mesh, reshard_after_forward=reshard, **extra)
         fully_shard(model, mesh=mesh, reshard_after_forward=reshard, **extra)
         return model
-    from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision, ShardingStrategy
+    from torch.distributed.fsdp import BackwardPrefetch, FullyShardedDataParallel, MixedPrecision, ShardingStrategy
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
     blocks = {TransformerBlock}
@@ -66,12 +84,19 @@ def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:
 
         blocks = {CheckpointWrapper}
     mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16) if "bf16" in opts else None
+    prefetch = {"noprefetch": None, "post": BackwardPrefetch.BACKWARD_POST}
+    backward_prefetch = next((prefetch[o] for o in opts if o in prefetch), BackwardPrefetch.BACKWARD_PRE)
+    hybrid = opts[0] == "HYBRID_SHARD"  # without a mesh it silently becomes NO_SHARD on CPU
     return FullyShardedDataParallel(
         model,
         auto_wrap_policy=None if "nowrap" in opts else ModuleWrapPolicy(blocks),
         sharding_strategy=ShardingStrategy[opts[0]],
         mixed_precision=mp,
         device_id=torch.device("cpu"),
+        backward_prefetch=backward_prefetch,
+        forward_prefetch="fwd" in opts,
+        limit_all_gathers="nolimit" not in opts,
+        device_mesh=mesh_2d(world, HSDP_SHARD) if hybrid else None,
     )
 
 
@@ -88,8 +113,12 @@ def reference(
         after_backward = mt.get_tracker_snapshot("current")
         opt.step()
         opt.zero_grad()
-    snap = {str(k.value if hasattr(k, "value") else k): v for k, v in after_backward[torch.device("cpu")].items()}
-    rank_send("fsdpmemtracker", config=spec, after_backward=snap)
+    peak = mt.get_tracker_snapshot("peak")
+
+    def by_name(s: dict) -> dict[str, int]:
+        return {str(k.value if hasattr(k, "value") else k): v for k, v in s[torch.device("cpu")].items()}
+
+    rank_send("fsdpmemtracker", config=spec, after_backward=by_name(after_backward), peak=by_name(peak))
 
 
 def main() -> None:
@@ -112,7 +141,7 @@ def main() -> None:
                 opt.zero_grad()
         for msg in tracker.results:
             rank_send("memcat", config=spec, model=name, world_size=world, **msg)
-        if spec.startswith("fsdp2") and "bf16" not in spec:
+        if spec == "fsdp2:reshard":  # the reference the tests compare with (an extra, slower step)
             reference(model, opt, cfg, rank, spec, steps)
         dist.barrier()
     dist.destroy_process_group()

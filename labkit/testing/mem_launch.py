@@ -11,12 +11,15 @@ from typing import Any
 
 from labkit.testing.jobs import of_config, run_script
 
-__all__ = ["STEPS", "TEST_JOBS", "of_config", "phase", "run_job", "test_job"]
+__all__ = ["MATRIX", "STEPS", "TEST_JOBS", "model_args", "of_config", "phase", "run_job", "test_job"]
 
 STEPS = 2  # step 1 is measured: AdamW makes its state during step 0
 # The jobs the tests read (tests/test_memtrack.py, tests/test_estimate.py), by number of ranks.
+# At one rank FSDP1 runs every strategy as NO_SHARD, so one FSDP1 configuration covers them;
+# SHARD_GRAD_OP and NO_SHARD hold the same terms at 2 and 4 ranks, so they run at 2 only, and
+# HYBRID_SHARD (shard groups of 2) differs from FULL_SHARD only at 4 (the benchmark runs all).
 TEST_JOBS = {
-    1: ("fsdp1:FULL_SHARD", "fsdp2:reshard"),
+    1: ("fsdp1:FULL_SHARD", "fsdp2:reshard", "fsdp2:keep", "ddp"),
     2: (
         "fsdp1:FULL_SHARD",
         "fsdp2:reshard",
@@ -24,9 +27,61 @@ TEST_JOBS = {
         "fsdp1:SHARD_GRAD_OP",
         "fsdp1:FULL_SHARD:nowrap",
         "fsdp2:keep",
+        "fsdp2:replicate",
+        "fsdp1:FULL_SHARD:post",
+        "fsdp1:FULL_SHARD:fwd",
+        "fsdp1:FULL_SHARD:bf16",
+        "fsdp2:reshard:bf16",
+        "ddp",
     ),
-    4: ("fsdp1:FULL_SHARD", "fsdp2:reshard", "fsdp1:FULL_SHARD@odd", "fsdp2:reshard@odd"),
+    4: (
+        "fsdp1:FULL_SHARD",
+        "fsdp2:reshard",
+        "fsdp1:FULL_SHARD@odd",
+        "fsdp2:reshard@odd",
+        "fsdp1:HYBRID_SHARD",
+        "fsdp2:hsdp",
+        "fsdp1:FULL_SHARD:ac",
+        "fsdp2:reshard:ac",
+    ),
 }
+# The benchmark's matrix: (flavor, strategy) -> the mem_job configuration that runs it.
+MATRIX = {
+    ("fsdp1", "FULL_SHARD"): "fsdp1:FULL_SHARD",
+    ("fsdp1", "SHARD_GRAD_OP"): "fsdp1:SHARD_GRAD_OP",
+    ("fsdp1", "NO_SHARD"): "fsdp1:NO_SHARD",
+    ("fsdp1", "HYBRID_SHARD"): "fsdp1:HYBRID_SHARD",
+    ("fsdp2", "FULL_SHARD"): "fsdp2:reshard",
+    ("fsdp2", "SHARD_GRAD_OP"): "fsdp2:keep",
+    ("fsdp2", "NO_SHARD"): "fsdp2:replicate",
+    ("fsdp2", "HYBRID_SHARD"): "fsdp2:hsdp",
+    ("ddp", "DDP"): "ddp",
+}
+FSDP2_STRATEGY = {"reshard": "FULL_SHARD", "keep": "SHARD_GRAD_OP", "hsdp": "HYBRID_SHARD", "replicate": "NO_SHARD"}
+FSDP1_PREFETCH = {"post": "BACKWARD_POST", "noprefetch": None}
+
+
+def model_args(config: str, world_size: int) -> tuple[str, dict[str, Any]]:
+    """The ``memory_model.peak_memory`` strategy and options for a mem_job configuration
+    (AdamW, micro-batch ``mem_job.BATCH``, FSDP's "torch" convention, fp32 unless ``:bf16``)."""
+    from labkit.testing.mem_job import BATCH, HSDP_SHARD
+
+    flavor, *opts = config.split("@")[0].split(":")
+    kw: dict[str, Any] = {"micro_batch": BATCH, "convention": "torch", "checkpointing": "ac" in opts}
+    kw["precision"] = "bf16" if "bf16" in opts else "fp32"
+    if "nowrap" in opts:
+        kw["wrap"] = "none"
+    if flavor in ("ddp", "plain"):
+        return "DDP", kw
+    strategy = opts[0] if flavor == "fsdp1" else FSDP2_STRATEGY[opts[0]]
+    kw["flavor"] = flavor
+    if strategy == "HYBRID_SHARD":
+        kw["shard_group_size"] = min(HSDP_SHARD, world_size)
+    if flavor == "fsdp1":
+        kw["backward_prefetch"] = next((FSDP1_PREFETCH[o] for o in opts if o in FSDP1_PREFETCH), "BACKWARD_PRE")
+        kw["forward_prefetch"] = "fwd" in opts
+        kw["limit_all_gathers"] = "nolimit" not in opts
+    return strategy, kw
 
 
 @functools.cache

@@ -52,7 +52,7 @@ LESSON = Lesson(
             """,
         ),
         parameters(nproc=2, backend="auto", model_size="small", steps=2),
-        setup("from labkit import memory_model as mm", "from labkit.course import show"),
+        setup("from labkit import memory_model as mm, memory_view", "from labkit.course import show"),
         md(
             en="""
             ## 1. What a training step keeps, per parameter
@@ -391,7 +391,7 @@ LESSON = Lesson(
             (ZeRO-2) se oprește la un plafon; fragmentarea tuturor (ZeRO-3) crește mai departe.
             """,
         ),
-        code('mm.plot_max_model_vs_gpus("80GB")'),
+        code('memory_view.plot_max_model_vs_gpus("80GB")'),
         md(
             en="""
             ## Recap

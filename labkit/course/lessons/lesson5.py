@@ -369,19 +369,19 @@ LESSON = Lesson(
             rows = []
             for name, dtype in (("fp32", "fp32"), ("bf16", "bf16")):
                 formula = memory_model.peak_memory(get_config(model_size), "FULL_SHARD", precision.nproc, dtype,
-                                                   convention="torch", micro_batch=8)
+                                                   convention="torch", micro_batch=8, flavor="fsdp1")
                 for category in ("params_unsharded", "activations"):
-                    got = measured[name]["memory"][category]
-                    rows.append({"setting": name, "what": show.label(category), "formula": getattr(formula, category),
-                                 "measured": got, "ratio": got / getattr(formula, category)})
+                    got, want = measured[name]["memory"][category], getattr(formula, category)
+                    rows.append({"setting": name, "what": show.label(category), "formula": want,
+                                 "measured": got, "ratio": got / want if want else "-"})  # 1 rank: nothing gathered
             show.table(rows, units={"formula": "KiB", "measured": "KiB"})
             """
         ),
         md(
             en="""
-            The activations agree to a few bytes. Where the gathered parameters differ a little, it is
-            because the formula takes the two largest units, while at the measured peak the root and one
-            block were gathered.
+            Both agree to a few bytes: the formula finds the same peak moment as the run (for this
+            model and batch, the start of backward, where FSDP1 holds its root unit and has already
+            prefetched the last block) and counts what is alive then (`formula.explain()` lists it).
 
             ## 3. CPU offload
 
@@ -391,9 +391,9 @@ LESSON = Lesson(
             memory model says what it moves. For this lesson's model, on your number of ranks, in bf16:
             """,
             ro="""
-            Activările se potrivesc la câțiva octeți. Acolo unde parametrii adunați diferă puțin, motivul
-            este că formula ia cele mai mari două unități, pe când la vârful măsurat erau adunate rădăcina
-            și un bloc.
+            Ambele se potrivesc la câțiva octeți: formula găsește același moment al vârfului ca rularea
+            (pentru acest model și lot, începutul backward, când FSDP1 ține unitatea rădăcină și a
+            preîncărcat deja ultimul bloc) și numără ce există atunci (`formula.explain()` le enumeră).
 
             ## 3. Descărcarea pe CPU
 

@@ -74,7 +74,7 @@ LESSON = Lesson(
             de 70B).
             """,
         ),
-        setup("from labkit import estimate, memory_model", "from labkit.course import show"),
+        setup("from labkit import estimate, memory_model, memory_view", "from labkit.course import show"),
         md(
             en="""
             ## 1. From FSDP1 to FSDP2
@@ -572,7 +572,7 @@ LESSON = Lesson(
         ),
         code(
             """
-            figure = memory_model.plot_memory_vs_gpus(plan_model, "H100-80GB", strategies=("DDP", "FULL_SHARD"),
+            figure = memory_view.plot_memory_vs_gpus(plan_model, "H100-80GB", strategies=("DDP", "FULL_SHARD"),
                                                       world_sizes=(8, 16, 32, 64, 128, 256), peak=True, **PLAN)
             """
         ),

@@ -78,10 +78,10 @@ def _reloaded_loss(run: Any) -> float:
     points=2,
     hint={
         "en": "Try the numbers of GPUs in increasing order with memory_model.fits(plan_model, 'H100-80GB', "
-        "'FULL_SHARD', n, **PLAN) and keep the first that fits; the answer lies between two rows of the table.",
+        "'FULL_SHARD', n, **PLAN) and keep the first that fits; it is at most the first row of the table that fits.",
         "ro": "Încercați numerele de GPU-uri în ordine crescătoare cu memory_model.fits(plan_model, 'H100-80GB', "
-        "'FULL_SHARD', n, **PLAN) și păstrați-l pe primul care încape; răspunsul este între două rânduri ale "
-        "tabelului.",
+        "'FULL_SHARD', n, **PLAN) și păstrați-l pe primul care încape; este cel mult primul rând al tabelului "
+        "care încape.",
     },
 )
 def _min_gpus(model: str) -> int:

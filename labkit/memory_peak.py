@@ -1,0 +1,346 @@
+"""The peak of one training step, phase by phase, as FSDP1, FSDP2 and DDP really hold it.
+
+A rank's memory peaks at one of a few moments, and what it holds at each differs by
+flavor and strategy. This module lists, for each moment, the named quantities alive then
+(every one a count from the model's shapes, see ``labkit.memory_shapes``), and the peak
+is the largest sum. ``labkit.memory_model.peak_memory`` fills in the numbers.
+
+The moments (measured with ``labkit.memtrack`` on torch 2.13, gloo, and cross-checked with
+torch's ``FSDPMemTracker`` for FSDP2):
+
+* ``forward``: at the cross-entropy, all activations are stored and the logits in the
+  compute dtype still live beside their log-softmax.
+* ``loss``: the start of backward: the gradients that ``nll_loss`` and ``log_softmax``
+  return, two fp32 tensors as large as the logits, beside every stored activation.
+* ``block k``: inside the k-th block that backward differentiates (the last layer is
+  block 1), at the SwiGLU's ``mul`` (``memory_shapes.block_backward_bytes``). The
+  activations of the head and of the k-1 blocks already done are freed; the gradients of
+  the head (output projection, final norm) wait in the root unit until the very end; each
+  finished block has left its sharded gradient.
+* ``reduce`` (FSDP2): the end of a block's backward, when its unsharded gradients are copied
+  (cast to the reduce dtype first, under mixed precision) into the reduce-scatter input.
+* ``end``: the end of backward, where the root unit's gradient is put together for its
+  reduce-scatter: the parameters' gradients and the one flat tensor made from them are
+  both alive (the largest moment when the whole model is one unit).
+* ``optimizer``: parameters, gradients and optimizer state, all at once, and the
+  temporaries of the update of the largest tensor the optimizer sees. Single-tensor AdamW
+  (``foreach=False``, torch's choice for CPU tensors) computes ``exp_avg_sq.sqrt()``, its
+  bias-corrected denominator and the update, each as large as that tensor: under FSDP1
+  the tensor is a unit's FlatParameter shard, under FSDP2 and DDP one parameter (shard).
+
+What is gathered (compute dtype), from measurement:
+
+* FSDP1 FULL_SHARD / HYBRID_SHARD: the root unit stays gathered from the end of forward
+  through backward (FSDP1 does not reshard the root after forward). In backward, the root,
+  the current block and, with ``BackwardPrefetch.BACKWARD_PRE`` (the default), the next
+  block, gathered before the current one finishes. ``BACKWARD_POST`` prefetches after the
+  current block's gradients are reduced and its parameters freed, and no prefetch gathers
+  nothing early: root + current block either way. With ``forward_prefetch=True`` the
+  post-backward of a block (its reshard and reduce-scatter) ran one block late in every run:
+  from the second block on, the previous block's parameters and unsharded gradient are
+  still there. ``limit_all_gathers`` changes nothing here: it bounds the all-gathers in
+  flight on a GPU's streams, and on the CPU every collective completes in order.
+* FSDP2 ``fully_shard`` (FULL_SHARD): the root is resharded after forward but re-gathered
+  when backward starts, and then held to the end like FSDP1's, so backward holds root +
+  current block. With more than one rank per shard group, the output buffer of the last
+  all-gather (one block) is kept until the next all-gather; in backward that buffer is
+  the prefetched block, not yet copied out. The input of the last reduce-scatter (one
+  block's unsharded gradient) is likewise kept until the next one. With one rank per
+  group (N=1, or a replicate-only mesh) there is no separate all-gather buffer.
+* SHARD_GRAD_OP (FSDP2 ``reshard_after_forward=False``): every unit stays gathered from its
+  forward to its backward.
+* NO_SHARD (FSDP1; also any FSDP1 strategy at N=1): the parameters are whole; nothing is
+  gathered. DDP: the same, plus its gradient buckets (gradient_as_bucket_view=False), as
+  large as the gradients, from the first forward on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labkit.i18n import catalog, t
+
+catalog(
+    {
+        "peak.phase.forward": {"en": "forward (at the loss)", "ro": "forward (la funcția de pierdere)"},
+        "peak.phase.loss": {"en": "backward of the loss", "ro": "backward-ul funcției de pierdere"},
+        "peak.phase.block": {"en": "backward of block {k}", "ro": "backward-ul blocului {k}"},
+        "peak.phase.reduce": {
+            "en": "reduce-scatter of block {k}",
+            "ro": "reduce-scatter-ul blocului {k}",
+        },
+        "peak.phase.end": {"en": "end of backward (root gradients)", "ro": "finalul backward (gradienții rădăcinii)"},
+        "peak.phase.optimizer": {"en": "optimizer step", "ro": "pasul optimizatorului"},
+        "peak.unit.root": {"en": "root", "ro": "rădăcina"},
+        "peak.unit.current": {"en": "current block", "ro": "blocul curent"},
+        "peak.unit.next": {"en": "next block", "ro": "blocul următor"},
+        "peak.unit.previous": {"en": "previous block", "ro": "blocul anterior"},
+        "peak.unit.all": {"en": "all units", "ro": "toate unitățile"},
+        "peak.unit.rest": {"en": "blocks not yet differentiated", "ro": "blocurile încă nederivate"},
+        "peak.term.params": {"en": "parameters (persistent)", "ro": "parametri (persistenți)"},
+        "peak.term.grads": {"en": "gradients (persistent)", "ro": "gradienți (persistenți)"},
+        "peak.term.optimizer": {"en": "optimizer state", "ro": "starea optimizatorului"},
+        "peak.term.grads_done": {
+            "en": "sharded gradients of the blocks done",
+            "ro": "gradienții fragmentați ai blocurilor terminate",
+        },
+        "peak.term.gathered": {"en": "gathered units: {units}", "ro": "unități adunate: {units}"},
+        "peak.term.ag_buffer": {
+            "en": "all-gather output kept (one block)",
+            "ro": "ieșirea all-gather păstrată (un bloc)",
+        },
+        "peak.term.rs_buffer": {
+            "en": "reduce-scatter input kept (one block's unsharded gradient)",
+            "ro": "intrarea reduce-scatter păstrată (gradientul nefragmentat al unui bloc)",
+        },
+        "peak.term.late_grad": {
+            "en": "previous block's unsharded gradient (post-backward late)",
+            "ro": "gradientul nefragmentat al blocului anterior (post-backward întârziat)",
+        },
+        "peak.term.optimizer_temps": {
+            "en": "optimizer update temporaries (largest tensor)",
+            "ro": "temporarele actualizării optimizatorului (cel mai mare tensor)",
+        },
+        "peak.term.grad_in": {
+            "en": "gradient entering the block (s·b·d)",
+            "ro": "gradientul care intră în bloc (s·b·d)",
+        },
+        "peak.term.block_grads": {
+            "en": "the block's unsharded gradients",
+            "ro": "gradienții nefragmentați ai blocului",
+        },
+        "peak.term.block_grads_cast": {
+            "en": "the same, cast to the reduce dtype",
+            "ro": "aceiași, convertiți în tipul reducerii",
+        },
+        "peak.term.rs_input": {"en": "reduce-scatter input", "ro": "intrarea reduce-scatter"},
+        "peak.term.root_grads": {
+            "en": "root unit's gradients, twice (per parameter and flattened)",
+            "ro": "gradienții unității rădăcină, de două ori (per parametru și aplatizați)",
+        },
+        "peak.term.buckets": {"en": "DDP gradient buckets", "ro": "bucket-urile de gradienți DDP"},
+        "peak.term.activations": {"en": "stored activations", "ro": "activări stocate"},
+        "peak.term.activations_left": {
+            "en": "activations of the blocks not yet differentiated",
+            "ro": "activările blocurilor încă nederivate",
+        },
+        "peak.term.recomputed": {
+            "en": "one block recomputed (checkpointing)",
+            "ro": "un bloc recalculat (checkpointing)",
+        },
+        "peak.term.logits": {"en": "logits (compute dtype)", "ro": "logiți (tipul de calcul)"},
+        "peak.term.loss_grads": {
+            "en": "gradients of log-softmax and logits (2 × b·s·V fp32)",
+            "ro": "gradienții log-softmax și ai logiților (2 × b·s·V fp32)",
+        },
+        "peak.term.head_grads": {
+            "en": "head gradients held in the root (V·d + d)",
+            "ro": "gradienții capului ținuți în rădăcină (V·d + d)",
+        },
+        "peak.term.block_temps": {
+            "en": "block backward temporaries (s·b·d + d·f + 2·s·b·f)",
+            "ro": "temporare backward ale blocului (s·b·d + d·f + 2·s·b·f)",
+        },
+    }
+)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One named quantity alive at a phase: ``key`` names it, ``category`` is memtrack's."""
+
+    key: str
+    category: str
+    bytes: float
+    detail: str = ""  # e.g. which units are gathered
+
+    @property
+    def label(self) -> str:
+        units = " + ".join(t(f"peak.unit.{u}") for u in self.detail.split("+")) if self.detail else ""
+        return t(f"peak.term.{self.key}", units=units)
+
+
+@dataclass(frozen=True)
+class Phase:
+    key: str  # forward, loss, block, optimizer
+    terms: tuple[Term, ...]
+    block: int = 0  # for "block": 1 is the last layer, the first that backward differentiates
+
+    @property
+    def total(self) -> float:
+        return sum(x.bytes for x in self.terms)
+
+    @property
+    def label(self) -> str:
+        return t(f"peak.phase.{self.key}", k=self.block)
+
+    def by_category(self, categories: tuple[str, ...]) -> dict[str, float]:
+        out = dict.fromkeys(categories, 0.0)
+        for x in self.terms:
+            out[x.category] += x.bytes
+        return out
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """Everything the phases need, in bytes per rank (``memory_model.peak_memory`` fills it).
+
+    ``mode``: "full" (FULL_SHARD, HYBRID_SHARD: units gathered one at a time), "grad_op"
+    (every unit gathered from forward to backward) or "whole" (NO_SHARD, DDP, or FSDP1
+    with one rank per shard group: the parameters are whole, nothing gathered).
+    """
+
+    flavor: str  # fsdp1 | fsdp2 | ddp
+    mode: str
+    shard: int  # ranks in one shard group
+    params: float
+    grads: float
+    optimizer: float
+    root: float  # the root unit's parameters in the compute dtype
+    blocks: tuple[float, ...]  # each block's parameters in the compute dtype, last layer first
+    all_units: float  # every unit, as SHARD_GRAD_OP holds them
+    block_grad: float  # one block's sharded gradient, as it stays after its reduce-scatter
+    activations: float = 0.0  # stored at the end of forward
+    outside: float = 0.0  # of which the head's (final norm, log-softmax), freed first in backward
+    per_layer_kept: float = 0.0  # what each block keeps for backward (its input under checkpointing)
+    recomputed: float = 0.0  # one block's activations rebuilt in backward (checkpointing), else 0
+    logits: float = 0.0  # the logits in the compute dtype
+    loss_grads: float = 0.0  # 2 × b·s·V·4
+    head_grads: float = 0.0
+    block_temps: float = 0.0
+    root_grad: float = 0.0  # the root unit's unsharded gradient
+    buckets: float = 0.0  # DDP
+    one_unit: bool = False  # no auto_wrap_policy: the root unit is the whole model
+    optimizer_temps: float = 0.0
+    elem: int = 4  # bytes of the compute dtype
+    reduce_elem: int = 4  # bytes of the dtype gradients are reduced in
+    grad_in: float = 0.0  # the gradient entering a block, s·b·d
+    prefetch: str | None = "pre"  # FSDP1 backward_prefetch: "pre", "post", None
+    forward_prefetch: bool = False
+
+
+def phases(s: StepShape) -> list[Phase]:
+    """Every candidate moment of the step; the peak is the one with the largest total."""
+    base = [Term("params", "params", s.params), Term("optimizer", "optimizer", s.optimizer)]
+    if s.buckets:
+        base.append(Term("buckets", "other", s.buckets))
+    fsdp2_buffer = s.flavor == "fsdp2" and s.shard > 1 and s.mode != "whole"
+    out = [
+        Phase(
+            "forward",
+            (*base, *_gathered_at_loss(s), *_ag(s, fsdp2_buffer), *_acts(s), Term("logits", "other", s.logits)),
+        ),
+        Phase(
+            "loss",
+            (
+                *base,
+                *_gathered_at_loss(s, backward=True),
+                *_ag(s, fsdp2_buffer and s.mode == "full"),
+                *_acts(s),
+                Term("loss_grads", "other", s.loss_grads),
+            ),
+        ),
+    ]
+    for k in range(1, len(s.blocks) + 1):
+        out.append(Phase("block", tuple(_block(s, k, base, fsdp2_buffer)), block=k))
+        if s.flavor == "fsdp2" and s.mode == "full" and s.blocks[k - 1]:
+            out.append(Phase("reduce", tuple(_reduce(s, k, base, fsdp2_buffer)), block=k))
+    if (s.flavor != "ddp" and s.mode != "whole") or s.flavor == "fsdp1":
+        out.append(Phase("end", tuple(_end(s, base))))
+    step = (*base, Term("grads", "grads", s.grads), Term("optimizer_temps", "other", s.optimizer_temps))
+    out.append(Phase("optimizer", step))
+    return out
+
+
+def _acts(s: StepShape) -> list[Term]:
+    return [Term("activations", "activations", s.activations)]
+
+
+def _ag(s: StepShape, on: bool) -> list[Term]:
+    return [Term("ag_buffer", "other", max(s.blocks, default=0.0))] if on and s.blocks else []
+
+
+def _gathered_at_loss(s: StepShape, backward: bool = False) -> list[Term]:
+    """Forward's end: the root. Backward's start: FSDP1's root pre-backward also prefetches the last block."""
+    if s.mode == "grad_op":
+        return [Term("gathered", "params_unsharded", s.all_units, "all")]
+    if s.mode != "full":
+        return []
+    if backward and s.flavor == "fsdp1" and s.prefetch == "pre" and s.blocks and s.blocks[0]:
+        return [Term("gathered", "params_unsharded", s.root + s.blocks[0], "root+next")]
+    return [Term("gathered", "params_unsharded", s.root, "root")]
+
+
+def _end(s: StepShape, base: list[Term]) -> list[Term]:
+    """The end of backward: the root unit's gradients are gathered into one tensor for its
+    reduce-scatter (FSDP1 concatenates the parameters' gradients into the FlatParameter's,
+    FSDP2 copies them into the reduce-scatter input), so two copies of them are alive."""
+    terms = list(base)
+    if not s.one_unit and s.blocks:
+        terms.append(Term("grads_done", "grads", len(s.blocks) * s.block_grad))
+    if s.mode != "whole":  # every block has been resharded by now, SHARD_GRAD_OP's too
+        terms.append(Term("gathered", "params_unsharded", s.root, "root"))
+    terms.append(Term("root_grads", "other", 2 * s.root_grad))
+    return terms
+
+
+def _reduce(s: StepShape, k: int, base: list[Term], fsdp2_buffer: bool) -> list[Term]:
+    """FSDP2 at the end of the k-th block's backward: the block's parameters are resharded, but
+    its unsharded gradients (compute dtype), their copy in the reduce dtype and the
+    reduce-scatter input they are copied into are alive (the previous block's input, kept
+    until now, is released first); the block's activations are freed."""
+    i, unit = k - 1, s.blocks[k - 1]
+    terms = list(base)
+    if i:
+        terms.append(Term("grads_done", "grads", i * s.block_grad))
+    terms.append(Term("gathered", "params_unsharded", s.root, "root"))  # the block is resharded first
+    terms += _ag(s, fsdp2_buffer and k < len(s.blocks))
+    terms.append(Term("activations_left", "activations", s.activations - s.outside - k * s.per_layer_kept))
+    terms.append(Term("head_grads", "grads", s.head_grads))
+    terms.append(Term("grad_in", "other", s.grad_in))
+    terms.append(Term("block_grads", "other", unit))
+    if s.reduce_elem != s.elem:
+        terms.append(Term("block_grads_cast", "other", unit * s.reduce_elem / s.elem))
+    terms.append(Term("rs_input", "other", unit * s.reduce_elem / s.elem))
+    return terms
+
+
+def _block(s: StepShape, k: int, base: list[Term], fsdp2_buffer: bool) -> list[Term]:
+    """The k-th block differentiated (1 = the last layer), at its own peak."""
+    i = k - 1
+    terms = list(base)
+    late = s.flavor == "fsdp1" and s.mode == "full" and s.forward_prefetch and i > 0  # see the module docstring
+    if i - late:
+        terms.append(Term("grads_done", "grads", (i - late) * s.block_grad))
+    gathered_units = ["root", "current"]
+    gathered = s.root + s.blocks[i]
+    if s.mode == "grad_op":  # blocks already differentiated are resharded by their post-backward
+        gathered_units = ["all"] if i == 0 else ["root", "current", "rest"]
+        gathered = s.all_units - sum(s.blocks[:i])
+    elif s.flavor == "fsdp1" and s.mode == "full":
+        if s.prefetch == "pre" and k < len(s.blocks):
+            gathered_units.append("next")
+            gathered += s.blocks[k]
+        if late:
+            gathered_units.append("previous")
+            gathered += s.blocks[i - 1]
+            terms.append(Term("late_grad", "grads", s.blocks[i - 1]))
+    elif s.mode == "whole":
+        gathered = 0.0
+    if gathered:
+        terms.append(Term("gathered", "params_unsharded", gathered, "+".join(gathered_units)))
+    if s.flavor == "fsdp2" and s.mode == "full":
+        terms += _ag(s, fsdp2_buffer and k < len(s.blocks))
+        if i:
+            terms.append(Term("rs_buffer", "other", s.blocks[i - 1] * s.reduce_elem / s.elem))
+    left = s.activations - s.outside - i * s.per_layer_kept
+    terms.append(Term("activations_left", "activations", left))
+    if s.recomputed:
+        terms.append(Term("recomputed", "activations", s.recomputed))
+    terms.append(Term("head_grads", "grads", s.head_grads))
+    terms.append(Term("block_temps", "other", s.block_temps))
+    return terms
+
+
+def peak_phase(s: StepShape) -> Phase:
+    return max(phases(s), key=lambda p: p.total)

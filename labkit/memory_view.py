@@ -1,0 +1,281 @@
+"""Memory, shown: plots of the memory model, and tables, bars and live SVG of what
+``labkit.memtrack`` measured in the ranks. The numbers come from ``labkit.memory_model``
+(formulas) and the "memcat" messages (measurements); this module only draws them.
+
+    from labkit import memory_view
+    memory_view.plot_memory_vs_gpus("llama-13b", "H100-80GB")    # model states per GPU vs N
+    memory_view.memory_table(run)                                # per rank, phase, category
+    memory_view.plot_breakdown(run)                              # the same as stacked bars
+
+matplotlib is imported only inside the plotting functions.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from labkit import memory_model as mm
+from labkit.i18n import catalog, t
+from labkit.memory_shapes import config
+from labkit.memtrack import CATEGORIES, PHASES
+from labkit.units import GB, UNITS, fmt_bytes, fmt_count, markdown_to_html, render_table
+
+catalog(
+    {
+        "memtrack.phase.forward": {"en": "after forward", "ro": "după forward"},
+        "memtrack.phase.backward": {"en": "after backward", "ro": "după backward"},
+        "memtrack.phase.optimizer": {"en": "after optimizer step", "ro": "după pasul optimizatorului"},
+        "memtrack.phase.peak": {"en": "peak", "ro": "vârf"},
+        "memtrack.col.rank": {"en": "rank", "ro": "rang"},
+        "memtrack.col.phase": {"en": "phase", "ro": "fază"},
+        "memtrack.col.total": {"en": "total", "ro": "total"},
+        "memtrack.none": {
+            "en": "no memory categories measured: use labkit.memtrack.track(model, optimizer) in the cell",
+            "ro": "nu s-au măsurat categorii de memorie: folosiți labkit.memtrack.track(model, optimizer) în celulă",
+        },
+        "memtrack.plot.title": {
+            "en": "memory per rank by category ({unit})",
+            "ro": "memoria per rang pe categorii ({unit})",
+        },
+        "memtrack.rank": {"en": "rank {rank}", "ro": "rangul {rank}"},
+        "mm.plot.ylabel": {"en": "memory per GPU ({unit})", "ro": "memorie per GPU ({unit})"},
+        "mm.plot.xlabel": {"en": "number of GPUs", "ro": "număr de GPU-uri"},
+        "mm.plot.capacity": {"en": "{gpu} capacity", "ro": "capacitatea {gpu}"},
+        "mm.plot.title": {
+            "en": "{model}: model states per GPU, {precision} {optimizer}",
+            "ro": "{model}: stările modelului per GPU, {precision} {optimizer}",
+        },
+        "mm.plot.title_peak": {
+            "en": "{model}: peak memory per GPU, {precision} {optimizer}",
+            "ro": "{model}: memoria de vârf per GPU, {precision} {optimizer}",
+        },
+        "mm.plot.max_title": {
+            "en": "largest model whose states fit one {gpu}, {precision} {optimizer}",
+            "ro": "cel mai mare model ale cărui stări încap pe un {gpu}, {precision} {optimizer}",
+        },
+        "mm.plot.max_ylabel": {"en": "parameters (billions)", "ro": "parametri (miliarde)"},
+    }
+)
+
+COLORS = {
+    "params": "#1f77b4",
+    "params_unsharded": "#aec7e8",
+    "grads": "#ff7f0e",
+    "optimizer": "#2ca02c",
+    "activations": "#d62728",
+    "other": "#7f7f7f",
+}
+
+
+def category_label(c: str) -> str:
+    return t(f"mm.cat.{c}")
+
+
+# ---------------------------------------------------------------------------------------
+# The memory model: per-GPU memory and the largest model, against the number of GPUs
+# ---------------------------------------------------------------------------------------
+
+DEFAULT_WORLD_SIZES = tuple(2**i for i in range(11))  # 1 .. 1024
+
+
+def plot_memory_vs_gpus(
+    model: Any = "llama-13b",
+    gpu: str | float = "H100-80GB",
+    strategies: Sequence[str] = ("DDP", "ZERO1", "ZERO2", "ZERO3"),
+    world_sizes: Sequence[int] = DEFAULT_WORLD_SIZES,
+    *,
+    peak: bool = False,
+    ax: Any = None,
+    **kw: Any,
+) -> Any:
+    """Per-GPU memory against the number of GPUs, one line per strategy, and the GPU's
+    capacity as a horizontal line. ``peak=True`` plots :func:`peak_memory` (activations,
+    gathered units) instead of the model states alone. Returns the matplotlib Figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4.2))
+    num = float(model) if isinstance(model, (int, float)) else float(config(model).num_params())
+    for s in strategies:
+        if peak:
+            ys = [mm.peak_memory(model, s, n, **kw).total / GB for n in world_sizes]
+        else:
+            ys = [mm.model_states(num, s, n, **kw).model_states / GB for n in world_sizes]
+        ax.plot(world_sizes, ys, marker="o", ms=3, label=mm.resolve_strategy(s).name)
+    cap = mm.gpu_bytes(gpu) / GB
+    ax.axhline(cap, color="#d62728", ls="--", lw=1.2, label=t("mm.plot.capacity", gpu=gpu))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(t("mm.plot.xlabel"))
+    ax.set_ylabel(t("mm.plot.ylabel", unit="GB"))
+    name = model if isinstance(model, str) else fmt_count(num)
+    key = "mm.plot.title_peak" if peak else "mm.plot.title"
+    prec, opt = mm.resolve_precision(kw.get("precision", "bf16")), mm.resolve_optimizer(kw.get("optimizer", "adamw"))
+    ax.set_title(t(key, model=name, precision=prec, optimizer=opt))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return fig
+
+
+def plot_max_model_vs_gpus(
+    gpu: str | float = "H100-80GB",
+    strategies: Sequence[str] = ("DDP", "ZERO1", "ZERO2", "ZERO3"),
+    world_sizes: Sequence[int] = DEFAULT_WORLD_SIZES,
+    *,
+    ax: Any = None,
+    **kw: Any,
+) -> Any:
+    """The largest model whose states fit one GPU, against the number of GPUs: DDP is a
+    flat line (capacity / 16 bytes: 5B parameters on 80 GB), ZeRO-1 and ZeRO-2 level off
+    at capacity / 4 and / 2 bytes, ZeRO-3 grows with N. Returns the matplotlib Figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4.2))
+    for s in strategies:
+        ax.plot(
+            world_sizes, [mm.max_params_that_fit(s, n, gpu, **kw) / 1e9 for n in world_sizes], marker="o", ms=3, label=s
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(t("mm.plot.xlabel"))
+    ax.set_ylabel(t("mm.plot.max_ylabel"))
+    prec, opt = mm.resolve_precision(kw.get("precision", "bf16")), mm.resolve_optimizer(kw.get("optimizer", "adamw"))
+    ax.set_title(t("mm.plot.max_title", gpu=gpu, precision=prec, optimizer=opt))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# What memtrack measured: tables, bars and live SVG from the "memcat" messages
+# ---------------------------------------------------------------------------------------
+
+
+def _events(run: Any) -> dict[int, list[dict[str, Any]]]:
+    return getattr(run, "events", run)
+
+
+def latest(run: Any, step: int | None = None) -> dict[int, dict[str, dict[str, Any]]]:
+    """``{rank: {phase: message}}`` for the last measured step (or ``step``) of each rank."""
+    out: dict[int, dict[str, dict[str, Any]]] = {}
+    for r, evs in sorted(_events(run).items()):
+        msgs = [m for m in evs if m.get("t") == "memcat" and (step is None or m.get("step") == step)]
+        if not msgs:
+            continue
+        last = msgs[-1].get("step")
+        out[r] = {m["phase"]: m for m in msgs if m.get("step") == last}
+    return out
+
+
+class MemoryTable:
+    """Per rank and phase, bytes by category. ``str()`` is plain text; notebooks show HTML."""
+
+    def __init__(self, data: dict[int, dict[str, dict[str, int]]], units: str = "MiB") -> None:
+        self.data = data  # rank -> phase -> category -> bytes
+        self.units = units
+
+    def rows(self) -> list[list[str]]:
+        div = UNITS[self.units]
+        head = [t("memtrack.col.rank"), t("memtrack.col.phase")] + [category_label(c) for c in CATEGORIES]
+        rows = [head + [t("memtrack.col.total")]]
+        for r, phases in self.data.items():
+            for phase in PHASES:
+                cats = phases.get(phase)
+                if cats is None:
+                    continue
+                values = [cats.get(c, 0) for c in CATEGORIES]
+                rows.append(
+                    [str(r), t(f"memtrack.phase.{phase}")] + [f"{v / div:,.2f}" for v in values + [sum(values)]]
+                )
+        return rows
+
+    def _align(self) -> str:
+        return "ll" + "r" * (len(CATEGORIES) + 1)
+
+    def to_markdown(self) -> str:
+        return f"({self.units})\n\n" + render_table(self.rows(), "markdown", self._align())
+
+    def __str__(self) -> str:
+        if not self.data:
+            return t("memtrack.none")
+        return f"({self.units})\n" + render_table(self.rows(), "text", self._align())
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        if not self.data:
+            return f"<div>{html.escape(t('memtrack.none'))}</div>"
+        return f"<div>({self.units})</div>" + markdown_to_html(render_table(self.rows(), "markdown", self._align()))
+
+
+def memory_table(run: Any, step: int | None = None, units: str = "MiB") -> MemoryTable:
+    """Per rank, per category: the peak and the end of each phase of the last measured step.
+
+    ``run`` is a ``labkit.Run`` or its ``events`` dict (rank -> messages)."""
+    data = {r: {p: dict(m["categories"]) for p, m in phases.items()} for r, phases in latest(run, step).items()}
+    return MemoryTable(data, units)
+
+
+def plot_breakdown(run: Any, step: int | None = None, units: str = "MiB") -> Any:
+    """Stacked bars by category: for each rank, one bar per phase and one for the peak."""
+    import matplotlib.pyplot as plt
+
+    div = UNITS[units]
+    data = memory_table(run, step).data
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * sum(len(p) for p in data.values())), 4))
+    ticks, labels, x = [], [], 0.0
+    for r, phases in data.items():
+        for phase in (p for p in PHASES if p in phases):
+            bottom = 0.0
+            for c in CATEGORIES:
+                v = phases[phase].get(c, 0) / div
+                ax.bar(x, v, bottom=bottom, color=COLORS[c], width=0.8, label=category_label(c) if not ticks else None)
+                bottom += v
+            ticks.append(x)
+            labels.append(f"{t('memtrack.rank', rank=r)}\n{t(f'memtrack.phase.{phase}')}")
+            x += 1
+        x += 0.5  # a gap between ranks
+    ax.set_xticks(ticks, labels, fontsize=7)
+    ax.set_ylabel(units)
+    ax.set_title(t("memtrack.plot.title", unit=units))
+    if ticks:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int = 520) -> str:
+    """Stacked horizontal bars, one per rank, as inline SVG for the live dashboard (no matplotlib).
+
+    Takes the latest "memcat" message of each rank; the bars share one scale."""
+    if not latest_memcat_by_rank:
+        return f"<div style='color:#888'>{html.escape(t('memtrack.none'))}</div>"
+    totals = {r: sum((m.get("categories") or {}).values()) for r, m in latest_memcat_by_rank.items()}
+    top = max(max(totals.values()), 1)
+    pad_l, bar_h, gap = 70, 16, 6
+    height = len(totals) * (bar_h + gap) + 30
+    parts = []
+    for i, (r, msg) in enumerate(sorted(latest_memcat_by_rank.items())):
+        y, x = 4 + i * (bar_h + gap), float(pad_l)
+        label = f"{t('memtrack.rank', rank=r)} · {t('memtrack.phase.' + str(msg.get('phase', 'peak')))}"
+        parts.append(f"<text x='0' y='{y + 12}' font-size='10'>{html.escape(label[:14])}</text>")
+        for c in CATEGORIES:
+            v = (msg.get("categories") or {}).get(c, 0)
+            w = v / top * (width - pad_l - 80)
+            if w > 0:
+                title = f"{category_label(c)}: {fmt_bytes(v)}"
+                parts.append(
+                    f"<rect x='{x:.1f}' y='{y}' width='{w:.1f}' height='{bar_h}' fill='{COLORS[c]}'>"
+                    f"<title>{html.escape(title)}</title></rect>"
+                )
+                x += w
+        parts.append(f"<text x='{x + 4:.1f}' y='{y + 12}' font-size='10'>{html.escape(fmt_bytes(totals[r]))}</text>")
+    ly = height - 12
+    lx = 0
+    for c in CATEGORIES:
+        name = html.escape(category_label(c))
+        parts.append(f"<rect x='{lx}' y='{ly - 9}' width='9' height='9' fill='{COLORS[c]}'/>")
+        parts.append(f"<text x='{lx + 12}' y='{ly}' font-size='9'>{name}</text>")
+        lx += 14 + 6 * len(name)
+    return f"<svg class='labkit-membars' width='{max(width, lx)}' height='{height}'>{''.join(parts)}</svg>"
