@@ -192,8 +192,9 @@ def test_labelled_simulated():
     r = simulate.simulate(hand_profile(), "pcie4")
     assert r.simulated and repr(r).startswith("SIMULATED")
     text = simulate.table(simulate.sweep(hand_profile(), links=["nvlink4", "ib100"]), source="hand")
-    assert text.splitlines()[0].startswith("simulated") and "sim." in text.splitlines()[1]
-    assert len(text.splitlines()) == 2 + 2 * 3
+    lines = text.splitlines()
+    assert lines[0].startswith("simulated") and "sim." in lines[2]
+    assert len(lines) == 4 + 2 * 3  # title, blank, header, rule, a row per link and prefetch
     fig = timeline.plot_timeline(r)
     assert "simulated" in fig.axes[0].get_title()
     assert timeline.to_chrome_trace(r)["otherData"]["simulated"] is True
@@ -218,39 +219,49 @@ def run(config):
     return of_config(run_job(2, "tiny", 3, *CONFIGS_2), config)
 
 
-@pytest.mark.parametrize(
-    "config",
-    [
-        "fsdp1:FULL_SHARD:BACKWARD_PRE",
-        "fsdp1:FULL_SHARD:BACKWARD_POST",
-        "fsdp1:FULL_SHARD:NONE",
-        "fsdp2:reshard",
-        "ddp",
-    ],
-)
+@pytest.mark.parametrize("config", CONFIGS_2)
 def test_replay_of_a_measured_run(config, capsys):
     """Replayed as it ran on CPU (everything blocks the one thread), the simulator issues the same
     collectives in the same order as FSDP did, holds the same number of units, and with an
-    infinitely fast link takes exactly the measured compute time. The step time differs by
-    the time no span covers; the difference is printed (pytest -s)."""
+    infinitely fast link computes exactly the measured compute time. With the host overhead
+    calibrated from the same run, the replayed step lands within 10% of the measured one
+    (benchmarks/comm_overlap.py prints the same on more steps); pytest -s prints it."""
     prof = simulate.profile_from_run(run(config))
     measured = timeline.spans_by_rank(run(config))[0]
     m = prof.measured
     opts = {"backward_prefetch": m["backward_prefetch"], "cpu_bound": True, "sync_comm": True}
     sim = simulate.simulate(prof, simulate.fit_link(run(config)), **opts)
     order = [(s["kind"], s["unit"]) for s in sim.spans if s["stream"] == "comm"]
-    assert order == [(s["kind"], s["unit"]) for s in measured["spans"] if s["stream"] == "comm"]
+    if m["strategy"] != "DDP":  # DDP's buffer broadcasts are not replayed
+        assert order == [(s["kind"], s["unit"]) for s in measured["spans"] if s["stream"] == "comm"]
     assert sim.peak_units == timeline.peak_held(measured["spans"])
     cmp = simulate.compare_to_measured(prof)
     assert cmp["simulated_compute_s"] == pytest.approx(cmp["measured_compute_s"], rel=1e-9)
-    assert cmp["simulated_step_s"] <= cmp["measured_step_s"] * 1.15  # it replays less than the step holds
-    # what it does replay, it replays: simulated + unattributed lands near the measured step
-    assert cmp["simulated_step_s"] + cmp["unattributed_s"] == pytest.approx(cmp["measured_step_s"], rel=0.35)
+    assert abs(cmp["relative_difference"]) <= 0.10
     with capsys.disabled():
         print(
             f"\n  {config}: measured {cmp['measured_step_s'] * 1e3:.1f} ms, simulated {cmp['simulated_step_s'] * 1e3:.1f} ms"
-            f" ({cmp['relative_difference']:+.0%}), not in any span {cmp['unattributed_s'] * 1e3:.1f} ms"
+            f" ({cmp['relative_difference']:+.1%}), host overhead replayed {cmp['host_s'] * 1e3:.1f} ms"
         )
+
+
+def test_what_if_varies_only_the_link():
+    """On another link, every compute and host span keeps its measured length; only the collectives change."""
+    prof = simulate.profile_from_run(run("fsdp1:FULL_SHARD:BACKWARD_PRE"))
+    assert prof.host_time > 0 and prof.hook.get("all_gather", 0) > 0
+    fast, slow = (simulate.simulate(prof, simulate.link(bw, 20e-6)) for bw in (1e11, 1e8))
+
+    def lengths(r, streams):
+        return [(s["kind"], s["unit"], round(s["end"] - s["start"], 12)) for s in r.spans if s["stream"] in streams]
+
+    assert lengths(fast, ("compute", "host")) == lengths(slow, ("compute", "host"))
+    assert fast.host_time == pytest.approx(slow.host_time) and fast.compute_time == slow.compute_time
+    assert [k for k, *_ in lengths(fast, ("comm",))] == [k for k, *_ in lengths(slow, ("comm",))]
+    assert slow.comm_time > fast.comm_time and slow.step_time > fast.step_time
+    # infinitely fast: the CPU-bound step is compute plus every bit of host overhead
+    free = simulate.simulate(prof, "infinite", cpu_bound=True, sync_comm=True)
+    hooks = sum(prof.hook.get(s["kind"], 0.0) for s in free.spans if s["stream"] == "comm")
+    assert free.step_time == pytest.approx(prof.compute_time + prof.host_time + hooks)
 
 
 def test_profile_from_run():
