@@ -3,7 +3,10 @@
     from labkit import calibrate
     prof = calibrate.profile_from_run(run, config="fsdp1:FULL_SHARD:BACKWARD_PRE")
 
-Calibrated from the run (``labkit.timeline`` spans of rank 0, the median over steps):
+Calibrated from the run (``labkit.timeline`` spans of rank 0, the mean over its typical steps:
+the first step and any step over 1.5 times the median step are left out, and the measured
+step time is the mean over the same steps, so that what is replayed and what it is compared
+with are the same steps):
 
 * **compute**: each unit's forward and backward time, as the spans measure it, in the
   order the units ran; the optimizer step.
@@ -32,7 +35,7 @@ from typing import Any
 from labkit.i18n import catalog, t
 from labkit.links import Link
 from labkit.protocol import TYPE, Msg
-from labkit.spans import length, union
+from labkit.spans import intersect, length, union
 
 catalog(
     {
@@ -102,20 +105,20 @@ class Profile:
 
 
 def profile_from_run(run: Any, rank: int = 0, skip_first: bool = True, config: str | None = None) -> Profile:
-    """The median step of one rank's recorded timeline (``labkit.timeline``).
+    """The typical step of one rank's recorded timeline (``labkit.timeline``).
 
-    The median over steps, not one step: on a shared CPU a single step can be twice as
-    slow as its neighbours. The first step (lazy initialisation, DDP's bucket rebuild)
-    is left out when there are others.
+    The mean over typical steps, not one step: on a shared CPU a single step can be twice
+    as slow as its neighbours, so such a step is left out, and so is the first (lazy
+    initialisation, DDP's bucket rebuild) when there are others.
     """
     msgs = spans_messages(run, rank, config)
     if skip_first and len(msgs) > 1:
         msgs = msgs[1:]
     if not msgs:
         raise ValueError(t("simulate.no_profile"))
-    steps = [step_segments(m) for m in msgs]
-    fwd, fwd_host = _median_segments([s["forward"] for s in steps])
-    bwd, bwd_host = _median_segments([s["backward"] for s in steps])
+    msgs, steps = typical(msgs)
+    fwd, fwd_host = _mean_segments([s["forward"] for s in steps])
+    bwd, bwd_host = _mean_segments([s["backward"] for s in steps])
     last = msgs[-1]
     units = last.get("unit_bytes", {})
     params, grads = dict(units), dict(units)
@@ -126,25 +129,41 @@ def profile_from_run(run: Any, rank: int = 0, skip_first: bool = True, config: s
             grads[s["unit"]] = s["bytes"]
     kinds = {k for s in steps for k in s["hook"]}
     measured = {k: last.get(k) for k in ("strategy", "backward_prefetch", "forward_prefetch", "limit_all_gathers")}
-    measured["step_s"] = statistics.median(m["end"] - m["start"] for m in msgs)
-    measured["comm_s"] = statistics.median(comm_seconds(m["spans"]) for m in msgs)
-    measured["unattributed_s"] = statistics.median(unattributed(m) for m in msgs)
+    measured["step_s"] = statistics.fmean(m["end"] - m["start"] for m in msgs)
+    measured["comm_s"] = statistics.fmean(comm_seconds(m["spans"]) for m in msgs)
+    measured["unattributed_s"] = statistics.fmean(unattributed(m) for m in msgs)
+    measured["steps"] = len(msgs)
+    measured["link"] = link_of(msgs)  # the same steps' collectives
     return Profile(
         forward=fwd,
         backward=bwd,
         param_bytes=params,
         grad_bytes=grads,
         world_size=int(last.get("world_size", 1)),
-        optimizer=statistics.median(s["optimizer"] for s in steps),
+        optimizer=statistics.fmean(s["optimizer"] for s in steps),
         flavor=last.get("flavor", "fsdp1"),
         measured=measured,
         source=f"rank {rank}, {len(msgs)} step(s)" + (f", {config}" if config else ""),
         forward_host=fwd_host,
         backward_host=bwd_host,
-        hook={k: statistics.median(s["hook"].get(k, 0.0) for s in steps) for k in sorted(kinds)},
-        optimizer_host=statistics.median(s["optimizer_host"] for s in steps),
-        step_host=statistics.median(s["step_host"] for s in steps),
+        hook={k: statistics.fmean(s["hook"].get(k, 0.0) for s in steps) for k in sorted(kinds)},
+        optimizer_host=statistics.fmean(s["optimizer_host"] for s in steps),
+        step_host=statistics.fmean(s["step_host"] for s in steps),
     )
+
+
+def typical(msgs: list[dict[str, Any]], slack: float = 1.5) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The steps no slower than ``slack`` times the median step and shaped like the last of them
+    (the same units in the same order), with their segments."""
+    median = statistics.median(m["end"] - m["start"] for m in msgs)
+    kept = [m for m in msgs if m["end"] - m["start"] <= slack * median]
+    segments = [step_segments(m) for m in kept]
+
+    def shape(s: dict[str, Any]) -> list[Any]:
+        return [u for u, *_ in s["forward"]] + [u for u, *_ in s["backward"]]
+
+    same = [i for i, s in enumerate(segments) if shape(s) == shape(segments[-1])]
+    return [kept[i] for i in same], [segments[i] for i in same]
 
 
 def spans_messages(run: Any, rank: int = 0, config: str | None = None) -> list[dict[str, Any]]:
@@ -211,13 +230,10 @@ def _add(segments: list[list[Any]], unit: str, seconds: float, host: float) -> N
         segments.append([unit, seconds, host])
 
 
-def _median_segments(
-    steps: Sequence[Sequence[tuple[str, float, float]]],
-) -> tuple[list[tuple[str, float]], list[float]]:
+def _mean_segments(steps: Sequence[Sequence[tuple[str, float, float]]]) -> tuple[list[tuple[str, float]], list[float]]:
     shape = [u for u, *_ in steps[-1]]
-    same = [s for s in steps if [u for u, *_ in s] == shape]  # a step with another structure is left out
-    segments = [(u, statistics.median(s[i][1] for s in same)) for i, u in enumerate(shape)]
-    hosts = [statistics.median(s[i][2] for s in same) for i in range(len(shape))]
+    segments = [(u, statistics.fmean(s[i][1] for s in steps)) for i, u in enumerate(shape)]
+    hosts = [statistics.fmean(s[i][2] for s in steps) for i in range(len(shape))]
     return segments, hosts
 
 
@@ -236,16 +252,41 @@ def unattributed(msg: dict[str, Any]) -> float:
 
 
 def fit_link(run: Any, rank: int = 0, config: str | None = None) -> Link:
-    """The link a run actually had: its effective bandwidth, total wire bytes over total comm time.
+    """The link a run actually had, fitted to every replayed collective of its steps (see ``link_of``)."""
+    return link_of(spans_messages(run, rank, config))
 
-    Latency is left at zero: the lessons' collectives are all of similar size, so a
-    fit of latency and bandwidth separately would be noise.
+
+def link_of(msgs: Sequence[dict[str, Any]]) -> Link:
+    """Latency and bandwidth that best give the measured collectives' durations (least squares of
+    ``seconds = ring steps·latency + wire bytes/bandwidth``, the simulator's own cost).
+
+    Where the sizes do not tell the two apart (a fit with a negative latency or bandwidth), the
+    latency is left at zero and the bandwidth is total wire bytes over total collective time.
+    Only collectives that ran while the rank computed nothing are fitted, where there are
+    any: on a CPU, one that runs beside compute (DDP's early buckets) shares the cores with
+    it, and its time says more about the compute than about the link.
     """
-    wire = seconds = 0.0
-    for m in spans_messages(run, rank, config):
+    rows = []  # (ring steps, wire bytes, seconds, ran alone)
+    for m in msgs:
+        compute = union([(s["start"], s["end"]) for s in m["spans"] if s["stream"] == "compute"])
         for s in m["spans"]:
             if s["stream"] == "comm" and s.get("wire_bytes") and s["kind"] in REPLAYED:
-                wire += s["wire_bytes"]
-                seconds += s["end"] - s["start"]
+                n = int(s.get("group_size") or 2)
+                steps = 2 * (n - 1) if s["kind"] == "all_reduce" else n - 1
+                alone = not intersect([(s["start"], s["end"])], compute)
+                rows.append((float(steps), float(s["wire_bytes"]), s["end"] - s["start"], alone))
+    rows = [r[:3] for r in rows if r[3]] or [r[:3] for r in rows]
+    sxx = math.fsum(a * a for a, _, _ in rows)
+    sxy = math.fsum(a * b for a, b, _ in rows)
+    syy = math.fsum(b * b for _, b, _ in rows)
+    sxt = math.fsum(a * c for a, _, c in rows)
+    syt = math.fsum(b * c for _, b, c in rows)
+    det = sxx * syy - sxy * sxy
+    if rows and det > 1e-9 * sxx * syy:
+        latency, per_byte = (sxt * syy - syt * sxy) / det, (sxx * syt - sxy * sxt) / det
+        if latency >= 0 and per_byte > 0:
+            bw = 1 / per_byte
+            return Link(f"measured ({bw / 1e6:.0f} MB/s, {latency * 1e6:.0f} µs)", bw, latency)
+    wire, seconds = math.fsum(b for _, b, _ in rows), math.fsum(c for _, _, c in rows)
     bw = wire / seconds if seconds > 0 else math.inf
     return Link(f"measured ({bw / 1e6:.0f} MB/s)", bw, 0.0)

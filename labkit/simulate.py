@@ -417,14 +417,14 @@ def table(results: Sequence[Result], source: str | None = None) -> str:
 def compare_to_measured(prof: Profile, measured_link: Link | None = None) -> dict[str, float]:
     """The CPU/gloo run replayed as it ran (compute and collectives blocking the thread).
 
-    Returns the simulated and measured step (medians) and their difference; the time of
+    Returns the simulated and measured step (means over the same typical steps) and their difference; the time of
     the measured step that no span covers (``unattributed_s``: the loss, FSDP's own copies,
     Python) and the host overhead the replay charged for it (``host_s``, calibrated from
     those gaps); and, on an infinitely fast link, the replay's compute, which must equal
     the measured compute (the schedule adds no idle time of its own).
     """
     m = prof.measured
-    ln = measured_link or Link("measured", _effective_bandwidth(prof), 0.0)
+    ln = measured_link or m.get("link") or Link("measured", math.inf, 0.0)
     opts = {
         "strategy": m.get("strategy") or "FULL_SHARD",
         "backward_prefetch": m.get("backward_prefetch") if m.get("backward_prefetch") != "NONE" else None,
@@ -446,12 +446,3 @@ def compare_to_measured(prof: Profile, measured_link: Link | None = None) -> dic
         "simulated_compute_s": free.step_time - free.host_time,
         "measured_compute_s": prof.compute_time,
     }
-
-
-def _effective_bandwidth(prof: Profile) -> float:
-    """Bandwidth that makes the profile's own collectives take the measured comm time."""
-    comm_s = prof.measured.get("comm_s") or 0.0
-    if comm_s <= 0:
-        return math.inf
-    probe = simulate(prof, Link("unit", 1.0, 0.0), cpu_bound=True, sync_comm=True, limit_all_gathers=False)
-    return probe.comm_time / comm_s  # comm time at 1 B/s is the wire byte count
