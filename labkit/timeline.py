@@ -47,6 +47,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from labkit import rank as _rank
+from labkit.fsdp_units import find_units, fsdp2_group, unit_bytes
 from labkit.gantt import COLORS, LANES, plot_timeline, plot_timelines
 from labkit.i18n import catalog, t
 from labkit.protocol import Msg
@@ -366,7 +367,7 @@ class Recorder:
             info["forward_prefetch"] = bool(root.forward_prefetch)
             info["limit_all_gathers"] = bool(root.limit_all_gathers)
         elif self.flavor == "fsdp2":
-            groups = [_fsdp2_group(u) for _, u, *_ in self.units]
+            groups = [fsdp2_group(u) for _, u, *_ in self.units]
             reshard = any(g is not None and g.post_forward_mesh_info is not None for g in groups)
             info["strategy"] = "FULL_SHARD" if reshard else "SHARD_GRAD_OP"
             info["backward_prefetch"] = "BACKWARD_PRE"  # FSDP2's only kind
@@ -424,73 +425,4 @@ def cut(spans: list[dict[str, Any]], holes: Sequence[tuple[float, float]]) -> li
                 continue
             pieces = [p for x, y in pieces for p in ((x, min(y, a)), (max(x, b), y)) if p[1] > p[0]]
         out += [{**s, "start": x, "end": y} for x, y in pieces]
-    return out
-
-
-def _fsdp2_group(module: Any) -> Any:
-    get_state = getattr(module, "_get_fsdp_state", None)
-    return getattr(get_state(), "_fsdp_param_group", None) if callable(get_state) else None
-
-
-def find_units(
-    model: Any, unit_types: Sequence[type] | None = None
-) -> tuple[str, list[tuple[str, Any, list[Any], Any]]]:
-    """(flavor, [(name, unit module, compute modules, outer module)]) in module order, root first.
-
-    flavor: "fsdp1", "fsdp2", "ddp" or "plain". The compute modules of a unit are the unit
-    itself if it holds no other unit, else its own submodules that hold no unit.
-    """
-    from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
-
-    from labkit.comm import unit_name
-
-    if any(isinstance(m, FullyShardedDataParallel) for m in model.modules()):
-        flavor, is_unit = "fsdp1", lambda m: isinstance(m, FullyShardedDataParallel)
-    elif any(isinstance(m, FSDPModule) for m in model.modules()):
-        flavor, is_unit = "fsdp2", lambda m: isinstance(m, FSDPModule)
-    else:
-        from labkit.models import TransformerBlock
-
-        types = tuple(unit_types or (TransformerBlock,))
-        flavor = "ddp" if hasattr(model, "module") and type(model).__name__ == "DistributedDataParallel" else "plain"
-        root = model.module if flavor == "ddp" else model
-        return flavor, _units(root, lambda m: m is root or isinstance(m, types), unit_name)
-    return flavor, _units(model, is_unit, unit_name)
-
-
-def _units(model: Any, is_unit: Any, unit_name: Any) -> list[tuple[str, Any, list[Any], Any]]:
-    out = []
-    for fqn, module in model.named_modules():
-        if not is_unit(module) and module is not model:
-            continue
-        inner = getattr(module, "_fsdp_wrapped_module", module)
-        nested = [m for m in inner.modules() if m is not inner and is_unit(m)]
-        compute = [inner] if not nested else list(_own_modules(inner, is_unit))
-        out.append((unit_name(fqn), module, compute, module))
-    return out
-
-
-def _own_modules(module: Any, is_unit: Any) -> Iterator[Any]:
-    for child in module.children():
-        if is_unit(child):
-            continue
-        if any(is_unit(m) for m in child.modules()):
-            yield from _own_modules(child, is_unit)
-        else:
-            yield child
-
-
-def unit_bytes(model: Any, units: Sequence[tuple[str, Any, list[Any], Any]]) -> dict[str, int]:
-    """Bytes of each unit's unsharded parameters (FSDP padding included, see ``comm.padded_units``)."""
-    from labkit.comm import padded_units
-
-    padded = padded_units(model)
-    out = {}
-    for name, unit, compute, _ in units:
-        params = [p for m in compute for p in m.parameters()]
-        size = params[0].element_size() if params else 4
-        handle = getattr(unit, "_handle", None)
-        if handle is not None:
-            size = handle.flat_param.element_size()
-        out[name] = padded[name] * size if name in padded else sum(p.numel() * p.element_size() for p in params)
     return out
