@@ -25,8 +25,8 @@ Rank 0 is measured: FSDP2 gives it the largest shard when rows do not divide eve
 
 Depth. Every transformer block is the same, so each category's bytes at the peak (and after
 each phase) grow by the same amount per block: an affine function of the depth. A model
-deeper than ``DEPTHS[-1]`` is traced at ``DEPTHS`` = 4, 5 and 6 blocks and the line through
-them is read off at the model's depth (``extrapolate=False``: trace it whole). Checked on
+deeper than ``sum(DEPTHS)`` blocks (where it pays) is traced at ``DEPTHS`` = 4, 5 and 6 blocks
+and the line through them is read off at the model's depth (``extrapolate=False``: trace it whole). Checked on
 every estimate: the three traces agree on where the peak falls and lie on one line (to
 0.1%), and no phase's end, extrapolated, exceeds the extrapolated peak; otherwise the model
 is traced whole. Why not 2 or 3 blocks: with so few, the peak of a 70B model falls at
@@ -330,7 +330,7 @@ DEPTHS = (4, 5, 6)  # blocks traced for a deeper model; see the module's docstri
 def estimate_many(specs: list[Spec], timeout: float = 600.0, extrapolate: bool = True) -> list[Estimate]:
     """Run several estimates in one subprocess (one torch import for all).
 
-    ``extrapolate``: a model deeper than ``DEPTHS[-1]`` blocks is traced at ``DEPTHS`` blocks and
+    ``extrapolate``: a model deeper than ``sum(DEPTHS)`` blocks is traced at ``DEPTHS`` blocks and
     extrapolated to its depth; where the traces do not lie on one line it is traced whole.
     """
     specs = [_check(s) for s in specs]
@@ -348,7 +348,7 @@ def estimate_many(specs: list[Spec], timeout: float = 600.0, extrapolate: bool =
 
 def _plan(spec: Spec) -> list[Spec]:
     depth = config_of(spec).n_layers
-    if spec.layers or depth <= DEPTHS[-1]:
+    if spec.layers or depth <= sum(DEPTHS):  # tracing it whole costs no more
         return [spec]
     return [dataclasses.replace(spec, layers=d) for d in DEPTHS]
 

@@ -278,7 +278,9 @@ def simulate(
     DDP all-reduces buckets of ``bucket_bytes`` (the first one ``first_bucket_bytes``) as the
     units' gradients complete, at unit granularity.
     compute_scale: divide every measured compute time by this, to ask "and on a device this
-    many times faster?" (an assumption, kept in ``result.options``).
+    many times faster?" (an assumption, kept in ``result.options``). Host overhead is not
+    scaled: it is CPU time, and a faster device does not shorten it (part of it, FSDP's
+    copies, would run on a GPU instead: from a CPU profile, an upper bound).
     """
     if compute_scale != 1.0:
         prof = prof.scaled(compute_scale)
