@@ -31,8 +31,8 @@ every estimate: the three traces agree on where the peak falls and lie on one li
 0.1%), and no phase's end, extrapolated, exceeds the extrapolated peak; otherwise the model
 is traced whole. Why not 2 or 3 blocks: with so few, the peak of a 70B model falls at
 another point of backward. ``tests/test_estimate.py`` checks the extrapolation against a
-whole trace; ``benchmarks/estimate_speed.py`` prints both, and the wall time (a 70B
-estimate: about 10 s on this 2-core machine instead of 85 s).
+whole trace; ``benchmarks/estimate_speed.py`` prints both and their time (a 70B estimate:
+11 s of CPU time on this 2-core machine, against 34 s traced whole).
 """
 
 from __future__ import annotations
