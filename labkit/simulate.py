@@ -1,12 +1,13 @@
 """What a step would take on another interconnect: a schedule simulator (its output is *simulated*).
 
     from labkit import simulate
-    prof = simulate.profile_from_run(run)                 # measured per-unit compute and bytes
+    prof = simulate.profile_from_run(run)     # measured compute, host overhead and bytes
     simulate.simulate(prof, "pcie4", backward_prefetch=None)
     print(simulate.table(simulate.sweep(prof, links=["nvlink4", "ib100"])))
 
-It replays one measured step: each unit's forward and backward compute time and the
-bytes of its gathered parameters and gradients, as recorded by ``labkit.timeline``.
+It replays one measured step: each unit's forward and backward compute time, the host
+overhead between ops, and the bytes of its gathered parameters and gradients, as recorded
+by ``labkit.timeline`` and calibrated by ``labkit.calibrate``.
 The collectives are re-timed on the chosen link with the ring algorithm cost,
 ``(N-1)·latency + (N-1)/N·bytes/bandwidth`` (twice that for an all-reduce), and
 scheduled the way FSDP issues them:
@@ -24,8 +25,7 @@ scheduled the way FSDP issues them:
   when the unit's own backward begins, i.e. behind the previous reduce-scatter;
   ``forward_prefetch`` in the current unit's pre-forward instead of the next unit's.
   With the CPU ahead, forward prefetch changes nothing, as FSDP's docs say: it helps
-  CPU-bound runs (``cpu_bound=True``).
-
+  CPU-bound runs (``cpu_bound=True``);
 * host overhead (``labkit.calibrate``: FSDP's hooks, autograd, the loss, Python: the
   measured step time that no span covers) is CPU time: before each compute segment, each
   collective (per kind) and the optimizer, and after it. With the CPU ahead of a GPU it
