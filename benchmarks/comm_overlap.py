@@ -16,7 +16,12 @@ FSDP2, counting every collective in the ranks and recording the per-unit timelin
    GPU (an assumption, labelled as such: the CPU's compute hides any link's traffic);
 3. the replay of each CPU run as it ran, against its measured step time: compute, the
    optimizer and the host overhead (hooks, Python between ops) calibrated from that run
-   (``labkit.calibrate``), the link fitted to it; target every |error| <= 10%.
+   (``labkit.calibrate``), the link fitted to it; target every |error| <= 10%. With the
+   host overhead calibrated on the same steps this checks that the schedule reproduces the
+   run (order, blocking, DDP's background all-reduces). The last column is the stronger
+   test: FULL_SHARD's prefetch modes predicted from the BACKWARD_PRE run's calibration. It
+   also carries the run-to-run variation of a loaded CPU (separate runs of one config can
+   differ by tens of percent), so it has no target.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import argparse
 
 from labkit import comm, simulate
 from labkit.models import get_config
+from labkit.protocol import TYPE, Msg
 from labkit.testing.comm_launch import of_config, run_job
 from labkit.units import render_table
 
@@ -43,8 +49,8 @@ def measured_vs_theory(events: dict, n: int, psi: int) -> list[list[str]]:
     unit = (n - 1) / n * psi * 4
     for config, strategy in CONFIGS.items():
         ev = of_config(events, config)[0]
-        counts = [m for m in ev if m["t"] == "comm"][-1]["counts"]
-        spans = [m for m in ev if m["t"] == "spans"][-1]
+        counts = [m for m in ev if m[TYPE] == Msg.COMM][-1]["counts"]
+        spans = [m for m in ev if m[TYPE] == Msg.SPANS][-1]
         padded = spans["padded_units"]
         num = sum(padded.values()) or psi
         root = padded.get("root", 0) if spans["flavor"] == "fsdp1" and strategy == "FULL_SHARD" else 0
