@@ -491,7 +491,7 @@ LESSON = Lesson(
         ),
         code(
             """
-            prof = simulate.profile_from_run(prefetch, config="BACKWARD_PRE")  # rank 0, the median step
+            prof = simulate.profile_from_run(prefetch, config="BACKWARD_PRE")  # rank 0, its typical steps
             replay = simulate.compare_to_measured(prof)
             for key in ("measured_step_s", "simulated_step_s", "unattributed_s"):
                 print(f"{key:18} {replay[key] * 1e3:8.2f} ms")
