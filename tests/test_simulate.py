@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from labkit import simulate, timeline
+from labkit import calibrate, comm, simulate, timeline
 from labkit.testing.comm_launch import CONFIGS_2, of_config, run_job
 
 MS = 1e-3
@@ -275,3 +275,38 @@ def test_profile_from_run():
     assert on_gpu.step_time < prof.measured["step_s"]  # a fast link, and compute overlapping it
     with pytest.raises(ValueError, match="no timeline"):
         simulate.profile_from_run({0: []})
+
+
+# -- calibration on hand-made steps ----------------------------------------------------------
+
+
+def test_host_overhead_is_charged_to_what_follows_it():
+    """Gaps on the rank's thread: before/after a collective -> its kind's hook; before compute -> that
+    segment; before the optimizer (after the gradients) -> the optimizer; after it -> the step."""
+    S = timeline.span
+    spans = [
+        S("a", "all_gather", 1.0, 2.0, "comm", blocking=True, bytes=10),  # 1 s gap before: hook
+        S("a", "forward", 2.5, 3.0, "compute"),  # 0.5 s after the gather: hook (its copy-out)
+        S("a", "backward", 3.25, 4.0, "compute"),  # 0.25 s: a's backward segment
+        S("", "all_reduce", 4.0, 6.0, "comm", blocking=False, bytes=10),  # in the background
+        S("optimizer", "optimizer", 6.5, 7.0, "compute"),  # 0.5 s after the all-reduce ended
+    ]
+    seg = calibrate.step_segments({"start": 0.0, "end": 7.125, "spans": spans})
+    assert seg["hook"] == {"all_gather": 1.5}
+    assert seg["forward"] == [("a", 0.5, 0.0)] and seg["backward"] == [("a", 0.75, 0.25)]
+    assert (seg["optimizer"], seg["optimizer_host"], seg["step_host"]) == (0.5, 0.5, 0.125)
+
+
+def test_link_fit_recovers_latency_and_bandwidth():
+    """Durations made with the simulator's own cost; one collective ran beside compute (slower) and is not fitted."""
+    ln = simulate.link(2e8, 300e-6)
+    spans, t0 = [], 0.0
+    for kind, n, payload in [("all_gather", 2, 1e6), ("reduce_scatter", 4, 4e6), ("all_reduce", 4, 8e5)]:
+        d = ln.time(kind, payload, n)
+        wire = payload * comm.ring_factor(kind, n)
+        spans.append(timeline.span("u", kind, t0, t0 + d, "comm", wire_bytes=wire, group_size=n))
+        t0 += d
+    spans.append(timeline.span("u", "all_reduce", t0, t0 + 1.0, "comm", wire_bytes=1e5, group_size=4))
+    spans.append(timeline.span("u", "backward", t0, t0 + 1.0, "compute"))
+    fit = calibrate.link_of([{"spans": spans}])
+    assert fit.bandwidth == pytest.approx(2e8, rel=1e-6) and fit.latency == pytest.approx(300e-6, rel=1e-6)
