@@ -66,6 +66,29 @@ def test_prefetch_is_never_slower_than_none(strategy):
             )
 
 
+def with_host(prof: simulate.Profile, rng: random.Random) -> simulate.Profile:
+    """The same profile with random host overhead (CPU time between ops) everywhere it can be."""
+    prof.forward_host = [rng.uniform(0, 3) * MS for _ in prof.forward]
+    prof.backward_host = [rng.uniform(0, 3) * MS for _ in prof.backward]
+    prof.hook = {k: rng.uniform(0, 2) * MS for k in ("all_gather", "reduce_scatter", "all_reduce")}
+    prof.optimizer_host, prof.step_host = rng.uniform(0, 2) * MS, rng.uniform(0, 2) * MS
+    return prof
+
+
+def test_prefetch_is_never_slower_with_host_overhead():
+    """Host overhead moves with the collectives' issue points; prefetching still never costs time."""
+    for seed in range(8):
+        rng = random.Random(100 + seed)
+        prof = with_host(random_profile(rng), rng)
+        for link, opts in itertools.product(["pcie4", simulate.link(1e9, 50e-6)], OPTIONS):
+            none = simulate.simulate(prof, link, backward_prefetch=None, **opts).step_time
+            for pf in ("BACKWARD_PRE", "BACKWARD_POST"):
+                assert simulate.simulate(prof, link, backward_prefetch=pf, **opts).step_time <= none + 1e-12
+        free = simulate.simulate(prof, "infinite", cpu_bound=True, sync_comm=True)
+        hooks = sum(prof.hook[s["kind"]] for s in free.spans if s["stream"] == "comm")
+        assert free.step_time == pytest.approx(prof.compute_time + prof.host_time + hooks)
+
+
 def test_hybrid_prefetch_can_delay_the_cross_replica_all_reduce():
     """A gather put ahead of a reduce-scatter delays the all-reduce queued behind it; when the
     all-reduce chain across replicas is the critical path, prefetching costs time.
