@@ -30,7 +30,6 @@ So "DDP moves 2Ψ, FULL_SHARD 3Ψ" is a statement about wire bytes in units of
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -41,7 +40,28 @@ import torch
 import torch.distributed as dist
 
 from labkit import rank as _rank
+from labkit.fsdp_units import padded_numel, padded_units, unit_name
 from labkit.i18n import catalog, t
+from labkit.protocol import TYPE, Msg
+from labkit.units import fmt_bytes, render_table
+
+__all__ = [
+    "KINDS",
+    "STRATEGIES",
+    "Call",
+    "CommCounter",
+    "StepCounts",
+    "count",
+    "from_events",
+    "padded_numel",
+    "padded_units",
+    "ring_factor",
+    "steps",
+    "table",
+    "theory_bytes",
+    "total",
+    "unit_name",
+]
 
 catalog(
     {
@@ -333,7 +353,7 @@ def count(step: int | None = None, send: bool = True, calls: bool = True, **fiel
         payload: dict[str, Any] = {"counts": counter.totals(), "world_size": _rank.world_size(), **fields}
         if calls:
             payload["calls"] = [c.as_dict() for c in counter.calls]
-        _rank.send("comm", step=step, **payload)
+        _rank.send(Msg.COMM, step=step, **payload)
 
 
 def steps(n: int) -> Iterator[int]:
@@ -422,47 +442,6 @@ def total(rows: dict[str, dict[str, float]], key: str = "wire_bytes") -> float:
     return float(sum(r.get(key, 0) for r in rows.values()))
 
 
-def padded_numel(numel: int, world_size: int) -> int:
-    """A flat parameter padded so that it splits evenly (FSDP1's FlatParameter)."""
-    return math.ceil(numel / world_size) * world_size
-
-
-def padded_units(model: Any) -> dict[str, int]:
-    """Per FSDP unit of a wrapped model, the number of elements its all-gather returns.
-
-    FSDP1 pads each unit's FlatParameter to a multiple of the shard count; FSDP2 pads
-    each parameter's first dimension. Read from FSDP's own sharding metadata.
-    """
-    units: dict[str, int] = {}
-    for fqn, module in model.named_modules():
-        fqn = unit_name(fqn)
-        handle = getattr(module, "_handle", None)  # FSDP1
-        if handle is not None and hasattr(handle, "flat_param"):
-            fp = handle.flat_param
-            sharded = handle.uses_sharded_strategy
-            units[fqn] = (
-                fp._sharded_size.numel() * handle.world_size if sharded else fp._unpadded_unsharded_size.numel()
-            )
-            continue
-        state = getattr(module, "_get_fsdp_state", None)  # FSDP2
-        group = getattr(state(), "_fsdp_param_group", None) if callable(state) else None
-        if group is not None:
-            units[fqn] = sum(_fsdp2_padded(p) for p in group.fsdp_params)
-    return units
-
-
-def unit_name(fqn: str) -> str:
-    """A module's name without FSDP1's wrapper segments; the root is called "root"."""
-    for wrapper in ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod."):
-        fqn = fqn.replace(wrapper, "")
-    return fqn.removesuffix("_fsdp_wrapped_module").rstrip(".") or "root"
-
-
-def _fsdp2_padded(fsdp_param: Any) -> int:
-    shard = fsdp_param.padded_sharded_param_size  # one rank's padded shard, dim 0 padded
-    return math.prod(shard) * fsdp_param.mesh_info.shard_mesh_size
-
-
 def table(rows: dict[str, dict[str, float]], theory: dict[str, dict[str, float]] | None = None) -> str:
     """A small text table of counts (and theory beside them, if given)."""
     head = [t("comm.table.op"), t("comm.table.calls"), t("comm.table.bytes"), t("comm.table.wire")]
@@ -474,12 +453,11 @@ def table(rows: dict[str, dict[str, float]], theory: dict[str, dict[str, float]]
             cells[2] += f" / {_mib(theory[kind]['bytes'])}"
             cells[3] += f" / {_mib(theory[kind]['wire_bytes'])}"
         lines.append(cells)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+    return render_table(lines, align="lrrr")
 
 
 def _mib(n: float | None) -> str:
-    return "" if n is None else f"{n / 2**20:.3f} MiB"
+    return fmt_bytes(n, "MiB", decimals=3)
 
 
 @dataclass
@@ -497,5 +475,5 @@ def from_events(events: Sequence[dict[str, Any]]) -> list[StepCounts]:
     return [
         StepCounts(m.get("step"), m.get("counts", {}), m.get("calls", []), m.get("world_size", 1))
         for m in events
-        if m.get("t") == "comm"
+        if m.get(TYPE) == Msg.COMM
     ]

@@ -21,10 +21,18 @@ script does, on tensors that have shapes but no data:
 4. runs one real training step (forward, backward, optimizer step) under ``labkit.memtrack``'s
    tracker, the same that measures real runs, so the categories mean the same thing.
 
-Rank 0 is measured: FSDP2 gives it the largest shard when rows do not divide evenly. The
-model runs at its full depth (one unit per layer, as in training). CPU time per estimate on
-this 2-core machine: see benchmarks/memory_accuracy.py (about 15 s for llama-1b, 25 s for 7B,
-60 s for 70B; wall time is longer when the machine is shared).
+Rank 0 is measured: FSDP2 gives it the largest shard when rows do not divide evenly.
+
+Depth. Every transformer block is the same, so each category's bytes at the peak (and after
+each phase) grow by the same amount per block: an affine function of the depth. A model
+deeper than ``sum(DEPTHS)`` blocks (where it pays) is traced at ``DEPTHS`` = 4, 5 and 6 blocks
+and the line through them is read off at the model's depth (``extrapolate=False``: trace it whole). Checked on
+every estimate: the three traces agree on where the peak falls and lie on one line (to
+0.1%), and no phase's end, extrapolated, exceeds the extrapolated peak; otherwise the model
+is traced whole. Why not 2 or 3 blocks: with so few, the peak of a 70B model falls at
+another point of backward. ``tests/test_estimate.py`` checks the extrapolation against a
+whole trace; ``benchmarks/estimate_speed.py`` prints both and their time (a 70B estimate:
+11 s of CPU time on this 2-core machine, against 34 s traced whole).
 """
 
 from __future__ import annotations
@@ -36,13 +44,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from typing import Any
 
 from labkit import memory_model as mm
 from labkit.errors import LabkitError, OptionError
+from labkit.faketrace import Spec, config_of, shard_group
 from labkit.i18n import catalog, t
 from labkit.units import fmt_bytes, markdown_to_html, render_table
+
+__all__ = ["DEPTHS", "Estimate", "Spec", "analytical", "combine", "estimate_many", "estimate_peak", "register"]
 
 catalog(
     {
@@ -96,6 +106,17 @@ catalog(
         "est.footer": {
             "en": "peak reached in {stage}; the run took {seconds:.0f} s",
             "ro": "vârful a fost atins în {stage}; rularea a durat {seconds:.0f} s",
+        },
+        "est.footer.extrapolated": {
+            "en": "peak reached in {stage}; extrapolated to {layers} layers from fake runs of {depths} layers "
+            "(every block is the same: each category grows by the same bytes per block), {seconds:.0f} s",
+            "ro": "vârful a fost atins în {stage}; extrapolat la {layers} straturi din rulări cu tensori falși de "
+            "{depths} straturi (toate blocurile sunt la fel: fiecare categorie crește cu aceiași octeți pe bloc), "
+            "{seconds:.0f} s",
+        },
+        "est.help.full": {
+            "en": "trace every layer instead of extrapolating from 4, 5 and 6 (slower, the same result)",
+            "ro": "urmărește toate straturile în loc de extrapolarea din 4, 5 și 6 (mai lent, același rezultat)",
         },
         "est.why.params": {
             "en": "parameters: FSDP2 pads each parameter's rows to a multiple of {n}: {pad} more than Ψ/N",
@@ -155,20 +176,6 @@ FSDP2_STRATEGIES = ("ZERO3", "ZERO2", "HYBRID_SHARD")  # what fully_shard can do
 
 
 @dataclasses.dataclass(frozen=True)
-class Spec:
-    """One estimate to run."""
-
-    model: str
-    world_size: int
-    precision: str = "bf16"
-    checkpointing: bool = True
-    micro_batch: int = 1
-    seq_len: int | None = None
-    strategy: str = "FULL_SHARD"
-    shard_group_size: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
 class Estimate:
     """Rank 0's memory in a fake-tensor run of one step, beside the analytical model."""
 
@@ -179,6 +186,7 @@ class Estimate:
     seconds: float  # wall time of the run in the subprocess
     analytical: mm.MemoryBreakdown
     cpu_seconds: float = 0.0  # CPU time of the same: what a busy machine does not stretch
+    traced_layers: tuple[int, ...] = ()  # the depths traced and extrapolated from; () for a whole trace
 
     @property
     def total(self) -> int:
@@ -195,8 +203,8 @@ class Estimate:
 
     def explain(self) -> list[str]:
         """Why the fake run and the model differ, category by category, with the numbers."""
-        s, cfg = self.spec, _config(self.spec)
-        n = mm.shard_group(mm.resolve_strategy(s.strategy), s.world_size, s.shard_group_size)
+        s, cfg = self.spec, config_of(self.spec)
+        n = shard_group(s)
         local = mm.local_numel(cfg, n, "fsdp2", rank=0)
         pad = 4 * (local["params"] - cfg.num_params() / n)
         lines = []
@@ -250,7 +258,7 @@ class Estimate:
             d = diffs[c]
             label = t("mm.total") if c == "total" else t(f"mm.cat.{c}")
             rows.append([label, f"{est / mm.GB:,.2f}", f"{ref / mm.GB:,.2f}", "" if d is None else f"{d:+.1f}%"])
-        cfg = _config(s)
+        cfg = config_of(s)
         title = t(
             "est.title",
             model=s.model,
@@ -260,8 +268,14 @@ class Estimate:
             b=s.micro_batch,
             s=s.seq_len or cfg.seq_len,
         )
-        notes = [t("est.footer", stage=self.stage, seconds=self.seconds), *self.explain()]
-        return render_table(rows, "markdown", title=title, notes=notes)
+        if self.traced_layers:
+            depths = ", ".join(str(d) for d in self.traced_layers)
+            footer = t(
+                "est.footer.extrapolated", stage=self.stage, layers=cfg.n_layers, depths=depths, seconds=self.seconds
+            )
+        else:
+            footer = t("est.footer", stage=self.stage, seconds=self.seconds)
+        return render_table(rows, "markdown", title=title, notes=[footer, *self.explain()])
 
     def _repr_html_(self) -> str:
         return markdown_to_html(self.table())
@@ -279,17 +293,8 @@ class Estimate:
             "cpu_seconds": self.cpu_seconds,
             "analytical": self.analytical.as_dict(),
             "differences": self.differences(),
+            "traced_layers": list(self.traced_layers),
         }
-
-
-def _config(spec: Spec) -> Any:
-    from labkit.models import get_config
-
-    try:
-        cfg = get_config(spec.model)
-    except ValueError as err:  # an unknown preset: say so before any subprocess starts
-        raise OptionError(str(err)) from None
-    return dataclasses.replace(cfg, seq_len=spec.seq_len) if spec.seq_len else cfg
 
 
 def _check(spec: Spec) -> Spec:
@@ -297,15 +302,15 @@ def _check(spec: Spec) -> Spec:
     if name not in FSDP2_STRATEGIES:
         raise OptionError(t("est.strategy", name=spec.strategy))
     mm.resolve_precision(spec.precision)
-    mm.shard_group(mm.resolve_strategy(spec.strategy), spec.world_size, spec.shard_group_size)
-    _config(spec)  # a wrong preset name fails here, not in the subprocess
+    shard_group(spec)
+    config_of(spec)  # a wrong preset name fails here, not in the subprocess
     return spec
 
 
 def analytical(spec: Spec) -> mm.MemoryBreakdown:
     """The model's figure for the same run: FSDP2 keeps fp32 shards ("torch" convention)."""
     return mm.peak_memory(
-        _config(spec),
+        config_of(spec),
         spec.strategy,
         spec.world_size,
         spec.precision,
@@ -318,11 +323,81 @@ def analytical(spec: Spec) -> mm.MemoryBreakdown:
     )
 
 
-def estimate_many(specs: list[Spec], timeout: float = 600.0) -> list[Estimate]:
-    """Run several estimates in one subprocess (one torch import for all)."""
+DEPTHS = (4, 5, 6)  # blocks traced for a deeper model; see the module's docstring
+
+
+def estimate_many(specs: list[Spec], timeout: float = 600.0, extrapolate: bool = True) -> list[Estimate]:
+    """Run several estimates in one subprocess (one torch import for all).
+
+    ``extrapolate``: a model deeper than ``sum(DEPTHS)`` blocks is traced at ``DEPTHS`` blocks and
+    extrapolated to its depth; where the traces do not lie on one line it is traced whole.
+    """
     specs = [_check(s) for s in specs]
+    plans = [_plan(s) if extrapolate else [s] for s in specs]
+    runs = iter(_run([s for plan in plans for s in plan], timeout))
+    out: list[Estimate | None] = []
+    for spec, plan in zip(specs, plans):
+        traced = [next(runs) for _ in plan]
+        out.append(combine(spec, plan, traced) if len(plan) > 1 else _estimate(spec, traced[0]))
+    if any(e is None for e in out):  # off the line: trace those whole
+        whole = iter(_run([s for s, e in zip(specs, out) if e is None], timeout))
+        out = [e if e is not None else _estimate(s, next(whole)) for s, e in zip(specs, out)]
+    return [e for e in out if e is not None]
+
+
+def _plan(spec: Spec) -> list[Spec]:
+    depth = config_of(spec).n_layers
+    if spec.layers or depth <= sum(DEPTHS):  # tracing it whole costs no more
+        return [spec]
+    return [dataclasses.replace(spec, layers=d) for d in DEPTHS]
+
+
+def _estimate(spec: Spec, r: dict[str, Any], traced: tuple[int, ...] = ()) -> Estimate:
+    return Estimate(spec, r["peak"], r["phases"], r["stage"], r["seconds"], analytical(spec), r["cpu_seconds"], traced)
+
+
+def combine(spec: Spec, plan: list[Spec], traced: list[dict[str, Any]]) -> Estimate | None:
+    """The line through the traces, read off at the model's depth; None where they are not on one line."""
+    depths = [s.layers or 0 for s in plan]
+    target = config_of(spec).n_layers
+    if len({r["stage"] for r in traced}) != 1:
+        return None
+
+    def line(values: list[dict[str, int]]) -> dict[str, int] | None:
+        keys = set().union(*values)
+        points = [[v.get(k, 0) for v in values] for k in sorted(keys)]
+        scale = max(1, *(sum(p[i] for p in points) for i in range(len(values))))
+        out = {}
+        for k, p in zip(sorted(keys), points):
+            slope = (p[-1] - p[0]) / (depths[-1] - depths[0])
+            off_line = max(abs(p[0] + slope * (d - depths[0]) - v) for d, v in zip(depths, p))
+            if off_line > 1e-3 * scale:
+                return None
+            out[k] = round(p[-1] + slope * (target - depths[-1]))
+        return out
+
+    peak = line([r["peak"] for r in traced])
+    phases = {p: line([r["phases"][p] for r in traced]) for p in traced[-1]["phases"]}
+    if peak is None or any(v is None for v in phases.values()):
+        return None
+    if any(sum(v.values()) > sum(peak.values()) for v in phases.values() if v):  # another stage would peak
+        return None
+    r = {
+        "peak": peak,
+        "phases": phases,
+        "stage": traced[-1]["stage"],
+        "seconds": sum(x["seconds"] for x in traced),
+        "cpu_seconds": sum(x["cpu_seconds"] for x in traced),
+    }
+    return _estimate(spec, r, tuple(depths))
+
+
+def _run(specs: list[Spec], timeout: float) -> list[dict[str, Any]]:
+    """Every spec traced in one subprocess (``labkit.faketrace``), one JSON result each."""
+    if not specs:
+        return []
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "labkit.estimate", "--worker", json.dumps([dataclasses.asdict(s) for s in specs])]
+    cmd = [sys.executable, "-m", "labkit.faketrace", json.dumps([dataclasses.asdict(s) for s in specs])]
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -335,13 +410,7 @@ def estimate_many(specs: list[Spec], timeout: float = 600.0) -> list[Estimate]:
     lines = [line for line in out.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or len(lines) != len(specs):
         raise LabkitError(t("est.failed", code=proc.returncode, tail=(err or out)[-3000:]))
-    results = []
-    for spec, line in zip(specs, lines):
-        r = json.loads(line)
-        results.append(
-            Estimate(spec, r["peak"], r["phases"], r["stage"], r["seconds"], analytical(spec), r["cpu_seconds"])
-        )
-    return results
+    return [json.loads(line) for line in lines]
 
 
 def estimate_peak(
@@ -354,123 +423,12 @@ def estimate_peak(
     strategy: str = "FULL_SHARD",
     shard_group_size: int | None = None,
     timeout: float = 300.0,
+    extrapolate: bool = True,
 ) -> Estimate:
-    """Rank 0's memory by category at the peak of one FSDP2 training step, from a fake-tensor run."""
+    """Rank 0's memory by category at the peak of one FSDP2 training step, from fake-tensor runs
+    (traced at 4, 5 and 6 blocks and extrapolated to the model's depth unless ``extrapolate=False``)."""
     spec = Spec(model, world_size, precision, checkpointing, micro_batch, seq_len, strategy, shard_group_size)
-    return estimate_many([spec], timeout)[0]
-
-
-# ---------------------------------------------------------------------------------------
-# The subprocess's side
-# ---------------------------------------------------------------------------------------
-
-
-class _Chunks:
-    """``torch.chunk(x, n, dim)`` padded with empty chunks to n, as FSDP2's ``_chunk_with_empty``
-    returns it, but made one chunk at a time when asked for. FSDP2 reads two of the n chunks
-    (its own and chunk 0); under fake tensors, making all n costs about a millisecond each,
-    which for 70B on 1024 ranks is 740,000 chunks and most of a quarter of an hour."""
-
-    def __init__(self, x: Any, n: int, dim: int) -> None:
-        self.x, self.n, self.dim = x, n, dim
-        self.size = -(-x.size(dim) // n) if x.size(dim) else 0  # torch.chunk's chunk size
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i: int) -> Any:
-        i = i + self.n if i < 0 else i
-        if not 0 <= i < self.n:
-            raise IndexError(i)
-        rows, start = self.x.size(self.dim), i * self.size
-        if rows == 0:  # torch.chunk gives n empty views of an empty tensor
-            return self.x.narrow(self.dim, 0, 0)
-        if start >= rows:  # torch.chunk made fewer than n chunks; FSDP2 pads with empty ones
-            return self.x.new_empty(0)
-        return self.x.narrow(self.dim, start, min(self.size, rows - start))
-
-    def __iter__(self) -> Any:
-        return (self[i] for i in range(self.n))
-
-
-def _measure(spec: Spec) -> dict[str, Any]:
-    """One step of ``spec`` under fake tensors and a fake process group; rank 0's memcat results."""
-    from unittest import mock
-
-    import torch
-    import torch.distributed as dist
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-    from torch.distributed.fsdp._fully_shard import _fsdp_param
-    from torch.testing._internal.distributed.fake_pg import FakeStore
-
-    from labkit import memtrack
-    from labkit.models import TransformerLM
-
-    cfg = _config(spec)
-    strat = mm.resolve_strategy(spec.strategy)
-    n = spec.world_size
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    dist.init_process_group("fake", rank=0, world_size=n, store=FakeStore())
-    try:
-        if strat.name == "HYBRID_SHARD":
-            group = mm.shard_group(strat, n, spec.shard_group_size)
-            mesh = init_device_mesh("cpu", (n // group, group), mesh_dim_names=("replicate", "shard"))
-        else:
-            mesh = init_device_mesh("cpu", (n,))  # outside fake mode: the mesh holds real rank lists
-        dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[mm.resolve_precision(spec.precision)]
-        mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32 if dtype else None)
-        reshard = strat.name != "ZERO2"  # SHARD_GRAD_OP keeps units gathered until backward
-        # Initial values do not exist under fake tensors: skip the init kernels, keep the shapes;
-        # and let FSDP2 cut only the chunks it reads (see _Chunks).
-        with (
-            FakeTensorMode(),
-            mock.patch.object(TransformerLM, "reset_parameters", lambda self: None),
-            mock.patch.object(_fsdp_param, "_chunk_with_empty", _Chunks),
-        ):
-            model = TransformerLM(cfg)
-            if spec.checkpointing:
-                for i, block in enumerate(model.layers):
-                    model.layers[i] = checkpoint_wrapper(block)
-            for block in model.layers:
-                fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp)
-            fully_shard(model, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp)
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
-            # The state AdamW makes on its first step, made directly: a real first step on fake
-            # gradients would cost as much as the measured one and make the same tensors.
-            for p in model.parameters():
-                opt.state[p] = {
-                    "step": torch.tensor(0.0),
-                    "exp_avg": torch.zeros_like(p),
-                    "exp_avg_sq": torch.zeros_like(p),
-                }
-            x = torch.randint(0, cfg.vocab_size, (spec.micro_batch, cfg.seq_len))
-            y = torch.randint(0, cfg.vocab_size, (spec.micro_batch, cfg.seq_len))
-            tracker = memtrack.track(model, opt, send=False)
-            with tracker.step(1):
-                model(x, y).backward()
-                opt.step()
-                opt.zero_grad()
-    finally:
-        dist.destroy_process_group()
-    by_phase = {m["phase"]: m for m in tracker.results}
-    return {
-        "peak": by_phase["peak"]["categories"],
-        "phases": {p: m["categories"] for p, m in by_phase.items() if p != "peak"},
-        "stage": by_phase["peak"].get("stage", ""),
-        "seconds": time.perf_counter() - t0,
-        "cpu_seconds": time.process_time() - cpu0,
-    }
-
-
-def _worker(payload: str) -> None:
-    import torch
-
-    torch.set_num_threads(1)
-    for spec in json.loads(payload):
-        print(json.dumps(_measure(Spec(**spec))), flush=True)
+    return estimate_many([spec], timeout, extrapolate)[0]
 
 
 # ---------------------------------------------------------------------------------------
@@ -489,6 +447,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seq-len", type=int, default=None, help=t("est.help.seq_len"))
     p.add_argument("--timeout", type=float, default=300.0, help=t("est.help.timeout"))
     p.add_argument("--json", action="store_true", help=t("est.help.json"))
+    p.add_argument("--full", action="store_true", help=t("est.help.full"))
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -503,6 +462,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             args.strategy,
             args.shard_group_size,
             timeout=args.timeout,
+            extrapolate=not args.full,
         )
     except LabkitError as err:
         print(err, file=sys.stderr)
@@ -520,9 +480,6 @@ def register(subparsers: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--worker"]:
-        _worker(argv[1])
-        return 0
     p = argparse.ArgumentParser(prog="labkit estimate", description=t("est.help"))
     _add_arguments(p)
     return cmd_estimate(p.parse_args(argv))

@@ -1,12 +1,13 @@
 """What a step would take on another interconnect: a schedule simulator (its output is *simulated*).
 
     from labkit import simulate
-    prof = simulate.profile_from_run(run)                 # measured per-unit compute and bytes
+    prof = simulate.profile_from_run(run)     # measured compute, host overhead and bytes
     simulate.simulate(prof, "pcie4", backward_prefetch=None)
     print(simulate.table(simulate.sweep(prof, links=["nvlink4", "ib100"])))
 
-It replays one measured step: each unit's forward and backward compute time and the
-bytes of its gathered parameters and gradients, as recorded by ``labkit.timeline``.
+It replays one measured step: each unit's forward and backward compute time, the host
+overhead between ops, and the bytes of its gathered parameters and gradients, as recorded
+by ``labkit.timeline`` and calibrated by ``labkit.calibrate``.
 The collectives are re-timed on the chosen link with the ring algorithm cost,
 ``(N-1)·latency + (N-1)/N·bytes/bandwidth`` (twice that for an all-reduce), and
 scheduled the way FSDP issues them:
@@ -24,36 +25,61 @@ scheduled the way FSDP issues them:
   when the unit's own backward begins, i.e. behind the previous reduce-scatter;
   ``forward_prefetch`` in the current unit's pre-forward instead of the next unit's.
   With the CPU ahead, forward prefetch changes nothing, as FSDP's docs say: it helps
-  CPU-bound runs (``cpu_bound=True``).
+  CPU-bound runs (``cpu_bound=True``);
+* host overhead (``labkit.calibrate``: FSDP's hooks, autograd, the loss, Python: the
+  measured step time that no span covers) is CPU time: before each compute segment, each
+  collective (per kind) and the optimizer, and after it. With the CPU ahead of a GPU it
+  is hidden; on a CPU run it adds up.
 
 ``cpu_bound=True, sync_comm=True`` is what a CPU/gloo run does (compute and every FSDP
-collective block the one thread; DDP's bucket all-reduces run in the background); with the link fitted to that run (``fit_link``) the
-simulator should land near the measured step: ``compare_to_measured`` says how near.
+collective block the one thread; DDP's bucket all-reduces run in the background). With
+the link fitted to that run (``fit_link``) the replay lands on the measured step:
+``compare_to_measured`` says how near (``benchmarks/comm_overlap.py``: within 10%).
+
+What is calibrated and what is assumed. Calibrated from the measured run: each unit's
+forward and backward compute, the optimizer step, the host overhead per segment and per
+collective kind, and the bytes of every collective (see ``labkit.calibrate``). Assumed:
+the link (a preset, your own ``link(bandwidth, latency)``, or ``fit_link`` for the run's
+own), the ring algorithm's cost for each collective, one comm stream per process group,
+and that compute and host overhead stay what they were measured whatever the link (a
+what-if on another link varies only the link; ``compute_scale`` is a further, explicit
+assumption).
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from labkit.calibrate import Profile, fit_link, profile_from_run
 from labkit.i18n import catalog, t
+from labkit.links import LINKS, Link, link
+from labkit.protocol import TYPE, Msg
+from labkit.spans import intersect, length, span, union
+from labkit.units import render_table
+
+__all__ = [
+    "LINKS",
+    "PREFETCH",
+    "Link",
+    "Profile",
+    "Result",
+    "compare_to_measured",
+    "fit_link",
+    "link",
+    "profile_from_run",
+    "simulate",
+    "sweep",
+    "table",
+]
 
 catalog(
     {
-        "simulate.unknown_link": {
-            "en": "unknown link {name!r}; choose one of {choices}, or give a bandwidth in bytes/s",
-            "ro": "legătură necunoscută {name!r}; alegeți una dintre {choices} sau dați o lățime de bandă în octeți/s",
-        },
         "simulate.unknown_prefetch": {
             "en": "unknown backward_prefetch {name!r}; choose BACKWARD_PRE, BACKWARD_POST or None",
             "ro": "backward_prefetch necunoscut {name!r}; alegeți BACKWARD_PRE, BACKWARD_POST sau None",
-        },
-        "simulate.no_profile": {
-            "en": "no timeline in this run to simulate from: record steps with labkit.timeline.Recorder",
-            "ro": "rularea nu are o cronologie din care să se simuleze: înregistrați pașii cu labkit.timeline.Recorder",
         },
         "simulate.label": {"en": "simulated", "ro": "simulat"},
         "simulate.repr": {
@@ -76,175 +102,6 @@ catalog(
     }
 )
 
-# -- links -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Link:
-    """A link between ranks: bandwidth each rank gets per direction (bytes/s), latency per ring step (s)."""
-
-    name: str
-    bandwidth: float
-    latency: float = 0.0
-
-    def time(self, kind: str, payload: float, group_size: int) -> float:
-        """Ring algorithm: (N-1) steps (2(N-1) for an all-reduce), each moving payload/N."""
-        from labkit.comm import ring_factor
-
-        if group_size <= 1 or payload <= 0:
-            return 0.0
-        steps = 2 * (group_size - 1) if kind == "all_reduce" else group_size - 1
-        wire = payload * ring_factor(kind, group_size)
-        return steps * self.latency + (0.0 if math.isinf(self.bandwidth) else wire / self.bandwidth)
-
-
-# Bandwidths: per GPU and direction, what NCCL typically reaches (not the marketing peak).
-# Latencies per ring step are assumptions of the right order; pass your own with link(bw, latency).
-LINKS: dict[str, Link] = {
-    "nvlink4": Link("NVLink 4 (H100, 450 GB/s)", 450e9, 3e-6),
-    "pcie4": Link("PCIe 4.0 x16 (25 GB/s)", 25e9, 8e-6),
-    "pcie5": Link("PCIe 5.0 x16 (50 GB/s)", 50e9, 8e-6),
-    "ib100": Link("100 Gb/s network (12.5 GB/s)", 12.5e9, 10e-6),
-    "ib400": Link("400 Gb/s network (50 GB/s)", 50e9, 10e-6),
-    "infinite": Link("infinitely fast", math.inf, 0.0),
-}
-
-
-def link(spec: str | float | Link, latency: float = 0.0) -> Link:
-    """A preset by name, or any bandwidth in bytes/s (with a latency in seconds)."""
-    if isinstance(spec, Link):
-        return spec
-    if isinstance(spec, str):
-        if spec not in LINKS:
-            raise ValueError(t("simulate.unknown_link", name=spec, choices=", ".join(LINKS)))
-        return LINKS[spec]
-    return Link(f"{spec / 1e9:g} GB/s, {latency * 1e6:g} µs", float(spec), latency)
-
-
-# -- what is replayed --------------------------------------------------------------------
-
-
-@dataclass
-class Profile:
-    """One measured step: compute segments in execution order, and each unit's bytes."""
-
-    forward: list[tuple[str, float]]  # (unit, seconds), in the order they ran
-    backward: list[tuple[str, float]]
-    param_bytes: dict[str, float]  # what a unit's all-gather returns
-    grad_bytes: dict[str, float]  # what its reduce-scatter takes in
-    world_size: int
-    optimizer: float = 0.0
-    flavor: str = "fsdp1"  # fsdp1 keeps the root gathered for backward; fsdp2 frees it
-    measured: dict[str, Any] = field(default_factory=dict)  # the run's own setup and step time
-    source: str = "a run"
-
-    @property
-    def compute_time(self) -> float:
-        return math.fsum(d for _, d in self.forward) + math.fsum(d for _, d in self.backward) + self.optimizer
-
-    @property
-    def root(self) -> str:
-        return self.forward[0][0] if self.forward else ""
-
-
-def profile_from_run(run: Any, rank: int = 0, skip_first: bool = True, config: str | None = None) -> Profile:
-    """The median step of one rank's recorded timeline (``labkit.timeline``).
-
-    The median over steps, not one step: on a shared CPU a single step can be twice as
-    slow as its neighbours. The first step (lazy initialisation, DDP's bucket rebuild)
-    is left out when there are others.
-    """
-    events = getattr(run, "events", run)
-    msgs = [m for m in events.get(rank, []) if m.get("t") == "spans" and (config is None or m.get("config") == config)]
-    if skip_first and len(msgs) > 1:
-        msgs = msgs[1:]
-    if not msgs:
-        raise ValueError(t("simulate.no_profile"))
-    steps = [_segments(m["spans"]) for m in msgs]
-    fwd = _median_segments([s[0] for s in steps])
-    bwd = _median_segments([s[1] for s in steps])
-    opt = statistics.median(s[2] for s in steps)
-    last = msgs[-1]
-    units = last.get("unit_bytes", {})
-    params, grads = dict(units), dict(units)
-    for s in last["spans"]:  # measured payloads, where the run had them
-        if s["kind"] == "all_gather" and s.get("unit"):
-            params[s["unit"]] = s["bytes"]
-        elif s["kind"] == "reduce_scatter" and s.get("unit"):
-            grads[s["unit"]] = s["bytes"]
-    measured = {k: last.get(k) for k in ("strategy", "backward_prefetch", "forward_prefetch", "limit_all_gathers")}
-    measured["step_s"] = statistics.median(m["end"] - m["start"] for m in msgs)
-    measured["comm_s"] = statistics.median(_comm_seconds(m["spans"]) for m in msgs)
-    measured["unattributed_s"] = statistics.median(_unattributed(m) for m in msgs)
-    return Profile(
-        forward=fwd,
-        backward=bwd,
-        param_bytes=params,
-        grad_bytes=grads,
-        world_size=int(last.get("world_size", 1)),
-        optimizer=opt,
-        flavor=last.get("flavor", "fsdp1"),
-        measured=measured,
-        source=f"rank {rank}, {len(msgs)} step(s)" + (f", {config}" if config else ""),
-    )
-
-
-def _segments(spans: Sequence[dict[str, Any]]) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float]:
-    compute = sorted((s for s in spans if s["stream"] == "compute"), key=lambda s: s["start"])
-    fwd = _merge([(s["unit"], s["end"] - s["start"]) for s in compute if s["kind"] == "forward"])
-    bwd = _merge([(s["unit"], s["end"] - s["start"]) for s in compute if s["kind"] == "backward"])
-    opt = math.fsum(s["end"] - s["start"] for s in compute if s["kind"] == "optimizer")
-    return fwd, bwd, opt
-
-
-def _merge(segments: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Back-to-back segments of one unit as one: the root's final norm and head, or a span
-    that a blocking collective cut in two (the simulator places the collective itself)."""
-    out: list[tuple[str, float]] = []
-    for unit, seconds in segments:
-        if out and out[-1][0] == unit:
-            out[-1] = (unit, out[-1][1] + seconds)
-        else:
-            out.append((unit, seconds))
-    return out
-
-
-def _median_segments(steps: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
-    shape = [u for u, _ in steps[-1]]
-    same = [s for s in steps if [u for u, _ in s] == shape]  # a step with another structure is left out
-    return [(u, statistics.median(s[i][1] for s in same)) for i, u in enumerate(shape)]
-
-
-def _comm_seconds(spans: Sequence[dict[str, Any]]) -> float:
-    return math.fsum(s["end"] - s["start"] for s in spans if s["stream"] == "comm")
-
-
-def _unattributed(msg: dict[str, Any]) -> float:
-    """Step time in no span: the loss, FSDP's own copies and bookkeeping, Python between ops."""
-    from labkit.timeline import _length, _union
-
-    busy = _union([(s["start"], s["end"]) for s in msg["spans"] if s["stream"] in ("compute", "comm")])
-    return msg["end"] - msg["start"] - _length(busy)
-
-
-def fit_link(run: Any, rank: int = 0, config: str | None = None) -> Link:
-    """The link a run actually had: its effective bandwidth, total wire bytes over total comm time.
-
-    Latency is left at zero: the lessons' collectives are all of similar size, so a
-    fit of latency and bandwidth separately would be noise.
-    """
-    events = getattr(run, "events", run)
-    wire = seconds = 0.0
-    for m in events.get(rank, []):
-        if m.get("t") == "spans" and (config is None or m.get("config") == config):
-            for s in m["spans"]:
-                if s["stream"] == "comm" and s.get("wire_bytes"):
-                    wire += s["wire_bytes"]
-                    seconds += s["end"] - s["start"]
-    bw = wire / seconds if seconds > 0 else math.inf
-    return Link(f"measured ({bw / 1e6:.0f} MB/s)", bw, 0.0)
-
-
 # -- the schedule ------------------------------------------------------------------------
 
 PREFETCH = ("BACKWARD_PRE", "BACKWARD_POST", None)
@@ -258,27 +115,33 @@ class Result:
     step_time: float
     compute_time: float
     comm_time: float  # summed collective durations
-    exposed_comm: float  # time the compute stream sat waiting for collectives
+    exposed_comm: float  # step time with neither compute nor host work: waiting for collectives
     peak_units: int  # most units holding gathered parameters at once
     peak_bytes: float
     spans: list[dict[str, Any]]
     options: dict[str, Any]
     link: Link
     simulated: bool = True
+    host_time: float = 0.0  # host overhead replayed (CPU work between ops, see labkit.calibrate)
 
     @property
     def hidden_comm(self) -> float:
         """Collective time that ran under compute."""
-        from labkit.timeline import _intersect, _length, _union
-
-        comm = _union([(s["start"], s["end"]) for s in self.spans if s["stream"] == "comm"])
-        compute = _union([(s["start"], s["end"]) for s in self.spans if s["stream"] == "compute"])
-        return _length(_intersect(comm, compute))
+        comm = union([(s["start"], s["end"]) for s in self.spans if s["stream"] == "comm"])
+        compute = union([(s["start"], s["end"]) for s in self.spans if s["stream"] == "compute"])
+        return length(intersect(comm, compute))
 
     @property
     def events(self) -> dict[int, list[dict[str, Any]]]:
         """So that ``timeline.plot_timeline(result)`` and ``to_chrome_trace`` draw it, labelled simulated."""
-        msg = {"t": "spans", "step": None, "start": 0.0, "end": self.step_time, "spans": self.spans, "simulated": True}
+        msg = {
+            TYPE: Msg.SPANS,
+            "step": None,
+            "start": 0.0,
+            "end": self.step_time,
+            "spans": self.spans,
+            "simulated": True,
+        }
         return {0: [msg]}
 
     def __repr__(self) -> str:
@@ -331,10 +194,11 @@ class _Schedule:
         self, kind: str, unit: str, payload: float, group: int, channel: str = "shard", ready: float = 0.0
     ) -> float:
         ln = self.inter if channel == "replicate" else self.link
+        self.host(kind, self.prof.hook.get(kind, 0.0))  # FSDP's work around the collective, on the CPU
         start = max(self.cpu, self.comm_free.get(channel, 0.0), ready)
         end = start + ln.time(kind, payload, group)
         self.comm_free[channel] = end
-        self.spans.append(_span(unit, kind, start, end, "comm", bytes=payload))
+        self.spans.append(span(unit, kind, start, end, "comm", bytes=payload))
         if self.o["sync_comm"] and self.o["strategy"] != "DDP":  # DDP's reducer never waits for a bucket
             self.cpu = end
         return end
@@ -356,13 +220,20 @@ class _Schedule:
         self.peak_units = max(self.peak_units, len(self.held))
         self.peak_bytes = max(self.peak_bytes, math.fsum(self.prof.param_bytes.get(u, 0.0) for u in self.held))
 
-    def compute(self, unit: str, kind: str, seconds: float, ready: float = 0.0) -> float:
+    def host(self, unit: str, seconds: float) -> None:
+        """CPU work between ops: the CPU is busy, the device is not (unless it is behind)."""
+        if seconds > 0:
+            self.spans.append(span(unit, "host", self.cpu, self.cpu + seconds, "host"))
+            self.cpu += seconds
+
+    def compute(self, unit: str, kind: str, seconds: float, ready: float = 0.0, host: float = 0.0) -> float:
+        self.host(unit, host)
         start = max(self.compute_free, self.gathered.get(unit, 0.0), self.cpu, ready)
         end = start + seconds
         self.compute_free = end
         if self.o["cpu_bound"]:
             self.cpu = end
-        self.spans.append(_span(unit, kind, start, end, "compute"))
+        self.spans.append(span(unit, kind, start, end, "compute"))
         return end
 
     def free(self, unit: str, at: float) -> None:
@@ -407,10 +278,12 @@ def simulate(
     DDP all-reduces buckets of ``bucket_bytes`` (the first one ``first_bucket_bytes``) as the
     units' gradients complete, at unit granularity.
     compute_scale: divide every measured compute time by this, to ask "and on a device this
-    many times faster?" (an assumption, kept in ``result.options``).
+    many times faster?" (an assumption, kept in ``result.options``). Host overhead is not
+    scaled: it is CPU time, and a faster device does not shorten it (part of it, FSDP's
+    copies, would run on a GPU instead: from a CPU profile, an upper bound).
     """
     if compute_scale != 1.0:
-        prof = _scaled(prof, compute_scale)
+        prof = prof.scaled(compute_scale)
     if backward_prefetch not in PREFETCH:
         raise ValueError(t("simulate.unknown_prefetch", name=backward_prefetch))
     ln = link(link_spec)
@@ -432,30 +305,20 @@ def simulate(
     sharded = strategy in SHARDED
     _forward(sch, prof, sharded)
     _backward(sch, prof, sharded, bucket_bytes, first_bucket_bytes)
-    end = sch.compute("optimizer", "optimizer", prof.optimizer, ready=sch.reduce_done) if prof.optimizer else 0.0
-    step = max([end, sch.compute_free, sch.reduce_done] + list(sch.comm_free.values()))
+    if cpu_bound:  # the CPU waits for the gradients before it steps (DDP: in the reducer's final callback)
+        sch.cpu = max(sch.cpu, sch.reduce_done)
+    end = sch.compute("optimizer", "optimizer", prof.optimizer, ready=sch.reduce_done, host=prof.optimizer_host)
+    sch.host("step", prof.step_host)
+    step = max([end, sch.compute_free, sch.reduce_done, sch.cpu] + list(sch.comm_free.values()))
     for unit, start in list(sch.held.items()):  # never freed within the step (e.g. DDP: always held)
         sch.held_spans.append((unit, start, step))
-    spans = sch.spans + [_span(u, "held", a, b, "memory") for u, a, b in sch.held_spans]
+    spans = [s for s in sch.spans if s["end"] > s["start"] or s["kind"] != "optimizer"]
+    spans += [span(u, "held", a, b, "memory") for u, a, b in sch.held_spans]
     comm = math.fsum(s["end"] - s["start"] for s in sch.spans if s["stream"] == "comm")
-    exposed = max(step - prof.compute_time, 0.0)
-    return Result(step, prof.compute_time, comm, exposed, sch.peak_units, sch.peak_bytes, spans, o, ln)
-
-
-def _scaled(prof: Profile, factor: float) -> Profile:
-    fwd = [(u, d / factor) for u, d in prof.forward]
-    bwd = [(u, d / factor) for u, d in prof.backward]
-    return Profile(
-        fwd,
-        bwd,
-        prof.param_bytes,
-        prof.grad_bytes,
-        prof.world_size,
-        prof.optimizer / factor,
-        prof.flavor,
-        prof.measured,
-        prof.source,
-    )
+    host = math.fsum(s["end"] - s["start"] for s in sch.spans if s["stream"] == "host")
+    busy = length(union([(s["start"], s["end"]) for s in sch.spans if s["stream"] in ("compute", "host")]))
+    exposed = max(step - busy, 0.0)
+    return Result(step, prof.compute_time, comm, exposed, sch.peak_units, sch.peak_bytes, spans, o, ln, True, host)
 
 
 def _forward(sch: _Schedule, prof: Profile, sharded: bool) -> None:
@@ -471,7 +334,7 @@ def _forward(sch: _Schedule, prof: Profile, sharded: bool) -> None:
                 sch.all_gather(_next(order, started))
         if not sharded and unit not in sch.held:
             sch.hold(unit, 0.0)  # unsharded: every unit's parameters are always there
-        end = sch.compute(unit, "forward", seconds)
+        end = sch.compute(unit, "forward", seconds, host=prof.host_before("forward", i))
         reshards = sch.o["strategy"] in ("FULL_SHARD", "HYBRID_SHARD") and not (keeps_root and unit == prof.root)
         if sharded and i == last[unit] and reshards:
             sch.free(unit, end)
@@ -489,7 +352,7 @@ def _backward(sch: _Schedule, prof: Profile, sharded: bool, bucket_bytes: float,
             sch.all_gather(unit)
             if prefetch == "BACKWARD_PRE":
                 sch.all_gather(_next(order, started))
-        end = sch.compute(unit, "backward", seconds)
+        end = sch.compute(unit, "backward", seconds, host=prof.host_before("backward", i))
         if i != last[unit]:
             continue
         # post-backward: free the unit, maybe prefetch the next, reduce its gradients
@@ -513,10 +376,6 @@ def _first_seen(segments: Sequence[tuple[str, float]]) -> list[str]:
 def _next(order: Sequence[str], started: set[str]) -> str | None:
     """The unit whose pass comes next: the one FSDP prefetches."""
     return next((u for u in order if u not in started), None)
-
-
-def _span(unit: str, kind: str, start: float, end: float, stream: str, **extra: Any) -> dict[str, Any]:
-    return {"unit": unit, "kind": kind, "start": start, "end": end, "stream": stream, **extra}
 
 
 # -- many at once ------------------------------------------------------------------------
@@ -554,22 +413,20 @@ def table(results: Sequence[Result], source: str | None = None) -> str:
                 str(r.peak_units),
             ]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
-    lines = [t("simulate.table.note", source=source or "the run")]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    return "\n".join(lines)
+    return render_table(rows, align="lll" + "r" * 4, title=t("simulate.table.note", source=source or "the run"))
 
 
 def compare_to_measured(prof: Profile, measured_link: Link | None = None) -> dict[str, float]:
     """The CPU/gloo run replayed as it ran (compute and collectives blocking the thread).
 
-    Returns the simulated and measured step (medians) and their difference; the time
-    of the measured step that no span covers (``unattributed_s``: the loss, FSDP's own
-    copies, Python), which the simulator cannot replay; and the simulated step with an
-    infinitely fast link, which must equal the measured compute.
+    Returns the simulated and measured step (means over the same typical steps) and their difference; the time of
+    the measured step that no span covers (``unattributed_s``: the loss, FSDP's own copies,
+    Python) and the host overhead the replay charged for it (``host_s``, calibrated from
+    those gaps); and, on an infinitely fast link, the replay's compute, which must equal
+    the measured compute (the schedule adds no idle time of its own).
     """
     m = prof.measured
-    ln = measured_link or Link("measured", _effective_bandwidth(prof), 0.0)
+    ln = measured_link or m.get("link") or Link("measured", math.inf, 0.0)
     opts = {
         "strategy": m.get("strategy") or "FULL_SHARD",
         "backward_prefetch": m.get("backward_prefetch") if m.get("backward_prefetch") != "NONE" else None,
@@ -587,15 +444,7 @@ def compare_to_measured(prof: Profile, measured_link: Link | None = None) -> dic
         "difference_s": sim.step_time - step,
         "relative_difference": (sim.step_time - step) / step,
         "unattributed_s": m.get("unattributed_s", float("nan")),
-        "simulated_compute_s": free.step_time,
+        "host_s": sim.host_time,
+        "simulated_compute_s": free.step_time - free.host_time,
         "measured_compute_s": prof.compute_time,
     }
-
-
-def _effective_bandwidth(prof: Profile) -> float:
-    """Bandwidth that makes the profile's own collectives take the measured comm time."""
-    comm_s = prof.measured.get("comm_s") or 0.0
-    if comm_s <= 0:
-        return math.inf
-    probe = simulate(prof, Link("unit", 1.0, 0.0), cpu_bound=True, sync_comm=True, limit_all_gathers=False)
-    return probe.comm_time / comm_s  # comm time at 1 B/s is the wire byte count

@@ -42,62 +42,57 @@ On GPUs the collectives run on their own stream; ``labkit.simulate`` shows that 
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from labkit import rank as _rank
+from labkit.fsdp_units import find_units, fsdp2_group, unit_bytes
+from labkit.gantt import COLORS, LANES, plot_timeline, plot_timelines
 from labkit.i18n import catalog, t
+from labkit.protocol import Msg
+from labkit.spans import (
+    held_curve,
+    intersect,
+    length,
+    peak_held,
+    span,
+    spans_by_rank,
+    summary,
+    to_chrome_trace,
+    union,
+)
 
 catalog(
     {
-        "timeline.no_spans": {
-            "en": "no timeline in this run: record a step with labkit.timeline.Recorder(model).step(i)",
-            "ro": "această rulare nu are cronologie: înregistrați un pas cu labkit.timeline.Recorder(model).step(i)",
-        },
-        "timeline.no_step": {
-            "en": "step {step} was not recorded; recorded steps: {steps}",
-            "ro": "pasul {step} nu a fost înregistrat; pași înregistrați: {steps}",
-        },
         "timeline.no_units": {
             "en": "no FSDP unit and no module of the given types found in the model",
             "ro": "nu s-a găsit nicio unitate FSDP și niciun modul de tipurile date în model",
         },
-        "timeline.title": {"en": "Step {step}, per rank (measured)", "ro": "Pasul {step}, pe rang (măsurat)"},
-        "timeline.title.simulated": {"en": "{title} (simulated)", "ro": "{title} (simulat)"},
-        "timeline.xlabel": {"en": "time since step start (ms)", "ro": "timp de la începutul pasului (ms)"},
-        "timeline.lane.compute": {"en": "rank {rank} compute", "ro": "rang {rank} calcul"},
-        "timeline.lane.comm": {"en": "rank {rank} comm", "ro": "rang {rank} comunicare"},
-        "timeline.lane.held": {"en": "rank {rank} units held", "ro": "rang {rank} unități ținute"},
-        "timeline.legend.forward": {"en": "forward", "ro": "înainte (forward)"},
-        "timeline.legend.backward": {"en": "backward", "ro": "înapoi (backward)"},
-        "timeline.legend.optimizer": {"en": "optimizer", "ro": "optimizator"},
-        "timeline.legend.all_gather": {"en": "all-gather", "ro": "all-gather"},
-        "timeline.legend.reduce_scatter": {"en": "reduce-scatter", "ro": "reduce-scatter"},
-        "timeline.legend.all_reduce": {"en": "all-reduce", "ro": "all-reduce"},
-        "timeline.legend.broadcast": {"en": "broadcast", "ro": "broadcast"},
-        "timeline.legend.held": {"en": "gathered (in memory)", "ro": "adunat (în memorie)"},
-        "timeline.peak": {"en": "peak {n} units held", "ro": "maxim {n} unități ținute"},
     }
 )
 
+__all__ = [
+    "COLORS",
+    "LANES",
+    "Recorder",
+    "cut",
+    "find_units",
+    "held_curve",
+    "intersect",
+    "length",
+    "peak_held",
+    "plot_timeline",
+    "plot_timelines",
+    "span",
+    "spans_by_rank",
+    "summary",
+    "to_chrome_trace",
+    "union",
+    "unit_bytes",
+]
+
 COMPUTE_KINDS = ("forward", "backward", "optimizer")
-COLORS = {
-    "forward": "#4c72b0",
-    "backward": "#dd8452",
-    "optimizer": "#8c8c8c",
-    "all_gather": "#55a868",
-    "reduce_scatter": "#c44e52",
-    "all_reduce": "#8172b3",
-    "broadcast": "#937860",
-    "held": "#ccb974",
-}
-
-
-def span(unit: str, kind: str, start: float, end: float, stream: str, **extra: Any) -> dict[str, Any]:
-    return {"unit": unit, "kind": kind, "start": start, "end": end, "stream": stream, **extra}
 
 
 # -- in the rank -------------------------------------------------------------------
@@ -333,12 +328,12 @@ class Recorder:
             self._extra += [span(name, "held", t0, t1, "memory") for name, *_ in self.units]
         compute = self._compute_spans()
         if self._device() == "cpu":  # one thread: it was not computing while it waited in a collective
-            compute = _cut(compute, [(c.issued, c.done or c.returned) for c in counter.calls if c.blocking])
+            compute = cut(compute, [(c.issued, c.done or c.returned) for c in counter.calls if c.blocking])
             compute = _one_thread(compute)
         self.spans = compute + self._extra + [_comm_span(c) for c in counter.calls]
         self.spans.sort(key=lambda s: s["start"])
         if send:
-            _rank.send("spans", step=i, start=t0, end=t1, spans=self.spans, **self.describe(), **fields)
+            _rank.send(Msg.SPANS, step=i, start=t0, end=t1, spans=self.spans, **self.describe(), **fields)
 
     def _compute_spans(self) -> list[dict[str, Any]]:
         out = []
@@ -372,7 +367,7 @@ class Recorder:
             info["forward_prefetch"] = bool(root.forward_prefetch)
             info["limit_all_gathers"] = bool(root.limit_all_gathers)
         elif self.flavor == "fsdp2":
-            groups = [_fsdp2_group(u) for _, u, *_ in self.units]
+            groups = [fsdp2_group(u) for _, u, *_ in self.units]
             reshard = any(g is not None and g.post_forward_mesh_info is not None for g in groups)
             info["strategy"] = "FULL_SHARD" if reshard else "SHARD_GRAD_OP"
             info["backward_prefetch"] = "BACKWARD_PRE"  # FSDP2's only kind
@@ -419,9 +414,9 @@ def _one_thread(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in spans if s["end"] > s["start"]]
 
 
-def _cut(spans: list[dict[str, Any]], holes: Sequence[tuple[float, float]]) -> list[dict[str, Any]]:
+def cut(spans: list[dict[str, Any]], holes: Sequence[tuple[float, float]]) -> list[dict[str, Any]]:
     """The spans with the holes taken out (a span may become several)."""
-    holes = _union(holes)
+    holes = union(holes)
     out = []
     for s in spans:
         pieces = [(s["start"], s["end"])]
@@ -431,309 +426,3 @@ def _cut(spans: list[dict[str, Any]], holes: Sequence[tuple[float, float]]) -> l
             pieces = [p for x, y in pieces for p in ((x, min(y, a)), (max(x, b), y)) if p[1] > p[0]]
         out += [{**s, "start": x, "end": y} for x, y in pieces]
     return out
-
-
-def _fsdp2_group(module: Any) -> Any:
-    get_state = getattr(module, "_get_fsdp_state", None)
-    return getattr(get_state(), "_fsdp_param_group", None) if callable(get_state) else None
-
-
-def find_units(
-    model: Any, unit_types: Sequence[type] | None = None
-) -> tuple[str, list[tuple[str, Any, list[Any], Any]]]:
-    """(flavor, [(name, unit module, compute modules, outer module)]) in module order, root first.
-
-    flavor: "fsdp1", "fsdp2", "ddp" or "plain". The compute modules of a unit are the unit
-    itself if it holds no other unit, else its own submodules that hold no unit.
-    """
-    from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
-
-    from labkit.comm import unit_name
-
-    if any(isinstance(m, FullyShardedDataParallel) for m in model.modules()):
-        flavor, is_unit = "fsdp1", lambda m: isinstance(m, FullyShardedDataParallel)
-    elif any(isinstance(m, FSDPModule) for m in model.modules()):
-        flavor, is_unit = "fsdp2", lambda m: isinstance(m, FSDPModule)
-    else:
-        from labkit.models import TransformerBlock
-
-        types = tuple(unit_types or (TransformerBlock,))
-        flavor = "ddp" if hasattr(model, "module") and type(model).__name__ == "DistributedDataParallel" else "plain"
-        root = model.module if flavor == "ddp" else model
-        return flavor, _units(root, lambda m: m is root or isinstance(m, types), unit_name)
-    return flavor, _units(model, is_unit, unit_name)
-
-
-def _units(model: Any, is_unit: Any, unit_name: Any) -> list[tuple[str, Any, list[Any], Any]]:
-    out = []
-    for fqn, module in model.named_modules():
-        if not is_unit(module) and module is not model:
-            continue
-        inner = getattr(module, "_fsdp_wrapped_module", module)
-        nested = [m for m in inner.modules() if m is not inner and is_unit(m)]
-        compute = [inner] if not nested else list(_own_modules(inner, is_unit))
-        out.append((unit_name(fqn), module, compute, module))
-    return out
-
-
-def _own_modules(module: Any, is_unit: Any) -> Iterator[Any]:
-    for child in module.children():
-        if is_unit(child):
-            continue
-        if any(is_unit(m) for m in child.modules()):
-            yield from _own_modules(child, is_unit)
-        else:
-            yield child
-
-
-def unit_bytes(model: Any, units: Sequence[tuple[str, Any, list[Any], Any]]) -> dict[str, int]:
-    """Bytes of each unit's unsharded parameters (FSDP padding included, see ``comm.padded_units``)."""
-    from labkit.comm import padded_units
-
-    padded = padded_units(model)
-    out = {}
-    for name, unit, compute, _ in units:
-        params = [p for m in compute for p in m.parameters()]
-        size = params[0].element_size() if params else 4
-        handle = getattr(unit, "_handle", None)
-        if handle is not None:
-            size = handle.flat_param.element_size()
-        out[name] = padded[name] * size if name in padded else sum(p.numel() * p.element_size() for p in params)
-    return out
-
-
-# -- in the notebook -----------------------------------------------------------------
-
-
-def spans_by_rank(run: Any, step: int | None = None) -> dict[int, dict[str, Any]]:
-    """Per rank, the ``spans`` message of ``step`` (default: the last one recorded).
-
-    ``run``: a ``Run`` (reads ``run.events``), a dict {rank: [events]}, or a dict
-    {rank: [spans]} of plain span dicts (tests, the simulator).
-    """
-    events = getattr(run, "events", run)
-    out: dict[int, dict[str, Any]] = {}
-    for r, evs in dict(events).items():
-        evs = list(evs)
-        if evs and "t" not in evs[0] and "kind" in evs[0]:  # plain spans
-            out[int(r)] = {"step": step, "spans": evs}
-            continue
-        msgs = [m for m in evs if m.get("t") == "spans"]
-        if not msgs:
-            continue
-        chosen = msgs[-1] if step is None else next((m for m in msgs if m.get("step") == step), None)
-        if chosen is None:
-            raise KeyError(t("timeline.no_step", step=step, steps=[m.get("step") for m in msgs]))
-        out[int(r)] = chosen
-    if not out:
-        raise ValueError(t("timeline.no_spans"))
-    return out
-
-
-def _origin(by_rank: Mapping[int, dict[str, Any]]) -> float:
-    starts = [s["start"] for m in by_rank.values() for s in m["spans"]]
-    starts += [m["start"] for m in by_rank.values() if isinstance(m.get("start"), (int, float))]
-    return min(starts) if starts else 0.0
-
-
-def held_curve(spans: Sequence[dict[str, Any]]) -> list[tuple[float, int]]:
-    """(time, number of units held) at each change, from the ``held`` spans."""
-    edges = sorted(
-        [(s["start"], 1) for s in spans if s["kind"] == "held"] + [(s["end"], -1) for s in spans if s["kind"] == "held"]
-    )
-    out, n = [], 0
-    for when, d in edges:
-        n += d
-        out.append((when, n))
-    return out
-
-
-def peak_held(spans: Sequence[dict[str, Any]]) -> int:
-    return max((n for _, n in held_curve(spans)), default=0)
-
-
-LANES = ("compute", "comm", "held")
-
-
-def plot_timeline(
-    run: Any,
-    ax: Any = None,
-    step: int | None = None,
-    title: str | None = None,
-    simulated: bool = False,
-    legend: bool = True,
-) -> Any:
-    """A Gantt chart of one step: per rank, a compute row, a comm row, and the number of units held."""
-    import matplotlib.pyplot as plt
-
-    by_rank = spans_by_rank(run, step)
-    simulated = simulated or any(m.get("simulated") for m in by_rank.values())
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(10, 1.2 + 0.55 * len(LANES) * len(by_rank)), constrained_layout=True)
-        plt.close(fig)  # returned, not shown twice by the inline backend
-    t0 = _origin(by_rank)
-    width = max((s["end"] - t0 for m in by_rank.values() for s in m["spans"]), default=0.0) * 1e3
-    ticks, labels = [], []
-    for i, r in enumerate(sorted(by_rank)):
-        spans = by_rank[r]["spans"]
-        for j, lane in enumerate(LANES):
-            y = i * (len(LANES) + 0.5) + j
-            if lane == "held":
-                _draw_held(ax, spans, t0, y)
-            for s in spans:
-                if _lane(s) == lane and lane != "held":
-                    _bar(ax, s, t0, y, label_if_wider=width / 25)
-            ticks.append(y)
-            labels.append(t(f"timeline.lane.{lane}", rank=r))
-    ax.set_yticks(ticks, labels, fontsize="small")
-    ax.set_ylim(max(ticks) + 0.6, -0.6)
-    ax.set_xlabel(t("timeline.xlabel"))
-    step_shown = next(iter(by_rank.values())).get("step")
-    head = title or t("timeline.title", step=step_shown if step_shown is not None else "")
-    ax.set_title(t("timeline.title.simulated", title=head) if simulated else head, fontsize="medium")
-    if legend:
-        ax.legend(
-            handles=_legend_handles(by_rank),
-            fontsize="x-small",
-            ncols=4,
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.18),
-        )
-    return ax.figure
-
-
-def _lane(s: dict[str, Any]) -> str:
-    return "held" if s["stream"] == "memory" else "comm" if s["stream"] == "comm" else "compute"
-
-
-def _bar(ax: Any, s: dict[str, Any], t0: float, y: float, label_if_wider: float) -> None:
-    x, w = (s["start"] - t0) * 1e3, max((s["end"] - s["start"]) * 1e3, 1e-3)
-    color = COLORS.get(s["kind"], "#999999")
-    ax.broken_barh([(x, w)], (y - 0.4, 0.8), facecolors=color, edgecolor="white", linewidth=0.3)
-    if s.get("unit") and s["unit"] != s["kind"] and w >= label_if_wider:
-        ax.text(x + w / 2, y, _short(s["unit"]), ha="center", va="center", fontsize=6, color="white", clip_on=True)
-
-
-def _draw_held(ax: Any, spans: Sequence[dict[str, Any]], t0: float, y: float) -> None:
-    """The number of units whose gathered parameters are in memory, as a filled step curve."""
-    curve = held_curve(spans)
-    if not curve:
-        return
-    peak = max(n for _, n in curve)
-    xs = [(w - t0) * 1e3 for w, _ in curve]
-    ys = [y + 0.4 - 0.8 * n / max(peak, 1) for _, n in curve]
-    ax.fill_between(xs, ys, y + 0.4, step="post", color=COLORS["held"], alpha=0.6, linewidth=0)
-    ax.text(xs[-1], y, " " + t("timeline.peak", n=peak), fontsize=6, va="center")
-
-
-def _legend_handles(by_rank: Mapping[int, dict[str, Any]]) -> list[Any]:
-    from matplotlib.patches import Patch
-
-    kinds = {s["kind"] for m in by_rank.values() for s in m["spans"]}
-    return [Patch(color=c, label=t(f"timeline.legend.{k}")) for k, c in COLORS.items() if k in kinds]
-
-
-def _short(unit: str) -> str:
-    return unit.replace("layers.", "L")
-
-
-def plot_timelines(runs: Mapping[str, Any], step: int | None = None, sharex: bool = True) -> Any:
-    """One chart per setting ({label: run}), side by side, on a common time axis."""
-    import matplotlib.pyplot as plt
-
-    n = len(runs)
-    all_ranks = {label: spans_by_rank(r, step) for label, r in runs.items()}
-    nranks = max(len(b) for b in all_ranks.values())
-    fig, axes = plt.subplots(
-        1,
-        n,
-        figsize=(4.6 * n + 1.2, 1.4 + 0.55 * len(LANES) * nranks),
-        sharex=sharex,
-        sharey=True,
-        constrained_layout=True,
-    )
-    axes = [axes] if n == 1 else list(axes)
-    for ax, (label, run) in zip(axes, runs.items()):
-        plot_timeline(run, ax=ax, step=step, title=label, legend=False)
-    merged = {i: {"spans": [s for b in all_ranks.values() for m in b.values() for s in m["spans"]]} for i in (0,)}
-    fig.legend(handles=_legend_handles(merged), fontsize="x-small", ncols=7, loc="outside lower center")
-    plt.close(fig)
-    return fig
-
-
-def to_chrome_trace(run: Any, path: str | None = None, step: int | None = None) -> dict[str, Any]:
-    """The step as a Chrome/Perfetto trace (``traceEvents``, ``ph: "X"``, pid = rank, tid = stream)."""
-    by_rank = spans_by_rank(run, step)
-    t0 = _origin(by_rank)
-    tids = {"compute": 0, "comm": 1, "memory": 2}
-    events: list[dict[str, Any]] = []
-    for r, msg in sorted(by_rank.items()):
-        events.append({"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}})
-        for stream, tid in tids.items():
-            events.append({"ph": "M", "name": "thread_name", "pid": r, "tid": tid, "args": {"name": stream}})
-        for s in msg["spans"]:
-            args = {k: v for k, v in s.items() if k not in ("start", "end", "stream")}
-            events.append(
-                {
-                    "name": f"{s['kind']} {s['unit']}".strip(),
-                    "cat": s["kind"],
-                    "ph": "X",
-                    "pid": r,
-                    "tid": tids.get(s["stream"], 3),
-                    "ts": round((s["start"] - t0) * 1e6, 3),
-                    "dur": round(max(s["end"] - s["start"], 0.0) * 1e6, 3),
-                    "args": args,
-                }
-            )
-    simulated = any(m.get("simulated") for m in by_rank.values())
-    trace = {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"simulated": simulated}}
-    if path is not None:
-        with open(path, "w") as f:
-            json.dump(trace, f)
-    return trace
-
-
-def summary(run: Any, step: int | None = None) -> dict[int, dict[str, float]]:
-    """Per rank: step span, compute time, collective time, and how much collective time no compute hid."""
-    out = {}
-    for r, msg in spans_by_rank(run, step).items():
-        spans = msg["spans"]
-        compute = _union([(s["start"], s["end"]) for s in spans if s["stream"] == "compute"])
-        comm = _union([(s["start"], s["end"]) for s in spans if s["stream"] == "comm"])
-        start = msg.get("start", min(s["start"] for s in spans))
-        end = msg.get("end", max(s["end"] for s in spans))
-        out[r] = {
-            "step_s": end - start,
-            "compute_s": _length(compute),
-            "comm_s": _length(comm),
-            "exposed_comm_s": _length(comm) - _length(_intersect(comm, compute)),
-            "peak_units_held": float(peak_held(spans)),
-        }
-    return out
-
-
-def _union(intervals: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    out: list[list[float]] = []
-    for a, b in sorted(intervals):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
-
-
-def _intersect(xs: Sequence[tuple[float, float]], ys: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    out, i, j = [], 0, 0
-    while i < len(xs) and j < len(ys):
-        a, b = max(xs[i][0], ys[j][0]), min(xs[i][1], ys[j][1])
-        if a < b:
-            out.append((a, b))
-        if xs[i][1] < ys[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def _length(intervals: Sequence[tuple[float, float]]) -> float:
-    return math.fsum(b - a for a, b in intervals)

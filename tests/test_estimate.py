@@ -1,8 +1,9 @@
-"""Fake-tensor estimates against the analytical model and against a real run.
+"""Fake-tensor estimates against the analytical model, against a real run, and extrapolated in depth.
 
     .venv/bin/pytest tests/test_estimate.py
 
-One subprocess runs four estimates: llama-1b on 8 fake ranks (bf16, activation checkpointing);
+One subprocess runs five estimates: llama-1b on 8 fake ranks (bf16, activation checkpointing),
+traced whole (16 blocks) and extrapolated from 4, 5 and 6 blocks;
 "tiny" on 2 fake ranks exactly as labkit/testing/mem_job.py trains it for real, so that the
 fake run can be compared with the real one category by category; and "tiny" under
 HYBRID_SHARD and SHARD_GRAD_OP. Larger models (7B to
@@ -11,12 +12,13 @@ HYBRID_SHARD and SHARD_GRAD_OP. Larger models (7B to
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
 import pytest
 
-from labkit import estimate
+from labkit import estimate, faketrace
 from labkit import memory_model as mm
 from labkit.errors import LabkitError, OptionError
 from labkit.models import get_config
@@ -31,8 +33,43 @@ GRAD_OP = estimate.Spec("tiny", 4, "fp32", checkpointing=True, strategy="SHARD_G
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, estimate.Estimate]:
-    found = estimate.estimate_many([LLAMA, TINY, HYBRID, GRAD_OP], timeout=600)
-    return dict(zip(("llama", "tiny", "hybrid", "grad_op"), found))
+    whole = dataclasses.replace(LLAMA, layers=get_config("llama-1b").n_layers)  # an explicit depth: traced whole
+    found = estimate.estimate_many([whole, LLAMA, TINY, HYBRID, GRAD_OP], timeout=600)
+    return dict(zip(("llama", "llama_extrapolated", "tiny", "hybrid", "grad_op"), found))
+
+
+def test_extrapolated_equals_a_whole_trace(results: dict[str, estimate.Estimate]) -> None:
+    """Every category at the peak and after each phase, traced at 4-6 blocks and read off at 16."""
+    whole, line = results["llama"], results["llama_extrapolated"]
+    assert whole.traced_layers == () and line.traced_layers == estimate.DEPTHS
+    assert line.stage == whole.stage
+    assert line.total == pytest.approx(whole.total, rel=0.01)
+    for c, v in whole.peak.items():
+        assert line.peak[c] == pytest.approx(v, rel=0.01, abs=1024), c
+    for p, cats in whole.phases.items():
+        for c, v in cats.items():
+            assert line.phases[p][c] == pytest.approx(v, rel=0.01, abs=1024), (p, c)
+    assert "extrapolated to 16 layers" in line.table()
+
+
+def test_off_the_line_falls_back() -> None:
+    """Traces that do not lie on one line, or that disagree on the peak's stage, give no extrapolation."""
+    plan = [dataclasses.replace(LLAMA, layers=d) for d in estimate.DEPTHS]
+
+    def trace(d: int, extra: int = 0, stage: str = "backward") -> dict:
+        peak = {"params": 100 * d, "activations": 50 + extra}
+        return {
+            "peak": peak,
+            "phases": {"forward": {"params": 100 * d}},
+            "stage": stage,
+            "seconds": 1.0,
+            "cpu_seconds": 1.0,
+        }
+
+    on_line = estimate.combine(LLAMA, plan, [trace(4), trace(5), trace(6)])
+    assert on_line is not None and on_line.peak == {"params": 1600, "activations": 50}
+    assert estimate.combine(LLAMA, plan, [trace(4), trace(5, extra=40), trace(6)]) is None
+    assert estimate.combine(LLAMA, plan, [trace(4), trace(5), trace(6, stage="forward")]) is None
 
 
 def test_llama_1b_on_8_ranks(results: dict[str, estimate.Estimate]) -> None:
@@ -97,7 +134,7 @@ def test_lazy_chunks_are_fsdp2s_chunks(rows: int, n: int) -> None:
     from torch.distributed.fsdp._fully_shard._fsdp_common import _chunk_with_empty
 
     x = torch.arange(rows * 3).reshape(rows, 3)
-    theirs, ours = _chunk_with_empty(x, n, dim=0), estimate._Chunks(x, n, dim=0)
+    theirs, ours = _chunk_with_empty(x, n, dim=0), faketrace.Chunks(x, n, dim=0)
     assert len(ours) == len(theirs) == n
     for a, b in zip(theirs, ours):
         assert a.shape == b.shape and torch.equal(a, b)

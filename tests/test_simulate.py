@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from labkit import simulate, timeline
+from labkit import calibrate, comm, simulate, timeline
 from labkit.testing.comm_launch import CONFIGS_2, of_config, run_job
 
 MS = 1e-3
@@ -64,6 +64,29 @@ def test_prefetch_is_never_slower_than_none(strategy):
             assert (
                 simulate.simulate(prof, link, strategy=strategy, backward_prefetch=pf, **opts).step_time <= none + 1e-12
             )
+
+
+def with_host(prof: simulate.Profile, rng: random.Random) -> simulate.Profile:
+    """The same profile with random host overhead (CPU time between ops) everywhere it can be."""
+    prof.forward_host = [rng.uniform(0, 3) * MS for _ in prof.forward]
+    prof.backward_host = [rng.uniform(0, 3) * MS for _ in prof.backward]
+    prof.hook = {k: rng.uniform(0, 2) * MS for k in ("all_gather", "reduce_scatter", "all_reduce")}
+    prof.optimizer_host, prof.step_host = rng.uniform(0, 2) * MS, rng.uniform(0, 2) * MS
+    return prof
+
+
+def test_prefetch_is_never_slower_with_host_overhead():
+    """Host overhead moves with the collectives' issue points; prefetching still never costs time."""
+    for seed in range(8):
+        rng = random.Random(100 + seed)
+        prof = with_host(random_profile(rng), rng)
+        for link, opts in itertools.product(["pcie4", simulate.link(1e9, 50e-6)], OPTIONS):
+            none = simulate.simulate(prof, link, backward_prefetch=None, **opts).step_time
+            for pf in ("BACKWARD_PRE", "BACKWARD_POST"):
+                assert simulate.simulate(prof, link, backward_prefetch=pf, **opts).step_time <= none + 1e-12
+        free = simulate.simulate(prof, "infinite", cpu_bound=True, sync_comm=True)
+        hooks = sum(prof.hook[s["kind"]] for s in free.spans if s["stream"] == "comm")
+        assert free.step_time == pytest.approx(prof.compute_time + prof.host_time + hooks)
 
 
 def test_hybrid_prefetch_can_delay_the_cross_replica_all_reduce():
@@ -192,8 +215,9 @@ def test_labelled_simulated():
     r = simulate.simulate(hand_profile(), "pcie4")
     assert r.simulated and repr(r).startswith("SIMULATED")
     text = simulate.table(simulate.sweep(hand_profile(), links=["nvlink4", "ib100"]), source="hand")
-    assert text.splitlines()[0].startswith("simulated") and "sim." in text.splitlines()[1]
-    assert len(text.splitlines()) == 2 + 2 * 3
+    lines = text.splitlines()
+    assert lines[0].startswith("simulated") and "sim." in lines[2]
+    assert len(lines) == 4 + 2 * 3  # title, blank, header, rule, a row per link and prefetch
     fig = timeline.plot_timeline(r)
     assert "simulated" in fig.axes[0].get_title()
     assert timeline.to_chrome_trace(r)["otherData"]["simulated"] is True
@@ -218,39 +242,49 @@ def run(config):
     return of_config(run_job(2, "tiny", 3, *CONFIGS_2), config)
 
 
-@pytest.mark.parametrize(
-    "config",
-    [
-        "fsdp1:FULL_SHARD:BACKWARD_PRE",
-        "fsdp1:FULL_SHARD:BACKWARD_POST",
-        "fsdp1:FULL_SHARD:NONE",
-        "fsdp2:reshard",
-        "ddp",
-    ],
-)
+@pytest.mark.parametrize("config", CONFIGS_2)
 def test_replay_of_a_measured_run(config, capsys):
     """Replayed as it ran on CPU (everything blocks the one thread), the simulator issues the same
     collectives in the same order as FSDP did, holds the same number of units, and with an
-    infinitely fast link takes exactly the measured compute time. The step time differs by
-    the time no span covers; the difference is printed (pytest -s)."""
+    infinitely fast link computes exactly the measured compute time. With the host overhead
+    calibrated from the same run, the replayed step lands within 10% of the measured one
+    (benchmarks/comm_overlap.py prints the same on more steps); pytest -s prints it."""
     prof = simulate.profile_from_run(run(config))
     measured = timeline.spans_by_rank(run(config))[0]
     m = prof.measured
     opts = {"backward_prefetch": m["backward_prefetch"], "cpu_bound": True, "sync_comm": True}
     sim = simulate.simulate(prof, simulate.fit_link(run(config)), **opts)
     order = [(s["kind"], s["unit"]) for s in sim.spans if s["stream"] == "comm"]
-    assert order == [(s["kind"], s["unit"]) for s in measured["spans"] if s["stream"] == "comm"]
+    if m["strategy"] != "DDP":  # DDP's buffer broadcasts are not replayed
+        assert order == [(s["kind"], s["unit"]) for s in measured["spans"] if s["stream"] == "comm"]
     assert sim.peak_units == timeline.peak_held(measured["spans"])
     cmp = simulate.compare_to_measured(prof)
     assert cmp["simulated_compute_s"] == pytest.approx(cmp["measured_compute_s"], rel=1e-9)
-    assert cmp["simulated_step_s"] <= cmp["measured_step_s"] * 1.15  # it replays less than the step holds
-    # what it does replay, it replays: simulated + unattributed lands near the measured step
-    assert cmp["simulated_step_s"] + cmp["unattributed_s"] == pytest.approx(cmp["measured_step_s"], rel=0.35)
+    assert abs(cmp["relative_difference"]) <= 0.10
     with capsys.disabled():
         print(
             f"\n  {config}: measured {cmp['measured_step_s'] * 1e3:.1f} ms, simulated {cmp['simulated_step_s'] * 1e3:.1f} ms"
-            f" ({cmp['relative_difference']:+.0%}), not in any span {cmp['unattributed_s'] * 1e3:.1f} ms"
+            f" ({cmp['relative_difference']:+.1%}), host overhead replayed {cmp['host_s'] * 1e3:.1f} ms"
         )
+
+
+def test_what_if_varies_only_the_link():
+    """On another link, every compute and host span keeps its measured length; only the collectives change."""
+    prof = simulate.profile_from_run(run("fsdp1:FULL_SHARD:BACKWARD_PRE"))
+    assert prof.host_time > 0 and prof.hook.get("all_gather", 0) > 0
+    fast, slow = (simulate.simulate(prof, simulate.link(bw, 20e-6)) for bw in (1e11, 1e8))
+
+    def lengths(r, streams):
+        return [(s["kind"], s["unit"], round(s["end"] - s["start"], 12)) for s in r.spans if s["stream"] in streams]
+
+    assert lengths(fast, ("compute", "host")) == lengths(slow, ("compute", "host"))
+    assert fast.host_time == pytest.approx(slow.host_time) and fast.compute_time == slow.compute_time
+    assert [k for k, *_ in lengths(fast, ("comm",))] == [k for k, *_ in lengths(slow, ("comm",))]
+    assert slow.comm_time > fast.comm_time and slow.step_time > fast.step_time
+    # infinitely fast: the CPU-bound step is compute plus every bit of host overhead
+    free = simulate.simulate(prof, "infinite", cpu_bound=True, sync_comm=True)
+    hooks = sum(prof.hook.get(s["kind"], 0.0) for s in free.spans if s["stream"] == "comm")
+    assert free.step_time == pytest.approx(prof.compute_time + prof.host_time + hooks)
 
 
 def test_profile_from_run():
@@ -264,3 +298,38 @@ def test_profile_from_run():
     assert on_gpu.step_time < prof.measured["step_s"]  # a fast link, and compute overlapping it
     with pytest.raises(ValueError, match="no timeline"):
         simulate.profile_from_run({0: []})
+
+
+# -- calibration on hand-made steps ----------------------------------------------------------
+
+
+def test_host_overhead_is_charged_to_what_follows_it():
+    """Gaps on the rank's thread: before/after a collective -> its kind's hook; before compute -> that
+    segment; before the optimizer (after the gradients) -> the optimizer; after it -> the step."""
+    S = timeline.span
+    spans = [
+        S("a", "all_gather", 1.0, 2.0, "comm", blocking=True, bytes=10),  # 1 s gap before: hook
+        S("a", "forward", 2.5, 3.0, "compute"),  # 0.5 s after the gather: hook (its copy-out)
+        S("a", "backward", 3.25, 4.0, "compute"),  # 0.25 s: a's backward segment
+        S("", "all_reduce", 4.0, 6.0, "comm", blocking=False, bytes=10),  # in the background
+        S("optimizer", "optimizer", 6.5, 7.0, "compute"),  # 0.5 s after the all-reduce ended
+    ]
+    seg = calibrate.step_segments({"start": 0.0, "end": 7.125, "spans": spans})
+    assert seg["hook"] == {"all_gather": 1.5}
+    assert seg["forward"] == [("a", 0.5, 0.0)] and seg["backward"] == [("a", 0.75, 0.25)]
+    assert (seg["optimizer"], seg["optimizer_host"], seg["step_host"]) == (0.5, 0.5, 0.125)
+
+
+def test_link_fit_recovers_latency_and_bandwidth():
+    """Durations made with the simulator's own cost; one collective ran beside compute (slower) and is not fitted."""
+    ln = simulate.link(2e8, 300e-6)
+    spans, t0 = [], 0.0
+    for kind, n, payload in [("all_gather", 2, 1e6), ("reduce_scatter", 4, 4e6), ("all_reduce", 4, 8e5)]:
+        d = ln.time(kind, payload, n)
+        wire = payload * comm.ring_factor(kind, n)
+        spans.append(timeline.span("u", kind, t0, t0 + d, "comm", wire_bytes=wire, group_size=n))
+        t0 += d
+    spans.append(timeline.span("u", "all_reduce", t0, t0 + 1.0, "comm", wire_bytes=1e5, group_size=4))
+    spans.append(timeline.span("u", "backward", t0, t0 + 1.0, "compute"))
+    fit = calibrate.link_of([{"spans": spans}])
+    assert fit.bandwidth == pytest.approx(2e8, rel=1e-6) and fit.latency == pytest.approx(300e-6, rel=1e-6)

@@ -49,7 +49,7 @@ def test_timestamps_are_real_and_consistent():
         compute = sorted((s["start"], s["end"]) for s in ss if s["stream"] == "compute")
         assert all(a[1] <= b[0] + 1e-6 for a, b in zip(compute, compute[1:])), "compute spans overlap"
         blocking = [(s["start"], s["end"]) for s in ss if s["stream"] == "comm" and s["blocking"]]
-        assert timeline._intersect(timeline._union(compute), timeline._union(blocking)) == []
+        assert timeline.intersect(timeline.union(compute), timeline.union(blocking)) == []
         assert timeline.summary(run(config))[0]["compute_s"] > 0
 
 
@@ -180,5 +180,5 @@ def test_plain_spans_and_errors():
 
 def test_cut():
     s = [timeline.span("a", "backward", 0.0, 10.0, "compute")]
-    out = timeline._cut(s, [(2.0, 3.0), (5.0, 6.0), (9.0, 12.0)])
+    out = timeline.cut(s, [(2.0, 3.0), (5.0, 6.0), (9.0, 12.0)])
     assert [(x["start"], x["end"]) for x in out] == [(0.0, 2.0), (3.0, 5.0), (6.0, 9.0)]

@@ -25,6 +25,7 @@ import torch.distributed as dist
 
 from labkit import comm, timeline
 from labkit.models import TransformerBlock, TransformerLM, get_config, synthetic_batch
+from labkit.protocol import Msg
 from labkit.rank import send as rank_send
 
 
@@ -80,7 +81,7 @@ def cross_check(model: torch.nn.Module, opt: torch.optim.Optimizer, cfg, rank: i
     for c in ours.calls:
         name = c.c10d.split("::")[-1]
         mine[name] = mine.get(name, 0) + 1
-    rank_send("commdebug", config=spec, commdebugmode=theirs, labkit=mine)
+    rank_send(Msg.COMMDEBUG, config=spec, commdebugmode=theirs, labkit=mine)
 
 
 def main() -> None:

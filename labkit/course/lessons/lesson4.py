@@ -491,7 +491,7 @@ LESSON = Lesson(
         ),
         code(
             """
-            prof = simulate.profile_from_run(prefetch, config="BACKWARD_PRE")  # rank 0, the median step
+            prof = simulate.profile_from_run(prefetch, config="BACKWARD_PRE")  # rank 0, its typical steps
             replay = simulate.compare_to_measured(prof)
             for key in ("measured_step_s", "simulated_step_s", "unattributed_s"):
                 print(f"{key:18} {replay[key] * 1e3:8.2f} ms")
@@ -548,8 +548,10 @@ LESSON = Lesson(
             block_wire = prof.param_bytes["layers.0"] * (prof.world_size - 1) / prof.world_size  # bytes each rank sends
 
 
-            def link_at(ratio):
-                return simulate.link(block_wire / (ratio * block_backward))
+            def link_at(ratio, latency=0.0):
+                # one block's all-gather, (N-1)·latency + wire/bandwidth, takes ratio × its backward
+                hops = (prof.world_size - 1) * latency
+                return simulate.link(block_wire / (ratio * block_backward - hops), latency)
 
 
             ratios = [0.1, 0.3, 1, 3]

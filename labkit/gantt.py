@@ -1,0 +1,158 @@
+"""Drawing a timeline: a Gantt chart per step, one row per rank and stream (matplotlib).
+
+    from labkit import gantt                # also as timeline.plot_timeline / plot_timelines
+    gantt.plot_timeline(run)
+    gantt.plot_timelines({"BACKWARD_PRE": run_a, "None": run_b})
+
+A simulated result (``labkit.simulate``) draws the same way, titled simulated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labkit.i18n import catalog, t
+from labkit.spans import held_curve, origin, spans_by_rank
+
+catalog(
+    {
+        "timeline.title": {"en": "Step {step}, per rank (measured)", "ro": "Pasul {step}, pe rang (măsurat)"},
+        "timeline.title.simulated": {"en": "{title} (simulated)", "ro": "{title} (simulat)"},
+        "timeline.xlabel": {"en": "time since step start (ms)", "ro": "timp de la începutul pasului (ms)"},
+        "timeline.lane.compute": {"en": "rank {rank} compute", "ro": "rang {rank} calcul"},
+        "timeline.lane.comm": {"en": "rank {rank} comm", "ro": "rang {rank} comunicare"},
+        "timeline.lane.held": {"en": "rank {rank} units held", "ro": "rang {rank} unități ținute"},
+        "timeline.legend.forward": {"en": "forward", "ro": "înainte (forward)"},
+        "timeline.legend.backward": {"en": "backward", "ro": "înapoi (backward)"},
+        "timeline.legend.optimizer": {"en": "optimizer", "ro": "optimizator"},
+        "timeline.legend.all_gather": {"en": "all-gather", "ro": "all-gather"},
+        "timeline.legend.reduce_scatter": {"en": "reduce-scatter", "ro": "reduce-scatter"},
+        "timeline.legend.all_reduce": {"en": "all-reduce", "ro": "all-reduce"},
+        "timeline.legend.broadcast": {"en": "broadcast", "ro": "broadcast"},
+        "timeline.legend.held": {"en": "gathered (in memory)", "ro": "adunat (în memorie)"},
+        "timeline.legend.host": {"en": "host overhead (simulated)", "ro": "timp pe gazdă (simulat)"},
+        "timeline.peak": {"en": "peak {n} units held", "ro": "maxim {n} unități ținute"},
+    }
+)
+
+COLORS = {
+    "forward": "#4c72b0",
+    "backward": "#dd8452",
+    "optimizer": "#8c8c8c",
+    "all_gather": "#55a868",
+    "reduce_scatter": "#c44e52",
+    "all_reduce": "#8172b3",
+    "broadcast": "#937860",
+    "held": "#ccb974",
+    "host": "#bbbbbb",
+}
+
+
+LANES = ("compute", "comm", "held")
+
+
+def plot_timeline(
+    run: Any,
+    ax: Any = None,
+    step: int | None = None,
+    title: str | None = None,
+    simulated: bool = False,
+    legend: bool = True,
+) -> Any:
+    """A Gantt chart of one step: per rank, a compute row, a comm row, and the number of units held."""
+    import matplotlib.pyplot as plt
+
+    by_rank = spans_by_rank(run, step)
+    simulated = simulated or any(m.get("simulated") for m in by_rank.values())
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(10, 1.2 + 0.55 * len(LANES) * len(by_rank)), constrained_layout=True)
+        plt.close(fig)  # returned, not shown twice by the inline backend
+    t0 = origin(by_rank)
+    width = max((s["end"] - t0 for m in by_rank.values() for s in m["spans"]), default=0.0) * 1e3
+    ticks, labels = [], []
+    for i, r in enumerate(sorted(by_rank)):
+        spans = by_rank[r]["spans"]
+        for j, lane in enumerate(LANES):
+            y = i * (len(LANES) + 0.5) + j
+            if lane == "held":
+                _draw_held(ax, spans, t0, y)
+            for s in spans:
+                if _lane(s) == lane and lane != "held":
+                    _bar(ax, s, t0, y, label_if_wider=width / 25)
+            ticks.append(y)
+            labels.append(t(f"timeline.lane.{lane}", rank=r))
+    ax.set_yticks(ticks, labels, fontsize="small")
+    ax.set_ylim(max(ticks) + 0.6, -0.6)
+    ax.set_xlabel(t("timeline.xlabel"))
+    step_shown = next(iter(by_rank.values())).get("step")
+    head = title or t("timeline.title", step=step_shown if step_shown is not None else "")
+    ax.set_title(t("timeline.title.simulated", title=head) if simulated else head, fontsize="medium")
+    if legend:
+        ax.legend(
+            handles=_legend_handles(by_rank),
+            fontsize="x-small",
+            ncols=4,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.18),
+        )
+    return ax.figure
+
+
+def _lane(s: dict[str, Any]) -> str:
+    return "held" if s["stream"] == "memory" else "comm" if s["stream"] == "comm" else "compute"
+
+
+def _bar(ax: Any, s: dict[str, Any], t0: float, y: float, label_if_wider: float) -> None:
+    x, w = (s["start"] - t0) * 1e3, max((s["end"] - s["start"]) * 1e3, 1e-3)
+    color = COLORS.get(s["kind"], "#999999")
+    ax.broken_barh([(x, w)], (y - 0.4, 0.8), facecolors=color, edgecolor="white", linewidth=0.3)
+    if s.get("unit") and s["unit"] != s["kind"] and w >= label_if_wider:
+        ax.text(x + w / 2, y, _short(s["unit"]), ha="center", va="center", fontsize=6, color="white", clip_on=True)
+
+
+def _draw_held(ax: Any, spans: Sequence[dict[str, Any]], t0: float, y: float) -> None:
+    """The number of units whose gathered parameters are in memory, as a filled step curve."""
+    curve = held_curve(spans)
+    if not curve:
+        return
+    peak = max(n for _, n in curve)
+    xs = [(w - t0) * 1e3 for w, _ in curve]
+    ys = [y + 0.4 - 0.8 * n / max(peak, 1) for _, n in curve]
+    ax.fill_between(xs, ys, y + 0.4, step="post", color=COLORS["held"], alpha=0.6, linewidth=0)
+    ax.text(xs[-1], y, " " + t("timeline.peak", n=peak), fontsize=6, va="center")
+
+
+def _legend_handles(by_rank: Mapping[int, dict[str, Any]]) -> list[Any]:
+    from matplotlib.patches import Patch
+
+    kinds = {s["kind"] for m in by_rank.values() for s in m["spans"]}
+    return [Patch(color=c, label=t(f"timeline.legend.{k}")) for k, c in COLORS.items() if k in kinds]
+
+
+def _short(unit: str) -> str:
+    return unit.replace("layers.", "L")
+
+
+def plot_timelines(runs: Mapping[str, Any], step: int | None = None, sharex: bool = True) -> Any:
+    """One chart per setting ({label: run}), side by side, on a common time axis."""
+    import matplotlib.pyplot as plt
+
+    n = len(runs)
+    all_ranks = {label: spans_by_rank(r, step) for label, r in runs.items()}
+    nranks = max(len(b) for b in all_ranks.values())
+    fig, axes = plt.subplots(
+        1,
+        n,
+        figsize=(4.6 * n + 1.2, 1.4 + 0.55 * len(LANES) * nranks),
+        sharex=sharex,
+        sharey=True,
+        constrained_layout=True,
+    )
+    axes = [axes] if n == 1 else list(axes)
+    for ax, (label, run) in zip(axes, runs.items()):
+        plot_timeline(run, ax=ax, step=step, title=label, legend=False)
+    merged = {i: {"spans": [s for b in all_ranks.values() for m in b.values() for s in m["spans"]]} for i in (0,)}
+    fig.legend(handles=_legend_handles(merged), fontsize="x-small", ncols=7, loc="outside lower center")
+    plt.close(fig)
+    return fig

@@ -1,0 +1,159 @@
+"""Reading a recorded timeline: the ``spans`` messages per rank, units held, a summary,
+a Chrome/Perfetto trace, and the interval arithmetic the simulator shares.
+
+A span is a dict ``{unit, kind, start, end, stream, ...}``; ``stream`` is ``compute``,
+``comm``, ``memory`` (a unit's gathered parameters held) or ``host`` (simulated CPU
+overhead). ``labkit.timeline`` records them; ``labkit.gantt`` draws them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labkit.i18n import catalog, t
+from labkit.protocol import TYPE, Msg
+
+catalog(
+    {
+        "timeline.no_spans": {
+            "en": "no timeline in this run: record a step with labkit.timeline.Recorder(model).step(i)",
+            "ro": "această rulare nu are cronologie: înregistrați un pas cu labkit.timeline.Recorder(model).step(i)",
+        },
+        "timeline.no_step": {
+            "en": "step {step} was not recorded; recorded steps: {steps}",
+            "ro": "pasul {step} nu a fost înregistrat; pași înregistrați: {steps}",
+        },
+    }
+)
+
+
+def span(unit: str, kind: str, start: float, end: float, stream: str, **extra: Any) -> dict[str, Any]:
+    return {"unit": unit, "kind": kind, "start": start, "end": end, "stream": stream, **extra}
+
+
+def spans_by_rank(run: Any, step: int | None = None) -> dict[int, dict[str, Any]]:
+    """Per rank, the ``spans`` message of ``step`` (default: the last one recorded).
+
+    ``run``: a ``Run`` (reads ``run.events``), a dict {rank: [events]}, or a dict
+    {rank: [spans]} of plain span dicts (tests, the simulator).
+    """
+    events = getattr(run, "events", run)
+    out: dict[int, dict[str, Any]] = {}
+    for r, evs in dict(events).items():
+        evs = list(evs)
+        if evs and TYPE not in evs[0] and "kind" in evs[0]:  # plain spans
+            out[int(r)] = {"step": step, "spans": evs}
+            continue
+        msgs = [m for m in evs if m.get(TYPE) == Msg.SPANS]
+        if not msgs:
+            continue
+        chosen = msgs[-1] if step is None else next((m for m in msgs if m.get("step") == step), None)
+        if chosen is None:
+            raise KeyError(t("timeline.no_step", step=step, steps=[m.get("step") for m in msgs]))
+        out[int(r)] = chosen
+    if not out:
+        raise ValueError(t("timeline.no_spans"))
+    return out
+
+
+def origin(by_rank: Mapping[int, dict[str, Any]]) -> float:
+    starts = [s["start"] for m in by_rank.values() for s in m["spans"]]
+    starts += [m["start"] for m in by_rank.values() if isinstance(m.get("start"), (int, float))]
+    return min(starts) if starts else 0.0
+
+
+def held_curve(spans: Sequence[dict[str, Any]]) -> list[tuple[float, int]]:
+    """(time, number of units held) at each change, from the ``held`` spans."""
+    edges = sorted(
+        [(s["start"], 1) for s in spans if s["kind"] == "held"] + [(s["end"], -1) for s in spans if s["kind"] == "held"]
+    )
+    out, n = [], 0
+    for when, d in edges:
+        n += d
+        out.append((when, n))
+    return out
+
+
+def peak_held(spans: Sequence[dict[str, Any]]) -> int:
+    return max((n for _, n in held_curve(spans)), default=0)
+
+
+def to_chrome_trace(run: Any, path: str | None = None, step: int | None = None) -> dict[str, Any]:
+    """The step as a Chrome/Perfetto trace (``traceEvents``, ``ph: "X"``, pid = rank, tid = stream)."""
+    by_rank = spans_by_rank(run, step)
+    t0 = origin(by_rank)
+    tids = {"compute": 0, "comm": 1, "memory": 2}
+    events: list[dict[str, Any]] = []
+    for r, msg in sorted(by_rank.items()):
+        events.append({"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}})
+        for stream, tid in tids.items():
+            events.append({"ph": "M", "name": "thread_name", "pid": r, "tid": tid, "args": {"name": stream}})
+        for s in msg["spans"]:
+            args = {k: v for k, v in s.items() if k not in ("start", "end", "stream")}
+            events.append(
+                {
+                    "name": f"{s['kind']} {s['unit']}".strip(),
+                    "cat": s["kind"],
+                    "ph": "X",
+                    "pid": r,
+                    "tid": tids.get(s["stream"], 3),
+                    "ts": round((s["start"] - t0) * 1e6, 3),
+                    "dur": round(max(s["end"] - s["start"], 0.0) * 1e6, 3),
+                    "args": args,
+                }
+            )
+    simulated = any(m.get("simulated") for m in by_rank.values())
+    trace = {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"simulated": simulated}}
+    if path is not None:
+        with open(path, "w") as f:
+            json.dump(trace, f)
+    return trace
+
+
+def summary(run: Any, step: int | None = None) -> dict[int, dict[str, float]]:
+    """Per rank: step span, compute time, collective time, and how much collective time no compute hid."""
+    out = {}
+    for r, msg in spans_by_rank(run, step).items():
+        spans = msg["spans"]
+        compute = union([(s["start"], s["end"]) for s in spans if s["stream"] == "compute"])
+        comm = union([(s["start"], s["end"]) for s in spans if s["stream"] == "comm"])
+        start = msg.get("start", min(s["start"] for s in spans))
+        end = msg.get("end", max(s["end"] for s in spans))
+        out[r] = {
+            "step_s": end - start,
+            "compute_s": length(compute),
+            "comm_s": length(comm),
+            "exposed_comm_s": length(comm) - length(intersect(comm, compute)),
+            "peak_units_held": float(peak_held(spans)),
+        }
+    return out
+
+
+def union(intervals: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def intersect(xs: Sequence[tuple[float, float]], ys: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    out, i, j = [], 0, 0
+    while i < len(xs) and j < len(ys):
+        a, b = max(xs[i][0], ys[j][0]), min(xs[i][1], ys[j][1])
+        if a < b:
+            out.append((a, b))
+        if xs[i][1] < ys[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def length(intervals: Sequence[tuple[float, float]]) -> float:
+    return math.fsum(b - a for a, b in intervals)
