@@ -18,7 +18,6 @@ from typing import Any
 
 from labkit import memory_model as mm
 from labkit.errors import OptionError
-from labkit.i18n import t
 
 
 @dataclasses.dataclass(frozen=True)
