@@ -22,6 +22,8 @@ import importlib.util
 import inspect
 import locale
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 LANGS = ("en", "ro")
 _CATALOG: dict[str, dict[str, str]] = {}
@@ -37,6 +39,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "course": ("labkit.course.build", "labkit.course.show"),
     "dash": ("labkit.dashboard",),
     "est": ("labkit.estimate",),
+    "export": ("labkit.export", "labkit.export_cells"),
     "grade": ("labkit.grading.report",),
     "launch": ("labkit.launcher",),
     "mm": ("labkit.memory_model",),
@@ -100,6 +103,18 @@ def set_lang(lang: str | None) -> str:
         raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGS)}")
     _forced = _normalize(lang)
     return get_lang()
+
+
+@contextmanager
+def language(lang: str | None) -> Iterator[str]:
+    """Messages in ``lang`` inside the block; afterwards, exactly what was chosen before (``set_lang``, or nothing)."""
+    global _forced
+    before = _forced
+    set_lang(lang)
+    try:
+        yield get_lang()
+    finally:
+        _forced = before
 
 
 def get_lang() -> str:

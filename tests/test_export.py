@@ -16,7 +16,7 @@ import sys
 import nbformat
 import pytest
 
-from labkit import export
+from labkit import export, export_cells
 from labkit.errors import OptionError
 from labkit.i18n import set_lang
 
@@ -130,11 +130,12 @@ def notebook_run(path: str, index: int) -> dict[int, dict]:
     for cell in cells[:index]:
         if cell.cell_type == "code" and not cell.source.startswith("%%"):
             exec("\n".join(ln for ln in cell.source.split("\n") if not ln.startswith("%")), namespace)
-    line, body = export.split_magic(cells[index].source)
+    line, body = export_cells.split_magic(cells[index].source)
     run = magic.run_cell(line + " --quiet", body, namespace)
     return run.values
 
 
+@pytest.mark.slow
 def test_exported_lesson_gives_the_notebook_values(notebook, tmp_path):
     script = str(tmp_path / "lesson.py")
     export.export_notebook(notebook, cells=[3, 4], out=script)
@@ -153,6 +154,7 @@ def test_exported_lesson_gives_the_notebook_values(notebook, tmp_path):
     assert notebook_run(notebook, 3) == values[3]
 
 
+@pytest.mark.slow
 def test_exported_script_runs_without_labkit(notebook, tmp_path):
     # labkit hidden by a package that refuses to import; one process, started the way a
     # launcher other than torchrun starts a rank (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
@@ -294,7 +296,7 @@ def test_option_line_variables_take_the_notebooks_values(tmp_path):
     nbformat.write(nb, path)
     text = export.export_notebook(path, cells=[2])
     assert "torchrun --nproc-per-node=4" in text and "backend='gloo'" in text
-    assert [(c.index, c.opts.nproc) for c in export.torchrun_cells(nb.cells[:3])] == [(2, "4")]
+    assert [(c.index, c.opts.nproc) for c in export_cells.torchrun_cells(nb.cells[:3])] == [(2, "4")]
     set_lang("en")
     with pytest.raises(OptionError, match=r"cell 4 uses \$nproc .* a plain value"):
         export.export_notebook(path, cells=[4])

@@ -161,3 +161,16 @@ def test_a_message_of_a_module_not_yet_imported_loads_it():
 def test_an_unknown_key_is_a_clear_error():
     with pytest.raises(KeyError, match="no message registered for 'nosuchmodule.x'"):
         i18n.t("nosuchmodule.x")
+
+
+def test_language_block_restores_what_was_chosen(clean_lang):
+    clean_lang.setenv("LABKIT_LANG", "en")
+    with i18n.language("ro") as lang:
+        assert lang == "ro" and i18n.get_lang() == "ro"
+    assert i18n.get_lang() == "en"  # nothing was forced before: the environment decides again
+    clean_lang.setenv("LABKIT_LANG", "ro")
+    assert i18n.get_lang() == "ro"
+    i18n.set_lang("en")
+    with i18n.language("ro"):
+        assert i18n.t("opt.timeout", value=1).startswith("timeout trebuie")
+    assert i18n.get_lang() == "en"
