@@ -42,6 +42,14 @@ catalog(
             "ro": "celula {index} trimite {var!r} cu --vars, care se calculează din {dep!r} (celula {where}: `{code}`), "
             "dar nicio celulă de cod dinaintea ei nu îi dă o valoare lui {dep!r}",
         },
+        "export.dep_opaque": {
+            "en": "cell {index} sends {var!r} with --vars, which is computed from {dep!r}, but cell {where} sets "
+            "{dep!r} inside a block (`{code}`), so its value cannot be known without running the notebook; "
+            "compute {var!r} in the cell itself, or give it a plain value in the parameters cell",
+            "ro": "celula {index} trimite {var!r} cu --vars, care se calculează din {dep!r}, dar celula {where} "
+            "îi dă lui {dep!r} o valoare într-un bloc (`{code}`), deci valoarea ei nu se poate ști fără a rula "
+            "notebook-ul; calculați {var!r} în celula însăși sau dați-i o valoare simplă în celula parameters",
+        },
         "export.line_var": {
             "en": "cell {index} uses ${name} on its %%torchrun line, but the notebook does not give {name!r} "
             "a plain value the export can read; write e.g. `{name} = 2` in the parameters cell",
@@ -170,6 +178,10 @@ class Bindings:
         """
         events = [(pos, kind) for pos, kind in self.events.get(name, []) if pos < before]
         binds = [k for k, (_, kind) in enumerate(events) if kind == "bind"]
+        chosen = events[binds[-1] :] if binds else events
+        opaque = [pos for pos, kind in chosen if kind == "opaque"]
+        if opaque:  # set (or changed) inside a block: after the last plain assignment, or with none at all
+            self.unknowable(name, opaque[0] if binds else opaque[-1], cell_index, via)
         if not binds:
             if via is None:
                 raise OptionError(t("export.var_missing", index=cell_index, name=name))
@@ -177,12 +189,6 @@ class Bindings:
             raise OptionError(
                 t("export.dep_missing", index=cell_index, var=var, dep=name, where=pos[0], code=self.first_line(pos))
             )
-        chosen = events[binds[-1] :]
-        for pos, kind in chosen:
-            if kind == "opaque":
-                raise OptionError(
-                    t("export.var_opaque", index=cell_index, name=name, where=pos[0], code=self.first_line(pos))
-                )
         out = {pos for pos, _ in chosen}
         for pos in list(out):
             stmt = self.stmts[pos]
@@ -191,6 +197,13 @@ class Bindings:
             for dep in free_names(stmt) - {name}:
                 out |= self.needed(dep, at, cell_index, via or (name, pos))
         return out
+
+    def unknowable(self, name: str, pos: Position, cell_index: int, via: tuple[str, Position] | None) -> None:
+        """Raise: ``name`` gets its value inside a block (``for``, ``with``, ``if`` ...) at ``pos``."""
+        code = self.first_line(pos)
+        if via is None:
+            raise OptionError(t("export.var_opaque", index=cell_index, name=name, where=pos[0], code=code))
+        raise OptionError(t("export.dep_opaque", index=cell_index, var=via[0], dep=name, where=pos[0], code=code))
 
     def first_line(self, pos: Position) -> str:
         return (ast.get_source_segment(self.sources[pos[0]], self.stmts[pos]) or "").split("\n")[0]

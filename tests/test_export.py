@@ -241,6 +241,21 @@ def test_missing_variable_and_dependency_are_named(tmp_path):
         set_lang(None)
 
 
+def test_a_dependency_set_inside_a_block_is_named_as_such(tmp_path):
+    # lesson 3's shape: the --vars value is computed from a model made under `with torch.device("meta")`
+    c = nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [c("with open(__file__) as f:\n    base = 3"), c("n = base + 1"), c("%%torchrun --vars n\npass")]
+    path = str(tmp_path / "nb.ipynb")
+    nbformat.write(nb, path)
+    set_lang("en")
+    try:
+        with pytest.raises(OptionError, match=r"'n'.*computed from 'base', but cell 0 sets 'base' inside a block"):
+            export.export_notebook(path)
+    finally:
+        set_lang(None)
+
+
 def test_cells_that_cannot_share_one_script(notebook, tmp_path):
     set_lang("en")
     try:
