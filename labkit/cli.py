@@ -1,8 +1,10 @@
-"""The ``labkit`` command. Each role of the kit adds its own subcommand.
+"""The ``labkit`` command.
 
-labkit run train.py -n 2        # a script on 2 torchrun ranks, with labkit's reporting
-labkit cleanup                  # kill rank processes left by any earlier run
-labkit grade / build-student / export / estimate / build-course  (see --help)
+Each role of the kit adds its own subcommand:
+
+    labkit run train.py -n 2        # a script on 2 torchrun ranks, with labkit's reporting
+    labkit cleanup                  # kill rank processes left by any earlier run
+    labkit grade / build-student / export / estimate / build-course  (see --help)
 """
 
 from __future__ import annotations

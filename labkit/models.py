@@ -48,7 +48,7 @@ class ModelConfig:
 
 # Sizes for the laptop: "tiny" trains in a second per step on 2 CPU cores.
 # fmt: off
-PRESETS: dict[str, ModelConfig] = {  # a table, one preset a line (kept so by fmt: off)
+PRESETS: dict[str, ModelConfig] = {  # a table: one preset a line
     "tiny": ModelConfig(vocab_size=512, dim=64, n_layers=2, n_heads=4, seq_len=32),
     "small": ModelConfig(vocab_size=1024, dim=128, n_layers=4, n_heads=4, seq_len=64),
     "medium": ModelConfig(vocab_size=4096, dim=256, n_layers=6, n_heads=8, seq_len=128),
