@@ -167,14 +167,14 @@ def private_uses() -> list[str]:
     """``from labkit.x import _y``, ``x._y`` on an imported labkit module, and ``obj._y`` where ``_y`` is
     defined by another labkit module and not by this one (a method of another module's class)."""
     mods, defined = modules(), private_definitions()
+    definers: dict[str, list[str]] = {}  # private name -> the modules that define it
+    for module_name, names in sorted(defined.items()):
+        for n in names:
+            definers.setdefault(n, []).append(module_name)
     found = []
     for name, path in mods.items():
         module = tree(path)
         own = defined[name]
-        elsewhere = {
-            n: sorted(m for m, names in defined.items() if n in names and m != name)
-            for n in set().union(*defined.values())
-        }
         aliases: dict[str, str] = {}  # local name -> the labkit module it is bound to
         for node in ast.walk(module):
             if isinstance(node, ast.Import):
@@ -195,8 +195,8 @@ def private_uses() -> list[str]:
             owner = aliases.get(target) or (target if target in mods else None)
             if owner is not None and owner != name:
                 found.append(f"{name}:{node.lineno} uses {owner}.{node.attr}")
-            elif owner is None and target not in ("self", "cls") and node.attr not in own and elsewhere.get(node.attr):
-                found.append(f"{name}:{node.lineno} uses {target}.{node.attr} ({', '.join(elsewhere[node.attr])})")
+            elif owner is None and target not in ("self", "cls") and node.attr not in own and node.attr in definers:
+                found.append(f"{name}:{node.lineno} uses {target}.{node.attr} ({', '.join(definers[node.attr])})")
     return sorted(set(found))
 
 
