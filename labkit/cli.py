@@ -1,4 +1,6 @@
-"""The ``labkit`` command. Each role of the kit adds its own subcommand.
+"""The ``labkit`` command.
+
+Each role of the kit adds its own subcommand:
 
     labkit run train.py -n 2        # a script on 2 torchrun ranks, with labkit's reporting
     labkit cleanup                  # kill rank processes left by any earlier run
@@ -20,7 +22,10 @@ catalog(
             "en": "fsdp-labkit: run, grade and export FSDP labs.",
             "ro": "fsdp-labkit: rulați, notați și exportați laboratoare FSDP.",
         },
-        "cli.run.help": {"en": "run a Python file on N torchrun ranks", "ro": "rulează un fișier Python pe N ranguri torchrun"},
+        "cli.run.help": {
+            "en": "run a Python file on N torchrun ranks",
+            "ro": "rulează un fișier Python pe N ranguri torchrun",
+        },
         "cli.run.json": {"en": "print the values as JSON", "ro": "afișează valorile ca JSON"},
         "cli.cleanup.help": {
             "en": "kill labkit rank processes left alive by earlier runs",
@@ -87,8 +92,6 @@ def main(argv: list[str] | None = None) -> int:
         i = argv.index("--lang")
         if i + 1 < len(argv):
             set_lang(argv[i + 1])
-    import labkit.magic  # noqa: F401 - its messages (option help) are shared with the CLI
-
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
 

@@ -47,7 +47,8 @@ class ModelConfig:
 
 
 # Sizes for the laptop: "tiny" trains in a second per step on 2 CPU cores.
-PRESETS: dict[str, ModelConfig] = {
+# fmt: off
+PRESETS: dict[str, ModelConfig] = {  # a table: one preset a line
     "tiny": ModelConfig(vocab_size=512, dim=64, n_layers=2, n_heads=4, seq_len=32),
     "small": ModelConfig(vocab_size=1024, dim=128, n_layers=4, n_heads=4, seq_len=64),
     "medium": ModelConfig(vocab_size=4096, dim=256, n_layers=6, n_heads=8, seq_len=128),
@@ -59,6 +60,7 @@ PRESETS: dict[str, ModelConfig] = {
     "llama-13b": ModelConfig(vocab_size=32000, dim=5120, n_layers=40, n_heads=40, ffn_dim=13824, seq_len=4096),
     "llama-70b": ModelConfig(vocab_size=32000, dim=8192, n_layers=80, n_heads=64, n_kv_heads=8, ffn_dim=28672, seq_len=4096),
 }
+# fmt: on
 
 
 def get_config(name_or_config: str | ModelConfig) -> ModelConfig:

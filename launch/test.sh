@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
 # Set up (when needed) and run the whole test suite: the README's test command.
 #   bash launch/test.sh            # everything, browser tests included
+#   bash launch/test.sh --fast     # the fast tier: no test that launches ranks or a browser (under a minute)
 #   bash launch/test.sh -k launcher   # extra arguments go to pytest
+# Every run first checks the code with ruff (lint and format) over labkit, tests, benchmarks and launch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash launch/setup-env.sh
+lint() {
+  .venv/bin/python -m ruff check labkit tests benchmarks launch
+  .venv/bin/python -m ruff format --check labkit tests benchmarks launch
+}
+pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider)
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  lint
+  # launch-backed tests are marked slow, the browser's browser: what is left needs neither ranks nor Chromium
+  exec "${pytest[@]}" -m "not slow and not browser" "$@"
+fi
 # The browser tests drive Debian's Chromium (never a downloaded browser build).
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -15,8 +28,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     echo "chromium is not installed (apt-get install chromium): the browser tests will be skipped"
   fi
 fi
-.venv/bin/python -m ruff check labkit tests benchmarks launch
-pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider)
+lint
 if [ "$#" -gt 0 ]; then
   exec "${pytest[@]}" "$@"
 fi

@@ -16,7 +16,7 @@ import sys
 import nbformat
 import pytest
 
-from labkit import export
+from labkit import export, export_cells
 from labkit.errors import OptionError
 from labkit.i18n import set_lang
 
@@ -130,11 +130,12 @@ def notebook_run(path: str, index: int) -> dict[int, dict]:
     for cell in cells[:index]:
         if cell.cell_type == "code" and not cell.source.startswith("%%"):
             exec("\n".join(ln for ln in cell.source.split("\n") if not ln.startswith("%")), namespace)
-    line, body = export.split_magic(cells[index].source)
+    line, body = export_cells.split_magic(cells[index].source)
     run = magic.run_cell(line + " --quiet", body, namespace)
     return run.values
 
 
+@pytest.mark.slow
 def test_exported_lesson_gives_the_notebook_values(notebook, tmp_path):
     script = str(tmp_path / "lesson.py")
     export.export_notebook(notebook, cells=[3, 4], out=script)
@@ -153,6 +154,7 @@ def test_exported_lesson_gives_the_notebook_values(notebook, tmp_path):
     assert notebook_run(notebook, 3) == values[3]
 
 
+@pytest.mark.slow
 def test_exported_script_runs_without_labkit(notebook, tmp_path):
     # labkit hidden by a package that refuses to import; one process, started the way a
     # launcher other than torchrun starts a rank (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
@@ -239,6 +241,21 @@ def test_missing_variable_and_dependency_are_named(tmp_path):
         set_lang(None)
 
 
+def test_a_dependency_set_inside_a_block_is_named_as_such(tmp_path):
+    # lesson 3's shape: the --vars value is computed from a model made under `with torch.device("meta")`
+    c = nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [c("with open(__file__) as f:\n    base = 3"), c("n = base + 1"), c("%%torchrun --vars n\npass")]
+    path = str(tmp_path / "nb.ipynb")
+    nbformat.write(nb, path)
+    set_lang("en")
+    try:
+        with pytest.raises(OptionError, match=r"'n'.*computed from 'base', but cell 0 sets 'base' inside a block"):
+            export.export_notebook(path)
+    finally:
+        set_lang(None)
+
+
 def test_cells_that_cannot_share_one_script(notebook, tmp_path):
     set_lang("en")
     try:
@@ -294,7 +311,7 @@ def test_option_line_variables_take_the_notebooks_values(tmp_path):
     nbformat.write(nb, path)
     text = export.export_notebook(path, cells=[2])
     assert "torchrun --nproc-per-node=4" in text and "backend='gloo'" in text
-    assert [(c.index, c.opts.nproc) for c in export.torchrun_cells(nb.cells[:3])] == [(2, "4")]
+    assert [(c.index, c.opts.nproc) for c in export_cells.torchrun_cells(nb.cells[:3])] == [(2, "4")]
     set_lang("en")
     with pytest.raises(OptionError, match=r"cell 4 uses \$nproc .* a plain value"):
         export.export_notebook(path, cells=[4])

@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,3 +133,44 @@ def test_set_lang_wins_over_the_environment(clean_lang):
     clean_lang.setenv("LANG", "ro_RO.UTF-8")
     clean_lang.delenv("LABKIT_LANG")
     assert labkit.check("fixture.bytes_per_param", 16).line() == "✓ fixture.bytes_per_param: corect (1/1)"
+
+
+def test_every_key_is_registered_where_its_prefix_says(messages):
+    # i18n.t imports the module a key's prefix names the first time the key is used, so a key
+    # registered anywhere else would be found only once that other module happened to be imported
+    stray = {key: mod for key, mod in i18n.registered_by().items() if mod not in i18n.owners(key)}
+    assert not stray, f"keys registered outside the module their prefix names (rename, or add to i18n.OWNERS): {stray}"
+
+
+def test_a_message_of_a_module_not_yet_imported_loads_it():
+    # a fresh interpreter: nothing but labkit.i18n is imported when the option message is asked for
+    code = (
+        "import sys\n"
+        "from labkit.i18n import t\n"
+        "assert 'labkit.options' not in sys.modules\n"
+        "print(t('opt.timeout', 'en', value='x'))\n"
+        "assert 'labkit.options' in sys.modules\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1]
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == i18n.t("opt.timeout", "en", value="x")
+
+
+def test_an_unknown_key_is_a_clear_error():
+    with pytest.raises(KeyError, match="no message registered for 'nosuchmodule.x'"):
+        i18n.t("nosuchmodule.x")
+
+
+def test_language_block_restores_what_was_chosen(clean_lang):
+    clean_lang.setenv("LABKIT_LANG", "en")
+    with i18n.language("ro") as lang:
+        assert lang == "ro" and i18n.get_lang() == "ro"
+    assert i18n.get_lang() == "en"  # nothing was forced before: the environment decides again
+    clean_lang.setenv("LABKIT_LANG", "ro")
+    assert i18n.get_lang() == "ro"
+    i18n.set_lang("en")
+    with i18n.language("ro"):
+        assert i18n.t("opt.timeout", value=1).startswith("timeout trebuie")
+    assert i18n.get_lang() == "en"

@@ -97,6 +97,7 @@ def get(url: str) -> tuple[int, str]:
         return 0, ""
 
 
+@pytest.mark.slow
 def test_lab_starts_on_loopback_with_a_token(fake, tmp_path):
     setup(fake)  # the venv is ready: lab.sh's own setup step does nothing
     port = free_port()

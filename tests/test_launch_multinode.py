@@ -152,6 +152,7 @@ def command_line(log: str) -> str:
         return next(line for line in f if line.startswith("+ "))
 
 
+@pytest.mark.slow
 def test_two_nodes_elastic(tmp_path, processes, lesson_script):
     # two agents that know only the job id and the endpoint: the first to come hosts the store
     # (node ranks are tested with the Slurm template below, which passes them)
@@ -298,6 +299,7 @@ def test_slurm_refuses_what_would_hang(tmp_path):
     assert done.returncode == 2 and "SLURM_PROCID is not set" in done.stderr
 
 
+@pytest.mark.slow
 def test_sbatch_runs_two_nodes(tmp_path, processes, lesson_script):
     env = slurm_env(tmp_path, FAKE_NODES="127.0.0.1 127.0.0.1", RDZV_PORT=str(free_port()))
     batch = processes.start(["bash", SBATCH, lesson_script], env, str(tmp_path / "batch.log"))

@@ -1,0 +1,156 @@
+"""What an exported script runs around the notebook's cells, copied into it verbatim by ``labkit export``.
+
+Each function is self-contained (its imports inside) because ``inspect.getsource`` copies it into a
+script that may run where labkit is not installed; their names start with ``_labkit_`` so that they
+cannot clash with the names of the cells they run around. They do, before and after each cell, what
+labkit's bootstrap does on a rank: the cell's process group with the lab's timeout, ``rank.report()``
+values shown, the group destroyed at the cell's end.
+"""
+
+
+def _labkit_standin_rank():
+    """labkit is not installed here: a stand-in for ``labkit.rank`` with the same calls and JSON lines."""
+    import contextlib
+    import json
+    import os
+    import sys
+    import time
+    import types
+
+    mod = types.ModuleType("labkit.rank")
+    mod.values = {}
+    mod._step_count = 0
+    mod.rank = lambda: int(os.environ.get("RANK", "0"))
+    mod.local_rank = lambda: int(os.environ.get("LOCAL_RANK", "0"))
+    mod.world_size = lambda: int(os.environ.get("WORLD_SIZE", "1"))
+    mod.connected = lambda: False
+
+    def plain(v):
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple, set)):
+            return [plain(x) for x in v]
+        return v.tolist() if callable(getattr(v, "tolist", None)) else v
+
+    def send(kind, **payload):
+        folder = os.environ.get("LABKIT_REPORT_DIR")
+        if folder:
+            with open(os.path.join(folder, f"rank{mod.rank()}.jsonl"), "a") as f:
+                f.write(json.dumps({"t": kind, "time": time.time(), **plain(payload)}, default=repr) + "\n")
+
+    def report(**named):
+        mod.values.update(plain(named))
+        send("report", values=plain(named))
+
+    @contextlib.contextmanager
+    def step(index=None):
+        i = mod._step_count if index is None else index
+        t0 = time.perf_counter()
+        send("step_start", i=i)
+        yield
+        mod._step_count = i + 1
+        send("step", i=i, dt=time.perf_counter() - t0)
+
+    def steps(n):
+        for i in range(n):
+            with step(i):
+                yield i
+
+    def device():
+        import torch
+
+        nccl = os.environ.get("LABKIT_BACKEND") == "nccl" and torch.cuda.is_available()
+        return torch.device("cuda", mod.local_rank()) if nccl else torch.device("cpu")
+
+    mod.send, mod.report, mod.step, mod.steps, mod.device = send, report, step, steps, device
+    mod.log = lambda text: send("log", text=str(text)[:500])
+    mod.phase = lambda name: send("phase", name=name)
+    mod.on_phase = lambda hook: None
+    package = types.ModuleType("labkit")
+    package.rank = mod
+    sys.modules.update({"labkit": package, "labkit.rank": mod})
+    return mod
+
+
+def _labkit_setup(nproc, pg_timeout, messages):
+    """Once, before the first cell: labkit.rank, or its stand-in."""
+    import os
+    import sys
+
+    try:
+        from labkit import rank
+    except ImportError:
+        rank = _labkit_standin_rank()
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if nproc is not None and world != nproc and rank.rank() == 0:
+        print(messages["world"].format(nproc=nproc, world=world), file=sys.stderr, flush=True)
+    return {
+        "rank": rank,
+        "backend": os.environ.get("LABKIT_BACKEND"),  # set by hand, it wins over the cells' --backend
+        "pg_timeout": float(os.environ.get("LABKIT_PG_TIMEOUT", pg_timeout)),
+        "messages": messages,
+    }
+
+
+def _labkit_begin_cell(state, index, backend, own_init):
+    """Before a cell: what labkit's bootstrap does before it runs a cell on a rank."""
+    import datetime
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    backend = state["backend"] or backend
+    os.environ["LABKIT_BACKEND"] = backend  # rank.device() reads it
+    rank = state["rank"]
+    rank.values.clear()
+    rank._step_count = 0
+    state["cell"] = index
+    if "init" not in state:
+        state["init"] = dist.init_process_group
+
+        def init_process_group(*args, **kwargs):
+            """The group of a cell: with the lab's timeout, and a store of the cell's own.
+
+            Each cell makes and destroys a group, and torch 2.13 numbers a group made again in
+            the same process as the one before it: on the same store it reads the last group's
+            keys and fails ("Connection reset by peer") or hangs. A prefix per cell keeps them apart.
+            """
+            timeout = datetime.timedelta(seconds=state["pg_timeout"])
+            kwargs.setdefault("timeout", timeout)
+            if len(args) < 2 and "init_method" not in kwargs and "store" not in kwargs:
+                r, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+                if "store" not in state:  # torchrun's own store (env://), one for the whole script
+                    state["store"] = next(dist.rendezvous("env://", r, world, timeout=timeout))[0]
+                kwargs.update(
+                    store=dist.PrefixStore(f"labkit/cell{state['cell']}", state["store"]), rank=r, world_size=world
+                )
+            return state["init"](*args, **kwargs)
+
+        dist.init_process_group = init_process_group  # a cell that makes its own group gets both too
+    if not own_init and not dist.is_initialized():
+        kwargs = {}
+        if backend == "nccl":
+            local = int(os.environ.get("LOCAL_RANK", "0"))
+            torch.cuda.set_device(local)  # LOCAL_RANK, before anything touches CUDA
+            kwargs["device_id"] = torch.device("cuda", local)
+        dist.init_process_group(backend, **kwargs)
+    rank.send("cell", index=index)
+
+
+def _labkit_end_cell(state, index):
+    """After a cell: rank 0 shows what was reported, and the group goes, as at the end of a labkit run."""
+    import json
+
+    import torch.distributed as dist
+
+    rank = state["rank"]
+    if rank.values and rank.rank() == 0:
+        print(state["messages"]["reported"].format(index=index, values=json.dumps(rank.values)), flush=True)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+RUNTIME = (_labkit_standin_rank, _labkit_setup, _labkit_begin_cell, _labkit_end_cell)
