@@ -31,6 +31,9 @@ class PlainTraceback(logging.Filter):
 def main() -> None:
     from torch.distributed.run import main as torchrun_main
 
+    from labkit import gpus
+
+    gpus.prepare_agent()  # torchrun must not start CUDA here: the ranks are forked from this process
     for name in LOGGERS:
         logging.getLogger(name).addFilter(PlainTraceback())
     torchrun_main()
