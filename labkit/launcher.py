@@ -479,9 +479,17 @@ class Launch:
             candidates = [(0, r, "signal") for r, s in run.ranks.items() if s.exit_code not in (None, 0)]
         if not candidates:  # stopped by torchrun, and the one it stopped them for left no trace
             candidates = [(0, r, "vanished") for r, s in run.ranks.items() if s.exit_code != 0]
+
         # first-hand reports first: a rank that vanished without a code or a word was most often
-        # stopped by torchrun after another rank failed, and the channel may notice both at once
-        candidates.sort(key=lambda c: (c[2] == "vanished", c[0], c[1]))
+        # stopped by torchrun after another rank failed, and the channel may notice both at once.
+        # Last, an error that only says a peer went away: that peer (killed, exited, vanished) is
+        # the cause, even when the channel noticed its end after the error arrived.
+        def order(c: tuple[float, int, str]) -> tuple[int, float, int]:
+            err = run.ranks[c[1]].error or {}
+            peer_lost = c[2] == "error" and PEER_LOST.search(err.get("message", "") + err.get("traceback", ""))
+            return (2 if peer_lost else 1 if c[2] == "vanished" else 0, c[0], c[1])
+
+        candidates.sort(key=order)
         when, r, kind = candidates[0]
         early = self._early_exit(run, when, r, kind)
         if early is not None:
