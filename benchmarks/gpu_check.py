@@ -55,6 +55,7 @@ from typing import Any
 import nbformat
 
 from labkit import gpus
+from labkit.protocol import TYPE, Msg
 
 ROOT = Path(__file__).resolve().parents[1]
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
@@ -171,7 +172,10 @@ def check_audit(plan: Plan) -> Result:
 # -- 3-5. one run for memory, collectives and the profiler trace ---------------------------
 
 RANK_JOB = """
+import contextlib
 import os
+import time
+
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
@@ -179,8 +183,9 @@ from torch.distributed.fsdp import fully_shard
 from torch.nn.parallel import DistributedDataParallel
 from torch.profiler import ProfilerActivity, profile
 
-from labkit import comm, memtrack, rank
+from labkit import comm, memtrack, rank, timeline
 from labkit.models import TransformerLM, get_config, synthetic_batch
+from labkit.protocol import Msg
 
 dev = rank.device()
 cuda = dev.type == "cuda"
@@ -235,6 +240,24 @@ with profile(activities=activities) as prof:
         torch.cuda.synchronize()
 path = os.path.join(out_dir, f"trace-rank{rank.rank()}.json")
 prof.export_chrome_trace(path)
+
+# labkit.timeline on the same model: on CUDA it synchronises at every timestamp (per-unit
+# device time, no overlap by design); what that costs against unrecorded steps
+def timed(i, rec=None):
+    if cuda:
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with rec.step(i, config="recorded") if rec else contextlib.nullcontext():
+        train(target, target_opt, i)
+    if cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+plain = [timed(5 + i) for i in range(2)]
+rec = timeline.Recorder(target, optimizer=target_opt)
+synced = [timed(7 + i, rec) for i in range(2)]
+rec.close()
+rank.send(Msg.GPU_TIMING, plain=plain, synced=synced, synchronize=cuda)
 rank.report(trace=path, profiled="DDP" if world == 1 else "FSDP2", num_params=cfg.num_params())
 """
 
@@ -265,12 +288,12 @@ def check_memory(plan: Plan, run: Any) -> Result:
         cats = next(
             m["categories"]
             for m in run.events[r]
-            if m.get("t") == "memcat" and m.get("step") == 1 and m.get("phase") == "optimizer"
+            if m.get(TYPE) == Msg.MEMCAT and m.get("step") == 1 and m.get("phase") == "optimizer"
         )
         states = cats["params"] + cats["grads"] + cats["optimizer"]
         worst = max(worst, abs(states - predicted) / predicted)
         shown = {k: fmt_bytes(v) for k, v in cats.items() if v}
-        alloc = next((m for m in run.events[r] if m.get("t") == "allocator"), None)
+        alloc = next((m for m in run.events[r] if m.get(TYPE) == "allocator"), None)
         if alloc:  # the caching allocator's own category: reserved, never handed to a tensor
             shown["allocator cache"] = fmt_bytes(alloc["reserved"] - alloc["allocated"])
             shown["peak reserved"] = fmt_bytes(alloc["max_reserved"])
@@ -285,7 +308,7 @@ def check_comm(plan: Plan, run: Any) -> Result:
     from labkit import comm
 
     n, psi = plan.nproc, run.values[0]["num_params"]
-    msgs = {m["config"]: m for m in run.events[0] if m.get("t") == "comm" and m.get("config")}
+    msgs = {m["config"]: m for m in run.events[0] if m.get(TYPE) == Msg.COMM and m.get("config")}
     zero3, ddp = msgs["zero3"], msgs["ddp"]
     if n == 1:
         payload = comm.total(ddp["counts"], "bytes") / (4 * psi)
@@ -344,15 +367,36 @@ def trace_streams(trace: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def recorder_note(run: Any, r: int) -> tuple[bool, str]:
+    """labkit.timeline's own spans of the recorded steps, and what recording cost."""
+    spans = [m for m in run.events[r] if m.get(TYPE) == Msg.SPANS and m.get("config") == "recorded"]
+    timing = next((m for m in run.events[r] if m.get(TYPE) == Msg.GPU_TIMING), None)
+    kinds = {s["kind"] for m in spans for s in m["spans"]}
+    ok = bool(spans) and {"forward", "backward"} <= kinds and timing is not None
+    if not ok:
+        return False, f"rank {r}: labkit.timeline sent no forward/backward spans ({len(spans)} messages)"
+    plain, synced = min(timing["plain"]), min(timing["synced"])
+    return True, (
+        f"rank {r}: labkit.timeline.Recorder(synchronize={timing['synchronize']}): "
+        f"{len(spans[-1]['spans'])} spans, step {plain * 1000:.1f} ms unrecorded, {synced * 1000:.1f} ms recorded"
+    )
+
+
 def check_timeline(plan: Plan, run: Any) -> Result:
     found = {r: trace_streams(json.loads(Path(run.values[r]["trace"]).read_text())) for r in range(plan.nproc)}
     what = run.values[0]["profiled"]
+    recorded = [recorder_note(run, r) for r in range(plan.nproc)]
     if plan.backend != "nccl":
         ok = all(f["cpu_collectives"] > 0 and f["cpu_ops"] > 0 for f in found.values())
+        ok = ok and all(good for good, _ in recorded)
         figure = f"{what} trace per rank: {found[0]['cpu_collectives']} collectives among {found[0]['cpu_ops']} CPU ops"
         note = "overlap: none on the CPU (gloo collectives block the thread that computes); a GPU property"
-        return Result("timeline", PASS if ok else FAIL, figure, notes=[note])
-    notes, ok = [], True
+        return Result("timeline", PASS if ok else FAIL, figure, notes=[note, *(n for _, n in recorded)])
+    notes, ok = [n for _, n in recorded], all(good for good, _ in recorded)
+    if plan.nproc == 1 and not any(f["nccl"] for f in found.values()):
+        notes.append("one rank: NCCL ran no kernel (an all-reduce over one rank is a copy, or nothing)")
+        notes.append("NCCL/compute overlap, and FSDP's prefetch, need 2 or more GPUs")
+        return Result("timeline", SKIP if ok else FAIL, f"{what}: no NCCL kernel to overlap", notes=notes)
     for r, f in found.items():
         both = overlap_us(f["nccl"], f["compute"])
         nccl = sum(b - a for a, b in intervals_union(f["nccl"]))

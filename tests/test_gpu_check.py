@@ -96,18 +96,35 @@ def test_overlap_of_nccl_and_compute_kernels_from_a_cuda_trace() -> None:
 
 
 def test_timeline_on_nccl_passes_only_with_overlap(tmp_path: Path) -> None:
-    def run_with(events: list[dict]) -> SimpleNamespace:
+    spans = [
+        {"unit": "layers.0", "kind": k, "start": 0.0, "end": 1.0, "stream": "compute"} for k in ("forward", "backward")
+    ]
+    recorded = [
+        {"t": "spans", "config": "recorded", "spans": spans},
+        {"t": "gpu_timing", "plain": [0.010, 0.011], "synced": [0.013, 0.012], "synchronize": True},
+    ]
+
+    def run_with(events: list[dict], nproc: int = 1) -> SimpleNamespace:
         path = tmp_path / "trace.json"
         path.write_text(json.dumps({"traceEvents": events}))
-        return SimpleNamespace(values={0: {"trace": str(path), "profiled": "DDP"}})
+        values = {r: {"trace": str(path), "profiled": "DDP"} for r in range(nproc)}
+        return SimpleNamespace(values=values, events=dict.fromkeys(range(nproc), recorded))
 
     plan = SimpleNamespace(backend="nccl", nproc=1)
     hidden = [kernel("ncclDevKernel_AllReduce_Sum_f32", 20, 0.0, 10.0), kernel("sgemm", 7, 5.0, 10.0)]
     res = gc.check_timeline(plan, run_with(hidden))
-    assert res.status == "PASS" and "5.00 ms" not in res.notes[0] and "0.01 ms of it under compute" in res.notes[0]
+    assert res.status == "PASS" and "0.01 ms of it under compute on streams [7]" in res.notes[1]
+    assert "synchronize=True): 2 spans, step 10.0 ms unrecorded, 12.0 ms recorded" in res.notes[0]
     assert any("needs 2 or more GPUs" in n for n in res.notes)
     serial = [kernel("ncclDevKernel_AllReduce_Sum_f32", 20, 0.0, 10.0), kernel("sgemm", 7, 10.0, 10.0)]
     assert gc.check_timeline(plan, run_with(serial)).status == "FAIL"
+    alone = gc.check_timeline(plan, run_with([kernel("sgemm", 7, 10.0, 10.0)]))  # one rank, NCCL idle
+    assert alone.status == "SKIP" and "2 or more GPUs" in alone.notes[-1]
+    two = SimpleNamespace(backend="nccl", nproc=2)
+    assert gc.check_timeline(two, run_with(serial[1:], 2)).status == "FAIL"  # two ranks and no NCCL kernel
+    assert gc.check_timeline(two, run_with(hidden, 2)).status == "PASS"
+    recorded.pop(0)  # no spans from labkit.timeline: a failure too
+    assert gc.check_timeline(plan, run_with(hidden)).status == "FAIL"
 
 
 def memcat(params: int, grads: int, opt: int) -> dict:
