@@ -447,7 +447,7 @@ def one_fault(plan: Plan, fault: str, expect: type, timeout: float | None, pg_ti
     except Exception as e:  # noqa: BLE001 - the type is what is checked
         err = e
     took = time.monotonic() - t0
-    bound = (timeout or pg_timeout) + 30  # the start of the ranks, and the grace before SIGKILL
+    bound = min(timeout or math.inf, pg_timeout) + 30  # + the ranks' start, and the grace before SIGKILL
     named = getattr(err, "alive", None) if isinstance(err, labkit.RunTimeout) else [getattr(err, "rank", None)]
     ok = isinstance(err, expect) and took < bound
     if fault != "hang-pg":  # the killed or hung rank itself must be named
@@ -461,7 +461,7 @@ def check_faults(plan: Plan) -> Result:
 
     audit_file(plan, "faults")
     run_timeout, pg_timeout = (12, 5.0) if plan.dry_run else (30, 15.0)  # NCCL's start is slower
-    cases = [("kill", labkit.RankError, 120, 60.0), ("hang-run", labkit.RunTimeout, run_timeout, 120.0)]
+    cases = [("kill", labkit.RankError, 60, 60.0), ("hang-run", labkit.RunTimeout, run_timeout, 120.0)]
     if plan.nproc > 1:  # the peer's collective times out: gloo raises, NCCL's watchdog aborts the rank
         cases.append(("hang-pg", labkit.RankError, 120, pg_timeout))
     ok, notes = True, []
