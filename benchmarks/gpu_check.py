@@ -419,11 +419,13 @@ import torch, torch.distributed as dist
 from labkit import rank
 x = torch.ones(1, device=rank.device())
 dist.all_reduce(x)
+x.item()  # NCCL returns before the collective ends; wait for it, so every rank is past it
 if rank.rank() == victim:
     if fault == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(3600)  # hung: never enters the next collective
 dist.all_reduce(x)
+x.item()  # blocks here on NCCL (in the collective itself on gloo) until the timeout or the end
 """
 
 
@@ -500,8 +502,12 @@ def check_lessons(plan: Plan, futures: dict[Path, Future]) -> Result:
     notes, passed = [], 0
     for path, fut in futures.items():
         name = f"{path.parent.name}/{path.stem}"
+        left = plan.deadline - time.monotonic() + 60  # a notebook's own timeout ends at the deadline
+        if left <= 0 and fut.cancel():
+            notes.append(f"FAIL {name}: not run, the time budget (--budget) was spent")
+            continue
         try:
-            r = fut.result(timeout=max(1.0, plan.deadline - time.monotonic() + 60))
+            r = fut.result(timeout=max(1.0, left))
         except Exception as e:  # noqa: BLE001 - a worker that died or ran out of time is a failure
             notes.append(f"FAIL {name}: {type(e).__name__} {e}")
             continue
@@ -551,7 +557,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from labkit.testing.processes import leftover_ranks, mark_session
+    from labkit.testing.processes import MARK_VAR, leftover_ranks, mark_session
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="gloo on the CPU, 2 ranks, one lesson")
@@ -560,7 +566,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=4, help="lesson notebooks run at once")
     parser.add_argument("--budget", type=float, default=420, help="seconds the lessons may take in all")
     args = parser.parse_args(argv)
-    mark_session()  # every process started from here carries the mark: the leftover check sees only ours
+    os.environ.pop(MARK_VAR, None)  # a mark of our own, not the one of a test session that started us
+    mark_session()  # every process started from here carries it: the leftover check sees only ours
     started = time.monotonic()
     plan = make_plan(args)
     gpus.audit_cuda("kernel")  # this process starts runs as a notebook's kernel does: no CUDA here either
