@@ -454,7 +454,8 @@ def one_fault(plan: Plan, fault: str, expect: type, timeout: float | None, pg_ti
     ok = isinstance(err, expect) and took < bound
     if fault != "hang-pg":  # the killed or hung rank itself must be named
         ok = ok and victim in (named or [])
-    return ok, f"{fault}: {type(err).__name__} naming rank(s) {named} in {took:.1f} s (bound {bound:.0f} s)"
+    how = f", {err.signal}" if getattr(err, "signal", None) else ""  # NCCL's watchdog may abort a rank
+    return ok, f"{fault}: {type(err).__name__} naming rank(s) {named}{how} in {took:.1f} s (bound {bound:.0f} s)"
 
 
 def check_faults(plan: Plan) -> Result:
