@@ -55,7 +55,7 @@ def test_dry_run_passes_and_says_what_it_skipped(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert [r["status"] for r in summary["results"]] == ["PASS"] * 8
     assert summary["plan"]["backend"] == "gloo" and len(summary["plan"]["lessons"]) == 1
-    print(f"dry run: {took:.0f} s")  # the suite's budget for it is a minute on an idle 2-core machine
+    print(f"dry run: {took:.0f} s")  # shown with -s: its budget in the suite is a minute
 
 
 def test_the_seed_cell_is_lesson_0s_example_made_device_neutral() -> None:
