@@ -57,6 +57,9 @@ def report_every_failed_rank() -> None:
 def main() -> None:
     from torch.distributed.run import main as torchrun_main
 
+    from labkit import gpus
+
+    gpus.prepare_agent()  # torchrun must not start CUDA here: the ranks are forked from this process
     for name in LOGGERS:
         logging.getLogger(name).addFilter(PlainTraceback())
     report_every_failed_rank()

@@ -39,6 +39,7 @@ import time
 import traceback
 from typing import Any
 
+from labkit import gpus
 from labkit import rank as rank_api
 from labkit.channel import ChannelClient
 from labkit.protocol import TYPE, Msg
@@ -108,16 +109,13 @@ def calls_init_process_group(source: str) -> bool:
 def init_process_group(backend: str, timeout_s: float) -> None:
     import datetime
 
-    import torch
     import torch.distributed as dist
 
     if dist.is_initialized():
         return
     kwargs: dict[str, Any] = {"timeout": datetime.timedelta(seconds=timeout_s)}
     if backend == "nccl":
-        local = int(os.environ.get("LOCAL_RANK", "0"))
-        torch.cuda.set_device(local)  # LOCAL_RANK, before anything touches CUDA
-        kwargs["device_id"] = torch.device("cuda", local)
+        kwargs["device_id"] = gpus.bind_device(backend)  # cuda:LOCAL_RANK, before anything touches CUDA
     dist.init_process_group(backend, **kwargs)
     everyone_joined()
 
@@ -207,6 +205,7 @@ def load_pickle(run_dir: str, name: str) -> Any:
 def execute(job: dict[str, Any], run_dir: str, namespace: dict[str, Any]) -> Any:
     """Run the job's code in ``namespace``; return the function's result, if a function."""
     backend, pg_timeout = job["backend"], float(job["pg_timeout"])
+    gpus.bind_device(backend)  # first, even when the cell makes its own process group
     if job["mode"] == "function":
         fn, args, kwargs = load_pickle(run_dir, "function.pkl")
         init_process_group(backend, pg_timeout)

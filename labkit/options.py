@@ -119,11 +119,8 @@ def resolve(cfg: RunConfig) -> RunConfig:
         raise OptionError(t("opt.nproc.type", value=nproc))
     if nproc < 1:
         raise OptionError(t("opt.nproc.small", value=nproc))
-    if backend == "auto":
-        backend = "nccl" if gpus.visible_gpus() else "gloo"
-    if backend == "nccl":
-        gpus.check_nccl(nproc)
-    else:
+    backend = gpus.resolve_backend(backend, nproc, quiet=cfg.quiet)  # auto: nccl only with a GPU per rank
+    if backend != "nccl":
         limit = max_cpu_ranks()
         if nproc > limit:
             raise OptionError(

@@ -110,3 +110,138 @@ def test_messages_in_romanian() -> None:
         assert "dumneavoastră" in msg and "ş" not in msg and "ţ" not in msg
     finally:
         set_lang(None)
+
+
+# -- backend auto: NCCL only when every rank gets a GPU of its own ------------------------
+
+
+@pytest.mark.parametrize(
+    ("nproc", "visible", "count", "backend", "fell_back"),
+    [
+        (2, "0,1", 2, "nccl", False),  # a GPU per rank
+        (1, "0,1", 2, "nccl", False),  # fewer ranks than GPUs: still one each
+        (4, "0,1", 2, "gloo", True),  # two ranks would share a GPU: NCCL refuses that
+        (2, "0", 1, "gloo", True),
+        (2, None, 0, "gloo", False),  # a laptop: gloo is what is expected
+        (2, "0,1", 0, "gloo", False),  # a CPU-only torch opens none of the named GPUs
+        (1, "MIG-4b2f0a6e-7c1d-5e8f-9a0b-1c2d3e4f5a6b", 1, "gloo", True),
+    ],
+)
+def test_auto_picks_nccl_only_with_a_gpu_per_rank(nproc, visible, count, backend, fell_back) -> None:
+    env = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+    choice = gpus.choose_backend("auto", nproc, env, device_count=count)
+    assert (choice.backend, choice.fell_back) == (backend, fell_back)
+    assert len(choice.devices) == (nproc if backend == "nccl" else 0)
+    assert choice.reason.startswith("backend auto: " + backend)
+
+
+def test_auto_says_why_it_fell_back_in_both_languages() -> None:
+    env = {"CUDA_VISIBLE_DEVICES": "4,6"}
+    try:
+        set_lang("en")
+        en = gpus.choose_backend("auto", 3, env, device_count=2).reason
+        set_lang("ro")
+        ro = gpus.choose_backend("auto", 3, env, device_count=2).reason
+    finally:
+        set_lang(None)
+    assert "3 ranks need 3 GPUs" in en and "only 2 are yours (4, 6)" in en and "-n 2" in en
+    assert "3 ranguri au nevoie de 3 GPU-uri" in ro and "(4, 6)" in ro and "-n 2" in ro
+    assert "ş" not in ro and "ţ" not in ro
+
+
+def test_explicit_backends() -> None:
+    assert gpus.choose_backend("gloo", 8, {"CUDA_VISIBLE_DEVICES": "0"}, device_count=1).backend == "gloo"
+    choice = gpus.choose_backend("nccl", 2, {"CUDA_VISIBLE_DEVICES": "3,5,7"}, device_count=3)
+    assert (choice.backend, choice.devices) == ("nccl", ["3", "5"])
+    with pytest.raises(OptionError):
+        gpus.choose_backend("nccl", 2, {"CUDA_VISIBLE_DEVICES": "3"}, device_count=1)
+
+
+def test_resolve_backend_prints_the_reason_only_when_gpus_go_unused(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setattr(gpus, "_torch_device_count", lambda: 2)
+    set_lang("en")
+    try:
+        assert gpus.resolve_backend("auto", 4) == "gloo"
+        assert "4 ranks need 4 GPUs" in capsys.readouterr().out
+        assert gpus.resolve_backend("auto", 4, quiet=True) == "gloo"
+        assert gpus.resolve_backend("auto", 2) == "nccl"
+        monkeypatch.setattr(gpus, "_torch_device_count", lambda: 0)
+        assert gpus.resolve_backend("auto", 2) == "gloo"
+        assert capsys.readouterr().out == ""
+    finally:
+        set_lang(None)
+
+
+def test_run_options_use_the_decision(monkeypatch) -> None:
+    from labkit.options import RunConfig, resolve
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setattr(gpus, "_torch_device_count", lambda: 2)
+    assert resolve(RunConfig(quiet=True)).backend == "nccl"  # default nproc: one rank per GPU
+    assert resolve(RunConfig(nproc=2, quiet=True)).backend == "nccl"
+    assert resolve(RunConfig(nproc=3, quiet=True)).backend == "gloo"
+    with pytest.raises(OptionError):
+        resolve(RunConfig(nproc=3, backend="nccl"))
+
+
+# -- in the rank: cuda:LOCAL_RANK first, and a clean fork ----------------------------------
+
+
+class FakeCuda:
+    """Stands in for torch.cuda on a CPU-only torch: records set_device, has the fork flags."""
+
+    def __init__(self, initialized: bool = False, bad_fork: bool = False) -> None:
+        self.calls: list[tuple[str, int]] = []
+        self._initialized = initialized
+        self._is_in_bad_fork = lambda: bad_fork
+
+    def set_device(self, i: int) -> None:
+        self.calls.append(("set_device", i))
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch: pytest.MonkeyPatch):
+    import sys
+
+    import torch
+
+    def install(**kw) -> FakeCuda:
+        fake = FakeCuda(**kw)
+        monkeypatch.setattr(torch, "cuda", fake)
+        monkeypatch.setitem(sys.modules, "torch.cuda", fake)
+        return fake
+
+    monkeypatch.setattr(gpus, "_bound", False)
+    monkeypatch.delenv(gpus.AUDIT_ENV, raising=False)
+    return install
+
+
+def test_bind_device_sets_the_local_rank_gpu_once(fake_cuda, monkeypatch) -> None:
+    import torch
+
+    fake = fake_cuda()
+    monkeypatch.setenv("RANK", "11")
+    monkeypatch.setenv("LOCAL_RANK", "3")  # rank 11 is GPU 3 of its node, not GPU 11
+    assert gpus.bind_device("nccl") == torch.device("cuda", 3)
+    assert gpus.bind_device("nccl") == torch.device("cuda", 3)
+    assert fake.calls == [("set_device", 3)]
+
+
+def test_bind_device_leaves_cuda_alone_under_gloo(fake_cuda) -> None:
+    fake = fake_cuda()
+    assert gpus.bind_device("gloo") is None
+    assert fake.calls == []
+
+
+@pytest.mark.parametrize("flags", [{"initialized": True}, {"bad_fork": True}])
+def test_a_rank_forked_from_a_cuda_parent_says_so(fake_cuda, monkeypatch, flags) -> None:
+    fake = fake_cuda(**flags)
+    monkeypatch.setenv("RANK", "1")
+    set_lang("en")
+    try:
+        with pytest.raises(gpus.CudaForkError, match="rank 1: CUDA was initialised in torchrun's agent"):
+            gpus.bind_device("nccl")
+    finally:
+        set_lang(None)
+    assert fake.calls == []  # refused before touching CUDA
