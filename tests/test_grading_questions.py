@@ -342,3 +342,20 @@ def test_every_question_is_checked_in_its_lesson():
         source = "\n".join(c.source for c in nbformat.read(nb, as_version=4).cells if c.cell_type == "code")
         ids |= set(re.findall(r'labkit\.check\("([\w.]+)"', source))
     assert ids == {q.id for q in questions()}
+
+
+def test_grading_imports_no_course_code_and_grade_does_not_import_report():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, labkit.grading.registry, labkit.grading.checks, labkit.grading.grade, labkit.grading.report, "
+        "labkit.grading.cli, labkit.grading.build\n"
+        "print(sorted(m for m in sys.modules if m.startswith('labkit.course')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+    grade_source = (ROOT / "labkit/grading/grade.py").read_text()
+    assert "grading.report" not in grade_source and "import report" not in grade_source
+    registry_source = (ROOT / "labkit/grading/registry.py").read_text()
+    assert "labkit.course" not in registry_source
