@@ -172,8 +172,8 @@ LESSON2 = [
         torch.manual_seed(0)
         model = TransformerLM(cfg).to(rank.device())
         shapes, numel = [p.shape for p in model.parameters()], sum(p.numel() for p in model.parameters())
-        pad = -numel % world  # so that the flat vector splits evenly
-        flat = torch.cat([parameters_to_vector(model.parameters()).detach(), torch.zeros(pad, device=rank.device())])
+        padding = torch.zeros(-numel % world, device=rank.device())  # so that the flat vector splits evenly
+        flat = torch.cat([parameters_to_vector(model.parameters()).detach(), padding])
         shard = flat.chunk(world)[rank.rank()].clone()  # all this rank keeps between steps
         for p in model.parameters():
             p.data = p.data.new_empty(0)  # free the whole copy
@@ -187,7 +187,7 @@ LESSON2 = [
             vector_to_parameters(full[:numel], model.parameters())
             del full
             model(inputs, targets).backward()
-            flat_grad = torch.cat([parameters_to_vector(p.grad for p in model.parameters()), torch.zeros(pad)])
+            flat_grad = torch.cat([parameters_to_vector(p.grad for p in model.parameters()), padding])
             grad_shard = reduce_scatter_grads(flat_grad)
         for p in model.parameters():  # after the step, free the whole parameters and gradients again
             p.data, p.grad = p.data.new_empty(0), None
@@ -195,7 +195,7 @@ LESSON2 = [
         torch.manual_seed(0)
         ddp = DistributedDataParallel(TransformerLM(cfg).to(rank.device()))  # the reference
         ddp(inputs, targets).backward()
-        reference = torch.cat([parameters_to_vector(p.grad for p in ddp.parameters()), torch.zeros(pad)])
+        reference = torch.cat([parameters_to_vector(p.grad for p in ddp.parameters()), padding])
         rank.report(
             grad_diff=(grad_shard - reference.chunk(world)[rank.rank()]).abs().max().item(),
             kept_bytes=(shard.numel() + grad_shard.numel()) * shard.element_size(),
