@@ -5,7 +5,8 @@ edition blanks. The cell measures what the student's code did (the collectives i
 the units FSDP made, the bytes a rank holds, the gradients it produced) and reports it; the
 lesson's check reads those reports from the cell's Run (``labkit.last_run``), so no number
 is typed in. Every cell is small (the ``tiny`` model, 2 ranks, one or two steps) to keep the
-lessons' time flat. The verifiers live in ``labkit/course/questions/lessonN.py``.
+lessons' time flat (lesson 6's takes ``nproc``, since that lesson exports its ``%%torchrun`` cells
+into one script, which runs in one world). The verifiers live in ``labkit/course/questions/lessonN.py``.
 """
 
 from __future__ import annotations
@@ -407,7 +408,7 @@ LESSON6 = [
     ),
     code(
         """
-        %%torchrun -n 2 --backend $backend --quiet
+        %%torchrun -n $nproc --backend $backend --quiet
         import torch
         from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
         from torch.distributed.device_mesh import init_device_mesh
