@@ -359,3 +359,28 @@ def test_grading_imports_no_course_code_and_grade_does_not_import_report():
     assert "grading.report" not in grade_source and "import report" not in grade_source
     registry_source = (ROOT / "labkit/grading/registry.py").read_text()
     assert "labkit.course" not in registry_source
+
+
+def test_every_check_of_the_student_edition_reads_what_a_stub_replaced():
+    """Why the student edition scores 0 (run for real for lesson 1 in tests/test_notebooks.py): the value
+    each check reads is defined only inside a solution the build replaced, or in a cell where it replaced
+    one, or is the Run of a %%torchrun cell whose solution it replaced."""
+    from labkit.grading.build import student_notebook
+
+    checked = 0
+    for path in NOTEBOOKS:
+        cells = [
+            c for c in student_notebook(nbformat.read(path, as_version=4), path.name).cells if c.cell_type == "code"
+        ]
+        for i, cell in enumerate(cells):
+            for m in re.finditer(r'labkit\.check\("[\w.]+",\s*([\w.]+)', cell.source):
+                value = m.group(1)
+                if value == "labkit.last_run":
+                    defining = [c for c in cells[:i] if c.source.startswith("%%torchrun")][-1:]
+                else:
+                    pattern = rf"^\s*(def {value}\(|{value}\s*=)"
+                    defining = [c for c in cells[:i] if re.search(pattern, c.source, re.M)][-1:]
+                # no earlier cell defines it (the stub replaced the definition), or the last that does is stubbed
+                assert not defining or "raise NotImplementedError()" in defining[0].source, (path.name, value)
+                checked += 1
+    assert checked == 2 * len(questions())
