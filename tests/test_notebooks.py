@@ -120,7 +120,11 @@ def example1_source() -> tuple[str, str]:
     """The Example 1 cell of lesson 0: its %%torchrun line and its code."""
     from labkit.course.lessons.lesson0 import LESSON
 
-    cell = next(c for c in LESSON.cells if getattr(c, "source", "").startswith("%%torchrun -n 2"))
+    cell = next(
+        c
+        for c in LESSON.cells
+        if getattr(c, "source", "").startswith("%%torchrun -n 2") and "FullyShardedDataParallel(" in c.source
+    )
     line, code = cell.source.split("\n", 1)
     return line, code
 
