@@ -270,7 +270,7 @@ def printed_numbers(nb: nbformat.NotebookNode) -> set[float]:
                     x = float(form)
                 except ValueError:
                     continue
-                found |= {x * scale for scale in (1, 1e3, 1e6, 1e9, 2**10, 2**20, 2**30, 1e-3)}
+                found |= {x * scale for scale in (1, 1e3, 1e6, 1e9, 2**10, 2**20, 2**30, 1e-3, 1e-2)}  # 1e-2: a %
     return found
 
 

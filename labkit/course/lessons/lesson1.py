@@ -1,7 +1,7 @@
 """Lesson 1: DDP's memory wall. Bytes per parameter, a real DDP run where every rank holds
 everything, and where one 80 GB GPU stops being enough."""
 
-from labkit.course.cells import Lesson, check, code, exercise, md, parameters, setup
+from labkit.course.cells import Lesson, check, code, md, parameters, setup
 from labkit.course.rank_exercises import LESSON1 as RANK_EXERCISE
 
 LESSON = Lesson(
@@ -158,7 +158,17 @@ LESSON = Lesson(
             și cele două momente Adam)? Dați o fracție între 0 și 1.
             """,
         ),
-        exercise(solution="optimizer_share = (fp32 + fp32 + fp32) / bytes_per_param", pure=True),
+        code(
+            """
+            def optimizer_share(precision):  # "bf16" or "fp16": mixed precision (right column); "fp32": left column
+                ### BEGIN SOLUTION
+                if precision == "fp32":
+                    return (fp32 + fp32) / (fp32 + fp32 + fp32 + fp32)
+                return (fp32 + fp32 + fp32) / bytes_per_param
+                ### END SOLUTION
+            """,
+            pure=True,
+        ),
         check('labkit.check("lesson1.optimizer_share", optimizer_share)'),
         md(
             en="""

@@ -43,27 +43,37 @@ def _mixed_state_bytes(n_params: int) -> float:
     return 16 * n_params
 
 
-question(
+@question(
     "lesson1.optimizer_share",
-    answer=0.75,
-    rel=1e-6,
+    formula=True,
     hint={
-        "en": "Of the bytes per parameter you counted, add up those that only the optimizer needs, "
-        "then divide by the total.",
-        "ro": "Din octeții pe parametru pe care i-ați numărat, adunați-i pe cei de care are nevoie doar "
-        "optimizatorul, apoi împărțiți la total.",
+        "en": "Of the bytes per parameter in the table's column for that precision, add up those that only the "
+        "optimizer needs, then divide by the column's total. bf16 and fp16 train in mixed precision (right "
+        "column), fp32 in plain fp32 (left column).",
+        "ro": "Din octeții pe parametru din coloana tabelului pentru acea precizie, însumați-i pe cei de care are "
+        "nevoie doar optimizatorul, apoi împărțiți la totalul coloanei. bf16 și fp16 antrenează în precizie "
+        "mixtă (coloana din dreapta), fp32 în fp32 simplu (coloana din stânga).",
     },
     mistakes={
-        75: {
+        lambda precision: 100 * _optimizer_share(precision): {
             "en": "Give a fraction between 0 and 1, not a percentage.",
             "ro": "Dați o fracție între 0 și 1, nu un procent.",
         },
-        0.5: {
-            "en": "The fp32 master copy of the weights belongs to the optimizer too.",
-            "ro": "Și copia master fp32 a ponderilor ține de optimizator.",
+        lambda precision: 0.5: {
+            "en": "In mixed precision the fp32 master copy of the weights belongs to the optimizer too.",
+            "ro": "În precizie mixtă și copia master fp32 a ponderilor ține de optimizator.",
+        },
+        lambda precision: 0.75: {
+            "en": "Plain fp32 training keeps no master copy: the fp32 weights are the ones the optimizer updates.",
+            "ro": "Antrenarea în fp32 simplu nu ține o copie master: ponderile fp32 sunt chiar cele actualizate de "
+            "optimizator.",
         },
     },
 )
+def _optimizer_share(precision: str) -> float:
+    if precision == "fp32":  # weights 4, gradients 4, Adam's m and v 4 + 4: the optimizer's are the moments
+        return 8 / 16
+    return 12 / 16  # bf16/fp16 weights and gradients 2 + 2; master, m and v in fp32: 4 + 4 + 4
 
 
 def _ddp_measured(run: Any) -> tuple[dict[str, Any], float]:
