@@ -38,6 +38,9 @@ _LAZY = {
 
 last_run: Any = None  # the most recent Run, set by the launcher
 
+# modules whose import registers the course's questions (labkit.grading.registry loads them by name)
+QUESTION_SOURCES = ("labkit.course.questions",)
+
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:

@@ -26,7 +26,7 @@ from labkit.grading import registry
 from labkit.grading.build import student_notebook
 from labkit.grading.checks import MIME
 from labkit.grading.cli import main
-from labkit.grading.grade import _grade_all, check_records, execute, student_cells
+from labkit.grading.grade import check_records, execute, grade_all, student_cells
 from labkit.i18n import t
 
 HERE = Path(__file__).parent
@@ -238,7 +238,7 @@ def test_parallel_grading_keeps_the_order(tmp_path):
     for name in ("a", "b", "c"):
         (tmp_path / f"{name}.ipynb").write_text("{" + name)
     tasks = [(tmp_path / f"{n}.ipynb", tmp_path / f"{n}.out.ipynb", n) for n in ("a", "b", "c")]
-    scores = _grade_all(tasks, timeout=10, jobs=2, log=None)
+    scores = grade_all(tasks, timeout=10, jobs=2, log=None)
     assert [(s.file, s.status) for s in scores] == [("a", "unreadable"), ("b", "unreadable"), ("c", "unreadable")]
 
 

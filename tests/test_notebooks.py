@@ -120,7 +120,11 @@ def example1_source() -> tuple[str, str]:
     """The Example 1 cell of lesson 0: its %%torchrun line and its code."""
     from labkit.course.lessons.lesson0 import LESSON
 
-    cell = next(c for c in LESSON.cells if getattr(c, "source", "").startswith("%%torchrun -n 2"))
+    cell = next(
+        c
+        for c in LESSON.cells
+        if getattr(c, "source", "").startswith("%%torchrun -n 2") and "FullyShardedDataParallel(" in c.source
+    )
     line, code = cell.source.split("\n", 1)
     return line, code
 
@@ -153,10 +157,12 @@ def test_example1_runs_fsdp_on_two_ranks_and_reports_each_loss(tag: str):
 def test_student_edition_scores_zero_and_a_planted_wrong_answer_gets_its_hint(tag: str, tmp_path: Path):
     path = ROOT / "notebooks" / "en" / "01_ddp_memory_wall.ipynb"
     solution = nbformat.read(path, as_version=4)
-    i = next(i for i, c in enumerate(solution.cells) if c.source.startswith("### BEGIN SOLUTION\nbytes_per_param ="))
+    i = next(i for i, c in enumerate(solution.cells) if c.source.startswith("def mixed_state_bytes("))
     student = student_notebook(solution, path.name)
     assert "raise NotImplementedError()" in student.cells[i].source
-    student.cells[i].source = "bytes_per_param = 12  # forgot the weights and gradients"
+    student.cells[i].source = student.cells[i].source.replace(
+        "raise NotImplementedError()", "return 12 * n_params  # forgot the weights and gradients"
+    )
     submission = tmp_path / "student.ipynb"
     nbformat.write(student, submission)
     result = grade_notebook(submission, tmp_path / "executed.ipynb", TIMEOUT)

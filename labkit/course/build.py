@@ -131,12 +131,11 @@ def check_outputs(source: str, lang: str) -> list[dict[str, Any]]:
     """The display_data each ``labkit.check`` in ``source`` shows for a correct answer."""
     from labkit.course import questions  # noqa: F401 - registers the course's questions
     from labkit.grading import registry
-    from labkit.grading.checks import CheckResult
+    from labkit.grading.checks import solution_result
 
     outputs = []
     for m in CHECK_CALL.finditer(source):
-        q = registry.get(m.group(2))
-        result = CheckResult(q.id, "correct", q.points, q.points, None, {}, lang)
+        result = solution_result(registry.get(m.group(2)), lang)
         outputs.append(nbformat.v4.new_output("display_data", data=result.bundle(), metadata={}))
     return outputs
 

@@ -30,6 +30,10 @@ catalog(
             "en": "… {qid}: not answered yet ({score})",
             "ro": "… {qid}: încă fără răspuns ({score})",
         },
+        "check.line.recorded": {
+            "en": "✎ {qid}: answer recorded; graded when you hand in, on the first answer given",
+            "ro": "✎ {qid}: răspuns înregistrat; se notează la predare, după primul răspuns dat",
+        },
         "check.hint": {"en": "Hint", "ro": "Indiciu"},
         "check.unanswered": {
             "en": "replace the ... with your answer, then run the cell again",
@@ -42,7 +46,12 @@ catalog(
     }
 )
 
-_COLORS = {"correct": ("#2e7d32", "#e8f5e9"), "wrong": ("#c62828", "#ffebee"), "unanswered": ("#9e9e9e", "#f5f5f5")}
+_COLORS = {
+    "correct": ("#2e7d32", "#e8f5e9"),
+    "wrong": ("#c62828", "#ffebee"),
+    "unanswered": ("#9e9e9e", "#f5f5f5"),
+    "recorded": ("#1565c0", "#e3f2fd"),
+}
 
 
 def fmt_points(x: float) -> str:
@@ -51,7 +60,8 @@ def fmt_points(x: float) -> str:
 
 @dataclass
 class CheckResult:
-    """One check: ``status`` is "correct", "wrong" or "unanswered"; ``feedback`` is the hint shown."""
+    """One check: ``status`` is "correct", "wrong", "unanswered" or "recorded" (a sealed question,
+    judged by the grader from ``value``); ``feedback`` is the hint shown."""
 
     id: str
     status: str
@@ -60,6 +70,7 @@ class CheckResult:
     key: str | None = None  # message key of the feedback, so a report can show it in another language
     fields: dict[str, Any] = field(default_factory=dict)
     lang: str = "en"
+    value: Any = None  # a sealed question's answer, for the grader to judge
     _shown_at: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -97,6 +108,7 @@ class CheckResult:
             "fields": self.fields,
             "lang": self.lang,
             "feedback": self.feedback(),
+            **({"value": self.value} if self.status == "recorded" else {}),
         }
 
     def html(self) -> str:
@@ -144,19 +156,56 @@ def check(question_id: str, value: Any, *, run: Any = None, **context: Any) -> C
     """
     q = registry.get(question_id)
     if value is Ellipsis or value is NotImplemented:
-        status, key, fields = "unanswered", "check.unanswered", {}
+        result = _result(q, "unanswered", "check.unanswered")
+    elif q.sealed:  # no verdict here: the grader judges the first answer recorded
+        result = _result(q, "recorded", value=_plain(value))
     else:
-        try:
-            verdict = q.judge(value, {"run": run, **context})
-        except OptionError:
-            raise  # the check cell itself is wrong (a missing run=...): the notebook's author must fix it
-        except Exception as e:
-            verdict = registry.Verdict(False, "check.crashed", {"error": f"{type(e).__name__}: {e}"})
-        status = "correct" if verdict.correct else "wrong"
-        key, fields = (None, {}) if verdict.correct else (verdict.key, dict(verdict.fields))
-    result = CheckResult(question_id, status, q.points if status == "correct" else 0, q.points, key, fields, get_lang())
+        result = _judged(q, value, {"run": run, **context})
     _show(result)
     return result
+
+
+def _result(q: registry.Question, status: str, key: str | None = None, fields: dict | None = None, value: Any = None):
+    points = q.points if status == "correct" else 0
+    return CheckResult(q.id, status, points, q.points, key, dict(fields or {}), get_lang(), value)
+
+
+def _judged(q: registry.Question, value: Any, context: dict[str, Any]) -> CheckResult:
+    try:
+        verdict = q.judge(value, context)
+    except OptionError:
+        raise  # the check cell itself is wrong (a missing run=...): the notebook's author must fix it
+    except NotImplementedError:  # the student's function still has the stub in it
+        return _result(q, "unanswered", "check.unanswered")
+    except Exception as e:
+        verdict = registry.Verdict(False, "check.crashed", {"error": f"{type(e).__name__}: {e}"})
+    if verdict.correct:
+        return _result(q, "correct")
+    return _result(q, "wrong", verdict.key, verdict.fields)
+
+
+def solution_result(q: registry.Question, lang: str) -> CheckResult:
+    """What a check of ``q`` shows for the solution's answer (the build stores it for nbval)."""
+    if q.sealed:
+        return CheckResult(q.id, "recorded", 0, q.points, None, {}, lang, _plain(q.answer))
+    return CheckResult(q.id, "correct", q.points, q.points, None, {}, lang)
+
+
+def judge_record(q: registry.Question, value: Any) -> tuple[str, str | None, dict[str, Any]]:
+    """The grader's verdict on a sealed question's recorded value: (status, key, fields)."""
+    r = _judged(q, value, {})
+    return r.status, r.key, r.fields
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe copy of a multiple-choice answer (strings, numbers, booleans, lists, dicts)."""
+    if isinstance(value, (str, bool, int, float)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    return repr(value)
 
 
 def _show(result: CheckResult) -> None:

@@ -99,7 +99,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_grade(args: argparse.Namespace) -> int:
     from labkit.grading import registry
     from labkit.grading.checks import fmt_points
-    from labkit.grading.grade import NotebookScore, grade_folder
+    from labkit.grading.grade import NotebookScore
+    from labkit.grading.report import grade_folder
 
     if not Path(args.submissions).is_dir():
         print(t("cli.grade.no_folder", path=args.submissions), file=sys.stderr)

@@ -19,7 +19,6 @@ nothing.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import tempfile
 import time
@@ -33,8 +32,8 @@ import nbformat
 
 from labkit.grading import registry
 from labkit.grading.build import check_ids, lesson_from_ids
-from labkit.grading.checks import MIME
-from labkit.i18n import get_lang
+from labkit.grading.checks import MIME, judge_record
+from labkit.i18n import t
 
 PAPERMILL_MARKER_TAG = "papermill-error-cell-tag"  # the banner cells papermill adds after an error
 
@@ -207,11 +206,17 @@ def lesson_of(nb: nbformat.NotebookNode, records: list[tuple[int, dict[str, Any]
 
 
 def score(lesson: str | None, records: list[tuple[int, dict[str, Any]]]) -> list[QuestionScore]:
-    """One row per question of the lesson (the last attempt counts), then any other check seen."""
+    """One row per question of the lesson, then any other check seen.
+
+    The last attempt counts, except for a sealed (multiple-choice) question: its first recorded
+    answer counts, judged here, since the notebook never told the student whether it was right.
+    """
     last: dict[str, tuple[int, dict[str, Any]]] = {}
     attempts: Counter[str] = Counter()
     for cell, rec in records:
-        last[rec["id"]] = (cell, rec)
+        q = registry.find(rec["id"])
+        if not (q is not None and q.sealed and rec["id"] in last):
+            last[rec["id"]] = (cell, rec)
         attempts[rec["id"]] += 1
     questions = registry.lesson_questions(lesson) if lesson else []
     if not questions:  # a lesson the grader has no questions for: trust the records' points
@@ -222,12 +227,23 @@ def score(lesson: str | None, records: list[tuple[int, dict[str, Any]]]) -> list
             rows.append(QuestionScore(q.id, "missing", 0, q.points))
             continue
         cell, rec = last.pop(q.id)
+        if q.sealed:
+            rec = _judge_sealed(q, rec)
         status = rec.get("status") if rec.get("status") in ("correct", "wrong", "unanswered") else "wrong"
         pts = q.points if status == "correct" else 0
         rows.append(_row(q.id, status, pts, q.points, rec, attempts[q.id], cell))
     for qid, (cell, rec) in last.items():  # checks of another lesson, or ids the grader does not know
         rows.append(_row(qid, "extra", 0, 0, rec, attempts[qid], cell))
     return rows
+
+
+def _judge_sealed(q: registry.Question, rec: dict[str, Any]) -> dict[str, Any]:
+    """A sealed question's record with the grader's verdict on its recorded value."""
+    if rec.get("status") != "recorded":
+        return {**rec, "status": "unanswered" if rec.get("status") == "unanswered" else "wrong"}
+    status, key, fields = judge_record(q, rec.get("value"))
+    feedback = t(key, rec.get("lang"), **fields) if key else ""
+    return {**rec, "status": status, "key": key, "fields": fields, "feedback": feedback}
 
 
 def _row(qid: str, status: str, pts: float, max_pts: float, rec: dict, attempts: int, cell: int) -> QuestionScore:
@@ -313,15 +329,7 @@ class StudentReport:
         return best
 
 
-def report_lang(notebooks: list[NotebookScore], forced: str | None) -> str:
-    """The report speaks the student's language: the one their checks spoke, unless forced."""
-    if forced:
-        return forced
-    langs = Counter(nb.lang for nb in notebooks if nb.lang)
-    return langs.most_common(1)[0][0] if langs else get_lang()
-
-
-def _grade_all(tasks: list[tuple[Path, Path, str]], timeout: float, jobs: int, log: Any) -> list[NotebookScore]:
+def grade_all(tasks: list[tuple[Path, Path, str]], timeout: float, jobs: int, log: Any) -> list[NotebookScore]:
     """Grade (notebook, executed path, name) tasks, ``jobs`` at a time, in the order given."""
     if jobs <= 1:
         scores = []
@@ -343,36 +351,3 @@ def _grade_all(tasks: list[tuple[Path, Path, str]], timeout: float, jobs: int, l
             if log:
                 log(results[futures[f]])
     return [results[i] for i in range(len(tasks))]
-
-
-def grade_folder(
-    submissions: str | Path,
-    out_dir: str | Path,
-    timeout: float = 600,
-    lang: str | None = None,
-    jobs: int = 1,
-    log: Any = None,
-) -> list[StudentReport]:
-    """Grade every student in ``submissions``; write their reports and the gradebook under ``out_dir``.
-
-    ``jobs`` notebooks run at once (each in its own kernel); ``log`` is called with each NotebookScore.
-    """
-    from labkit.grading import report
-
-    root, out = Path(submissions), Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    found = find_submissions(root, skip=out)
-    tasks = [
-        (path, out / student / (os.path.splitext(name)[0] + ".executed.ipynb"), name)
-        for student, files in found.items()
-        for path, name in files
-    ]
-    scores = iter(_grade_all(tasks, timeout, jobs, log))
-    students = []
-    for student, files in found.items():
-        mine = [next(scores) for _ in files]
-        rep = StudentReport(student, mine, report_lang(mine, lang))
-        report.write_student(rep, out / student)
-        students.append(rep)
-    report.write_gradebook(students, out, lang)
-    return students

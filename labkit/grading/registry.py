@@ -2,10 +2,23 @@
 
 A question has an id ``"<lesson>.<name>"``, points, a bilingual hint, and either
 an ``answer`` (a constant, or a function of the check's context) or a ``verify``
-function. The course's questions live in ``labkit/grading/questions.py`` and
-``labkit/course/questions.py``; an instructor
-can add modules of their own with ``LABKIT_QUESTIONS`` (module names or ``.py``
-paths, separated by ``os.pathsep``), which both the notebook and the grader load.
+function. Three kinds need more than "equal to":
+
+- ``formula=True``: the student hands in a *function*; the checker calls it, and the
+  reference, at points the notebook never shows (``UNSEEN``), so a number copied from
+  the page cannot pass;
+- ``takes="run"``: the value is the ``Run`` of the student's own ``%%torchrun`` cell,
+  and ``verify`` reads what the ranks measured;
+- ``sealed=True`` (multiple choice): the notebook only records the answer; the grader
+  judges the *first* answer recorded, so trying every option gains nothing.
+
+``mistakes`` maps a common wrong answer to its own hint: a constant, a function of the
+context (a wrong value), or, for formulas, a wrong function.
+
+Which modules register questions: those in ``SOURCES`` (the package ``labkit`` adds the
+course's own, so that this module imports no course code) and any named in
+``LABKIT_QUESTIONS`` (module names or ``.py`` paths, separated by ``os.pathsep``), which
+both the notebook and the grader load.
 
     question("lesson1.bytes_per_param", answer=16, hint={"en": "...", "ro": "..."})
 
@@ -55,12 +68,28 @@ catalog(
             "ro": "se aștepta un dict cu cheile {keys}, s-a primit {got}",
         },
         "check.unknown": {
-            "en": "no question is registered with the id {qid!r} (see labkit/grading/questions.py)",
-            "ro": "nicio întrebare nu este înregistrată cu id-ul {qid!r} (vezi labkit/grading/questions.py)",
+            "en": "no question is registered with the id {qid!r} (see labkit/course/questions/)",
+            "ro": "nicio întrebare nu este înregistrată cu id-ul {qid!r} (vezi labkit/course/questions/)",
         },
         "check.needs": {
             "en": "the check {qid} needs {names}=...: call labkit.check({qid!r}, value, {names}=...)",
             "ro": "verificarea {qid} are nevoie de {names}=...: apelați labkit.check({qid!r}, valoare, {names}=...)",
+        },
+        "check.type.function": {
+            "en": "expected a function (def ...), got {got}",
+            "ro": "se aștepta o funcție (def ...), s-a primit {got}",
+        },
+        "check.type.run": {
+            "en": "expected the Run of your %%torchrun cell (labkit.last_run), got {got}",
+            "ro": "se aștepta rularea (Run) celulei voastre %%torchrun (labkit.last_run), s-a primit {got}",
+        },
+        "check.type.model": {
+            "en": "expected a model (a torch.nn.Module), got {got}",
+            "ro": "se aștepta un model (un torch.nn.Module), s-a primit {got}",
+        },
+        "check.formula.args": {
+            "en": "your function must take the arguments ({names})",
+            "ro": "funcția voastră trebuie să primească argumentele ({names})",
         },
         "check.questions_module": {
             "en": "cannot load the questions module {name!r} named in LABKIT_QUESTIONS: {error}",
@@ -90,6 +119,12 @@ class Question:
     rel: float = 1e-6  # relative tolerance for numbers
     abs: float = 0.0  # absolute tolerance for numbers
     mistakes: tuple[tuple[Any, str], ...] = ()  # (a known wrong value, the key of its own hint)
+    formula: bool = False  # the student's value is a function, compared with ``answer`` at UNSEEN points
+    sealed: bool = False  # multiple choice: recorded in the notebook, judged by the grader on the first answer
+    takes: str | None = None  # "run": the value must be a Run (the student's own ranks' measurements); "model"
+    at_run: Callable[..., tuple[dict[str, Any], float]] | None = None  # a formula, also against the run:
+    # (run, other context) -> (its arguments on this run, the value the run measured), compared with ``run_rel``
+    run_rel: float = 1e-6
 
     @property
     def lesson(self) -> str:
@@ -104,9 +139,20 @@ class Question:
 
     def judge(self, value: Any, context: Mapping[str, Any]) -> Verdict:
         """Compare the student's value with this question's answer."""
+        if self.takes == "run" and not hasattr(value, "values"):
+            return Verdict(False, "check.type.run", {"got": _kind(value)})
+        if self.takes == "model" and not hasattr(value, "parameters"):
+            return Verdict(False, "check.type.model", {"got": _kind(value)})
         if self.verify is not None:
             ok = bool(_call(self, self.verify, context, value))
             return Verdict(True) if ok else Verdict(False, self.hint_key)
+        if self.formula:
+            verdict = self._judge_formula(value)
+            if verdict.correct and self.at_run is not None and context.get("run") is not None:
+                args, measured = _call(self, self.at_run, context)
+                if compare(value(**args), measured, self.run_rel) is not None:
+                    return Verdict(False, self.hint_key)
+            return verdict
         expected = _call(self, self.answer, context) if callable(self.answer) else self.answer
         trouble = compare(value, expected, self.rel, self.abs)
         if trouble is None:
@@ -114,9 +160,56 @@ class Question:
         if trouble.key is not None:  # the wrong kind of value: say so, it gives nothing away
             return trouble
         for wrong, key in self.mistakes:
-            if compare(value, wrong, self.rel, self.abs) is None:
+            wrong_value = _call(self, wrong, context) if callable(wrong) else wrong
+            if compare(value, wrong_value, self.rel, self.abs) is None:
                 return Verdict(False, key)
         return Verdict(False, self.hint_key)
+
+    def samples(self) -> list[dict[str, Any]]:
+        """The points a formula is checked at: UNSEEN values of the reference's arguments."""
+        names = list(inspect.signature(self.answer).parameters)
+        return [{n: UNSEEN[n][i] for n in names} for i in range(SAMPLES)]
+
+    def _judge_formula(self, fn: Any) -> Verdict:
+        if not callable(fn) or isinstance(fn, type):
+            return Verdict(False, "check.type.function", {"got": _kind(fn)})
+        points = self.samples()
+        names = list(points[0])
+        try:
+            inspect.signature(fn).bind(**points[0])
+        except TypeError:
+            return Verdict(False, "check.formula.args", {"names": ", ".join(names)})
+        except ValueError:  # a builtin without a signature: just call it
+            pass
+        got = [fn(**p) for p in points]
+        expected = [self.answer(**p) for p in points]
+        trouble = compare(got, expected, self.rel, self.abs)
+        if trouble is None:
+            return Verdict(True)
+        if trouble.key is not None:
+            return Verdict(False, "check.type.number", {"got": _kind(next(iter(got), None))})
+        for wrong, key in self.mistakes:
+            if callable(wrong) and compare(got, [wrong(**p) for p in points], self.rel, self.abs) is None:
+                return Verdict(False, key)
+        return Verdict(False, self.hint_key)
+
+
+# Where formulas are checked: values of each argument the notebooks never use or print.
+# The i-th sample takes the i-th value of every argument the reference function names.
+SAMPLES = 4
+UNSEEN: dict[str, tuple[Any, ...]] = {
+    "n_params": (1_234_567_891, 6_700_000_017, 70_553_706_496, 13_000_000_003),
+    "world_size": (3, 24, 1000, 7),
+    "gpus_per_node": (4, 16, 8, 2),
+    "global_rank": (9, 37, 999, 5),
+    "precision": ("bf16", "fp32", "fp16", "fp32"),
+    "gpu_bytes": (23e9, 141e9, 47.5e9, 96e9),
+    "root_params": (1_234_567, 53_000_011, 2_000_003, 777_777),
+    "block_params": (7_654_321, 201_326_593, 12_582_917, 3_333_331),
+    "n_blocks": (6, 80, 12, 3),
+    "fp32_gathered": (1_234_568, 40_000_004, 7_777_780, 123_456),
+}
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 _QUESTIONS: dict[str, Question] = {}
@@ -133,20 +226,31 @@ def question(
     rel: float = 1e-6,
     abs: float = 0.0,
     mistakes: Mapping[Any, Mapping[str, str]] | None = None,
+    formula: bool = False,
+    sealed: bool = False,
+    takes: str | None = None,
+    at_run: Callable[..., tuple[dict[str, Any], float]] | None = None,
+    run_rel: float = 1e-6,
 ) -> Any:
     """Register a question. With neither ``answer`` nor ``verify``, use it as a decorator:
     the decorated function computes the expected value from the check's context.
 
-    ``mistakes`` maps a common wrong value to its own hint, e.g. ``{12: {"en": "...", "ro": "..."}}``.
+    ``mistakes`` maps a common wrong value to its own hint, e.g. ``{12: {"en": "...", "ro": "..."}}``;
+    a key may be a function: of the context (a wrong value), or for a formula, a wrong formula.
     Hints must help without giving the answer away (a test checks that they do not contain it).
     """
     if answer is _UNSET and verify is None:
 
         def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-            question(qid, points=points, hint=hint, answer=fn, rel=rel, abs=abs, mistakes=mistakes)
+            question(
+                qid, points=points, hint=hint, answer=fn, rel=rel, abs=abs, mistakes=mistakes,
+                formula=formula, sealed=sealed, takes=takes, at_run=at_run, run_rel=run_rel,
+            )  # fmt: skip
             return fn
 
         return decorate
+    if formula and not callable(answer):
+        raise ValueError(f"question {qid!r}: a formula question needs a reference function")
     if "." not in qid:
         raise ValueError(f"question id {qid!r} must look like '<lesson>.<name>'")
     if qid in _QUESTIONS:
@@ -158,7 +262,7 @@ def question(
         _check_texts(qid, texts)
         catalog({f"q.{qid}.mistake{i}": dict(texts)})
         known.append((wrong, f"q.{qid}.mistake{i}"))
-    q = Question(qid, points, answer, verify, rel, abs, tuple(known))
+    q = Question(qid, points, answer, verify, rel, abs, tuple(known), formula, sealed, takes, at_run, run_rel)
     _QUESTIONS[qid] = q
     return q
 
@@ -193,13 +297,21 @@ def all_questions() -> list[Question]:
     return list(_QUESTIONS.values())
 
 
-# the course's questions: the grading examples, and the lessons' own (when the course is installed)
-COURSE_MODULES = ("labkit.grading.questions", "labkit.course.questions")
+# modules that register questions; the package ``labkit`` adds the course's (see labkit/__init__.py)
+SOURCES: list[str] = []
+
+
+def add_source(module: str) -> None:
+    """Load ``module``'s questions too (by name, imported on the first check)."""
+    if module not in SOURCES:
+        SOURCES.append(module)
 
 
 def load_questions() -> None:
-    """Import the course's questions and any module named in LABKIT_QUESTIONS (once each)."""
-    names = [n for n in COURSE_MODULES if _exists(n)]
+    """Import the registered sources and any module named in LABKIT_QUESTIONS (once each)."""
+    import labkit  # the package names the course's question modules, so grading imports no course code
+
+    names = [n for n in (*getattr(labkit, "QUESTION_SOURCES", ()), *SOURCES) if _exists(n)]
     names += [n for n in os.environ.get("LABKIT_QUESTIONS", "").split(os.pathsep) if n.strip()]
     for name in names:
         if name in _loaded:

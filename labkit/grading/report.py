@@ -1,4 +1,4 @@
-"""Score reports: per student a JSON file and a readable table, and a CSV gradebook for the class.
+"""Grading a folder of submissions, and its reports: per student a JSON file and a readable table, and a CSV gradebook for the class.
 
 reports/<student>/report.json    everything, for scripts
 reports/<student>/report.md      the table a student reads, in their language
@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from labkit.grading import registry
 from labkit.grading.checks import fmt_points
-from labkit.grading.grade import NotebookScore, QuestionScore, StudentReport
+from labkit.grading.grade import NotebookScore, QuestionScore, StudentReport, find_submissions, grade_all
 from labkit.i18n import all_messages, catalog, get_lang, t
 
 catalog(
@@ -210,3 +212,45 @@ def write_gradebook(students: list[StudentReport], out: Path, lang: str | None =
     head = [t("report.col.student", lang), *(f"{k} (/{fmt_points(m)})" for k, m in maxima.items())]
     head += [t("report.col.total", lang), "%"]
     (out / "gradebook.md").write_text("\n".join(_table(head, md_rows)) + "\n")
+
+
+# -- a folder of submissions: grade it, write its reports ------------------------------------
+
+
+def report_lang(notebooks: list[NotebookScore], forced: str | None) -> str:
+    """The report speaks the student's language: the one their checks spoke, unless forced."""
+    if forced:
+        return forced
+    langs = Counter(nb.lang for nb in notebooks if nb.lang)
+    return langs.most_common(1)[0][0] if langs else get_lang()
+
+
+def grade_folder(
+    submissions: str | Path,
+    out_dir: str | Path,
+    timeout: float = 600,
+    lang: str | None = None,
+    jobs: int = 1,
+    log: Any = None,
+) -> list[StudentReport]:
+    """Grade every student in ``submissions``; write their reports and the gradebook under ``out_dir``.
+
+    ``jobs`` notebooks run at once (each in its own kernel); ``log`` is called with each NotebookScore.
+    """
+    root, out = Path(submissions), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    found = find_submissions(root, skip=out)
+    tasks = [
+        (path, out / student / (os.path.splitext(name)[0] + ".executed.ipynb"), name)
+        for student, files in found.items()
+        for path, name in files
+    ]
+    scores = iter(grade_all(tasks, timeout, jobs, log))
+    students = []
+    for student, files in found.items():
+        mine = [next(scores) for _ in files]
+        rep = StudentReport(student, mine, report_lang(mine, lang))
+        write_student(rep, out / student)
+        students.append(rep)
+    write_gradebook(students, out, lang)
+    return students

@@ -2,6 +2,7 @@
 and the seed's Example 1 (FSDP on two CPU ranks)."""
 
 from labkit.course.cells import Lesson, check, code, exercise, md, parameters, setup
+from labkit.course.rank_exercises import LESSON0 as RANK_EXERCISE
 
 LESSON = Lesson(
     id="lesson0",
@@ -177,12 +178,19 @@ LESSON = Lesson(
             valoarea așteptată pentru numărul de ranguri al rulării; rezultatul rulării este afișat alături.
             """,
         ),
-        exercise(
-            "world_size = hello.nproc",
-            solution="predicted_total = world_size * (world_size + 1) / 2",
-            after="print(f\"predicted {predicted_total}, measured {hello.values[0]['total']}\")",
+        code(
+            """
+            def allreduce_total(world_size):
+                ### BEGIN SOLUTION
+                return world_size * (world_size + 1) / 2
+                ### END SOLUTION
+
+
+            print(f"predicted {allreduce_total(hello.nproc)}, measured {hello.values[0]['total']}")
+            """
         ),
-        check('labkit.check("lesson0.allreduce_sum", predicted_total, world_size=world_size)'),
+        check('labkit.check("lesson0.allreduce_sum", allreduce_total)'),
+        *RANK_EXERCISE,
         md(
             en="""
             ## 3. The dashboard
@@ -273,8 +281,15 @@ LESSON = Lesson(
             Verificarea compară predicția voastră cu cele două vârfuri măsurate de rulare.
             """,
         ),
-        exercise(solution="predicted_ratio = dash.nproc"),
-        check('labkit.check("lesson0.peak_ratio", predicted_ratio, run=dash)'),
+        code(
+            """
+            def peak_ratio(world_size):
+                ### BEGIN SOLUTION
+                return world_size
+                ### END SOLUTION
+            """
+        ),
+        check('labkit.check("lesson0.peak_ratio", peak_ratio, run=dash)'),
         md(
             en="""
             ## 4. Example 1: FSDP on two CPU ranks

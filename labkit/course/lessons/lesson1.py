@@ -1,7 +1,8 @@
 """Lesson 1: DDP's memory wall. Bytes per parameter, a real DDP run where every rank holds
 everything, and where one 80 GB GPU stops being enough."""
 
-from labkit.course.cells import Lesson, check, code, exercise, md, parameters, setup
+from labkit.course.cells import Lesson, check, code, md, parameters, setup
+from labkit.course.rank_exercises import LESSON1 as RANK_EXERCISE
 
 LESSON = Lesson(
     id="lesson1",
@@ -134,8 +135,19 @@ LESSON = Lesson(
             scrise de mână).
             """,
         ),
-        exercise(solution="bytes_per_param = bf16 + bf16 + fp32 + fp32 + fp32", pure=True),
-        check('labkit.check("lesson1.bytes_per_param", bytes_per_param)'),
+        code(
+            """
+            def mixed_state_bytes(n_params):  # the bytes mixed-precision AdamW keeps for n_params parameters
+                ### BEGIN SOLUTION
+                return (bf16 + bf16 + fp32 + fp32 + fp32) * n_params
+                ### END SOLUTION
+
+
+            bytes_per_param = mixed_state_bytes(1)
+            """,
+            pure=True,
+        ),
+        check('labkit.check("lesson1.bytes_per_param", mixed_state_bytes)'),
         md(
             en="""
             **Exercise 2.** What fraction of those bytes does only the optimizer need (the master
@@ -146,7 +158,17 @@ LESSON = Lesson(
             și cele două momente Adam)? Dați o fracție între 0 și 1.
             """,
         ),
-        exercise(solution="optimizer_share = (fp32 + fp32 + fp32) / bytes_per_param", pure=True),
+        code(
+            """
+            def optimizer_share(precision):  # "bf16" or "fp16": mixed precision (right column); "fp32": left column
+                ### BEGIN SOLUTION
+                if precision == "fp32":
+                    return (fp32 + fp32) / (fp32 + fp32 + fp32 + fp32)
+                return (fp32 + fp32 + fp32) / bytes_per_param
+                ### END SOLUTION
+            """,
+            pure=True,
+        ),
         check('labkit.check("lesson1.optimizer_share", optimizer_share)'),
         md(
             en="""
@@ -258,8 +280,16 @@ LESSON = Lesson(
             Folosiți `n_params`. Verificarea compară formula voastră cu ce a măsurat rangul 0.
             """,
         ),
-        exercise(solution="ddp_rank_bytes = (fp32 + fp32 + fp32 + fp32) * n_params"),
+        code(
+            """
+            def ddp_rank_bytes(n_params):  # one DDP rank's model state, fp32 AdamW
+                ### BEGIN SOLUTION
+                return (fp32 + fp32 + fp32 + fp32) * n_params
+                ### END SOLUTION
+            """
+        ),
         check('labkit.check("lesson1.ddp_rank_bytes", ddp_rank_bytes, run=ddp)'),
+        *RANK_EXERCISE,
         md(
             en="""
             ## 3. The wall
@@ -305,8 +335,16 @@ LESSON = Lesson(
             avea nevoie de loc; lăsați-le deoparte.)
             """,
         ),
-        exercise(solution="ddp_max_params = gpu_bytes / bytes_per_param", pure=True),
-        check('labkit.check("lesson1.ddp_max_params", ddp_max_params, gpu_bytes=gpu_bytes)'),
+        code(
+            """
+            def ddp_max_params(gpu_bytes):  # the most parameters DDP trains on a GPU of gpu_bytes
+                ### BEGIN SOLUTION
+                return gpu_bytes / bytes_per_param
+                ### END SOLUTION
+            """,
+            pure=True,
+        ),
+        check('labkit.check("lesson1.ddp_max_params", ddp_max_params)'),
         md(
             en="""
             `labkit.memory_model` gives the same answer, and shows what the other convention (DeepSpeed's,
@@ -375,8 +413,15 @@ LESSON = Lesson(
             ține un rang pentru un model cu `n_params` parametri?
             """,
         ),
-        exercise(solution="sharded_bytes = bytes_per_param * n_params / ddp.nproc"),
-        check('labkit.check("lesson1.sharded_bytes_per_rank", sharded_bytes, n_params=n_params, world_size=ddp.nproc)'),
+        code(
+            """
+            def sharded_bytes(n_params, world_size):  # one rank's model state, fully sharded
+                ### BEGIN SOLUTION
+                return bytes_per_param * n_params / world_size
+                ### END SOLUTION
+            """
+        ),
+        check('labkit.check("lesson1.sharded_bytes_per_rank", sharded_bytes)'),
         md(
             en="""
             That is ZeRO stage 3, and FSDP's `FULL_SHARD`. The memory model draws where it leads: the

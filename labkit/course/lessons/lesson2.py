@@ -3,6 +3,7 @@ measured per rank at 1, 2 and 4 ranks against the formula; all-gather, reduce-sc
 the traffic they cost."""
 
 from labkit.course.cells import Lesson, check, code, exercise, md, parameters, setup
+from labkit.course.rank_exercises import LESSON2 as RANK_EXERCISE
 
 LESSON = Lesson(
     id="lesson2",
@@ -104,8 +105,19 @@ LESSON = Lesson(
             `paper_gpus` GPU-uri (AdamW în precizie mixtă, K = 12), în octeți.
             """,
         ),
-        exercise(solution="zero1_bytes = (2 + 2) * paper_params + 12 * paper_params / paper_gpus", pure=True),
-        check('labkit.check("lesson2.zero1_bytes", zero1_bytes, n_params=paper_params, world_size=paper_gpus)'),
+        code(
+            """
+            def zero1_bytes(n_params, world_size):  # bytes per GPU, any model, any GPUs
+                ### BEGIN SOLUTION
+                return (2 + 2) * n_params + 12 * n_params / world_size
+                ### END SOLUTION
+
+
+            print(f"{zero1_bytes(paper_params, paper_gpus) / 1e9:.1f} GB")
+            """,
+            pure=True,
+        ),
+        check('labkit.check("lesson2.zero1_bytes", zero1_bytes)'),
         md(
             en="""
             **Exercise 2.** And ZeRO-3, for the same model and GPUs.
@@ -114,8 +126,19 @@ LESSON = Lesson(
             **Exercițiul 2.** Și ZeRO-3, pentru același model și aceleași GPU-uri.
             """,
         ),
-        exercise(solution="zero3_bytes = (2 + 2 + 12) * paper_params / paper_gpus", pure=True),
-        check('labkit.check("lesson2.zero3_bytes", zero3_bytes, n_params=paper_params, world_size=paper_gpus)'),
+        code(
+            """
+            def zero3_bytes(n_params, world_size):
+                ### BEGIN SOLUTION
+                return (2 + 2 + 12) * n_params / world_size
+                ### END SOLUTION
+
+
+            print(f"{zero3_bytes(paper_params, paper_gpus) / 1e9:.1f} GB")
+            """,
+            pure=True,
+        ),
+        check('labkit.check("lesson2.zero3_bytes", zero3_bytes)'),
         md(
             en="""
             ## 2. FSDP's sharding strategies
@@ -295,8 +318,8 @@ LESSON = Lesson(
             Read the table by columns. Under `NO_SHARD` a rank holds the whole state at any world size,
             as DDP does. Under `FULL_SHARD` the state per rank falls as 1/N, and the ratio stays at 1:
             the formula is what the ranks hold, up to FSDP's padding and AdamW's step counters (a
-            4-byte number per flat parameter). `SHARD_GRAD_OP` rests exactly where `FULL_SHARD` does, but
-            its peak column is the whole model: between forward and backward, every unit stays gathered.
+            4-byte number per flat parameter). One strategy rests exactly where `FULL_SHARD` does, yet
+            holds the whole model at its peak: exercise 4 asks which.
             `HYBRID_SHARD` with groups of 2 divides by 2, not by N. The peak under `FULL_SHARD` is a few
             units, not the model: that is what lesson 3 is about.
 
@@ -308,9 +331,8 @@ LESSON = Lesson(
             Citiți tabelul pe coloane. Cu `NO_SHARD` un rang ține toată starea, oricâte ranguri ar fi,
             exact ca DDP. Cu `FULL_SHARD` starea pe rang scade ca 1/N, iar raportul rămâne 1: formula
             este ce țin rangurile, până la umplerea FSDP și contoarele de pași ale AdamW (un număr de 4
-            octeți pentru fiecare parametru aplatizat). Între pași, `SHARD_GRAD_OP` ocupă exact cât
-            `FULL_SHARD`, dar coloana lui de vârf este întregul model: între trecerea directă și cea inversă,
-            fiecare unitate rămâne adunată. `HYBRID_SHARD` cu grupuri de câte 2 împarte la 2, nu la N.
+            octeți pentru fiecare parametru aplatizat). O strategie ocupă între pași exact cât `FULL_SHARD`,
+            dar la vârf ține întregul model: exercițiul 4 întreabă care. `HYBRID_SHARD` cu grupuri de câte 2 împarte la 2, nu la N.
             Vârful cu `FULL_SHARD` înseamnă câteva unități, nu întregul model: despre asta este lecția 3.
 
             **Exercițiul 3.** Cu formula, scrieți câți octeți de stări ale modelului ține un rang cu
@@ -318,7 +340,14 @@ LESSON = Lesson(
             Verificarea îi compară cu ce a măsurat rangul 0 al rulării pe 4 ranguri.
             """,
         ),
-        exercise(solution="full_shard_bytes = (4 + 4 + 8) * n_params / 4"),
+        code(
+            """
+            def full_shard_bytes(n_params, world_size):  # fp32 AdamW under FULL_SHARD
+                ### BEGIN SOLUTION
+                return (4 + 4 + 8) * n_params / world_size
+                ### END SOLUTION
+            """
+        ),
         check('labkit.check("lesson2.full_shard_rank_bytes", full_shard_bytes, run=runs[4])'),
         md(
             en="""
@@ -402,12 +431,19 @@ LESSON = Lesson(
             `[q, 1 + q, 2 + q, ...]`.
             """,
         ),
-        exercise(
-            "world_size = demo.nproc",
-            solution="rank0_after = [0 * world_size + sum(range(world_size)), 1 * world_size + sum(range(world_size))]",
-            after='print(rank0_after, demo.values[0]["mine"])',
+        code(
+            """
+            def rank0_after(world_size):
+                ### BEGIN SOLUTION
+                return [0 * world_size + sum(range(world_size)), 1 * world_size + sum(range(world_size))]
+                ### END SOLUTION
+
+
+            print(rank0_after(demo.nproc), demo.values[0]["mine"])
+            """
         ),
-        check('labkit.check("lesson2.reduce_scatter_rank0", rank0_after, world_size=world_size)'),
+        check('labkit.check("lesson2.reduce_scatter_rank0", rank0_after)'),
+        *RANK_EXERCISE,
         md(
             en="""
             ## 5. The traffic
@@ -463,21 +499,32 @@ LESSON = Lesson(
         ),
         md(
             en="""
-            **Exercise 6.** In theory, ignoring the root unit, how many times more does a rank send per
-            step under `FULL_SHARD` than under DDP? (Compare with `traffic["FULL_SHARD"] / traffic["NO_SHARD"]`,
-            which the root unit makes a little smaller.)
+            **Exercise 6.** Write, as a function, the elements one rank sends per step under
+            `FULL_SHARD`, for `n_params` parameters of which `root_params` are in the root unit, on
+            `world_size` ranks: the theory with the root counted as FSDP runs it. Compare its ratio to DDP's
+            with `traffic["FULL_SHARD"] / traffic["NO_SHARD"]`.
             """,
             ro="""
-            **Exercițiul 6.** În teorie, fără a ține cont de unitatea rădăcină, de câte ori mai mult trimite
-            un rang la fiecare pas cu `FULL_SHARD` decât cu DDP? (Comparați cu
-            `traffic["FULL_SHARD"] / traffic["NO_SHARD"]`, pe care unitatea rădăcină îl face puțin mai mic.)
+            **Exercițiul 6.** Scrieți, ca funcție, câte elemente trimite un rang la fiecare pas cu
+            `FULL_SHARD`, pentru `n_params` parametri, dintre care `root_params` în unitatea rădăcină, pe
+            `world_size` ranguri: teoria cu rădăcina socotită cum o rulează FSDP. Comparați raportul ei față
+            de DDP cu `traffic["FULL_SHARD"] / traffic["NO_SHARD"]`.
             """,
         ),
-        exercise(
-            solution="traffic_ratio = 3 / 2",
-            after='print(traffic_ratio, traffic["FULL_SHARD"] / traffic["NO_SHARD"])',
+        code(
+            """
+            def full_shard_sent(n_params, root_params, world_size):
+                ### BEGIN SOLUTION
+                return (3 * n_params - root_params) * (world_size - 1) / world_size
+                ### END SOLUTION
+
+
+            v = big.values[0]["FULL_SHARD"]["units"]
+            ddp_sent = 2 * (n - 1) / n * sum(v.values())
+            print(full_shard_sent(sum(v.values()), v["root"], n) / ddp_sent, traffic["FULL_SHARD"] / traffic["NO_SHARD"])
+            """
         ),
-        check('labkit.check("lesson2.traffic_ratio", traffic_ratio)'),
+        check('labkit.check("lesson2.full_shard_sent", full_shard_sent)'),
         md(
             en="""
             ## Recap

@@ -1,7 +1,8 @@
 """Lesson 3: wrap policies. No auto_wrap_policy (one giant unit) measured; size-based wrapping
 and the choice of min_num_params against transformer_auto_wrap_policy; peak memory per unit."""
 
-from labkit.course.cells import Lesson, check, code, exercise, md, parameters, setup
+from labkit.course.cells import Lesson, check, code, md, parameters, setup
+from labkit.course.rank_exercises import LESSON3 as RANK_EXERCISE
 
 LESSON = Lesson(
     id="lesson3",
@@ -176,8 +177,17 @@ LESSON = Lesson(
             modelul cu valoarea voastră, iar verificarea compară unitățile făcute de FSDP.
             """,
         ),
-        exercise(
-            solution="my_min_num_params = sum(p.numel() for p in block.ffn.parameters()) + 1  # more than a feed-forward",
+        code(
+            """
+            def choose_min_num_params(model):  # for any TransformerLM: the value that wraps exactly its blocks
+                ### BEGIN SOLUTION
+                block = model.layers[0]
+                return max(sum(p.numel() for p in part.parameters()) for part in block.children()) + 1
+                ### END SOLUTION
+
+
+            my_min_num_params = choose_min_num_params(meta_model)
+            """,
             pure=True,
         ),
         md(
@@ -284,7 +294,7 @@ LESSON = Lesson(
             de mari ca să fie împachetate.
             """,
         ),
-        check('labkit.check("lesson3.min_num_params", my_min_num_params, run=wrap_run)'),
+        check('labkit.check("lesson3.min_num_params", choose_min_num_params, run=wrap_run)'),
         md(
             en="""
             Now each policy on rank 0: the most whole-parameter bytes held at one moment (timeline), then
@@ -361,7 +371,14 @@ LESSON = Lesson(
             din `n_params` (fp32); verificarea îi compară cu rularea `none`.
             """,
         ),
-        exercise(solution="none_gathered = 4 * n_params"),
+        code(
+            """
+            def none_gathered(n_params):
+                ### BEGIN SOLUTION
+                return 4 * n_params
+                ### END SOLUTION
+            """
+        ),
         check('labkit.check("lesson3.none_gathered", none_gathered, run=wrap_run)'),
         md(
             en="""
@@ -377,13 +394,16 @@ LESSON = Lesson(
             Paragraful de mai sus o spune. Verificarea compară formula voastră cu măsurătoarea.
             """,
         ),
-        exercise(
-            'units = dict(v0["transformer"]["units"])',
-            'root = units.pop("root")',
-            "blocks = sorted(units.values(), reverse=True)",
-            solution="block_gathered = 4 * (root + blocks[0] + blocks[1])",
+        code(
+            """
+            def block_gathered(root_params, block_params):  # elements of the root and of one block
+                ### BEGIN SOLUTION
+                return 4 * (root_params + block_params + block_params)
+                ### END SOLUTION
+            """
         ),
         check('labkit.check("lesson3.block_gathered", block_gathered, run=wrap_run)'),
+        *RANK_EXERCISE,
         md(
             en="""
             ## Recap

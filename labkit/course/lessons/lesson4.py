@@ -3,6 +3,7 @@ forward_prefetch, limit_all_gathers), measured on the ranks' timeline; what pref
 in memory; and, simulated and labelled so, what a slow interconnect does to the step."""
 
 from labkit.course.cells import Lesson, check, code, exercise, md, parameters, setup
+from labkit.course.rank_exercises import LESSON4 as RANK_EXERCISE
 
 LESSON = Lesson(
     id="lesson4",
@@ -362,14 +363,17 @@ LESSON = Lesson(
             modelul acesta.
             """,
         ),
-        exercise(
+        code(
             """
-            unit_bytes = last_step("BACKWARD_PRE")["unit_bytes"]
-            root_bytes, block_bytes = unit_bytes["root"], unit_bytes["layers.0"]
-            """,
-            solution="peak_pre = root_bytes + 2 * block_bytes",
+            def peak_gathered_pre(root_params, block_params, precision):  # elements; precision: 'fp32', 'bf16' or 'fp16'
+                ### BEGIN SOLUTION
+                element = {"fp32": 4, "bf16": 2, "fp16": 2}[precision]
+                return element * (root_params + 2 * block_params)
+                ### END SOLUTION
+            """
         ),
-        check('labkit.check("lesson4.peak_gathered_pre", peak_pre, run=prefetch)'),
+        check('labkit.check("lesson4.peak_gathered_pre", peak_gathered_pre, run=prefetch)'),
+        *RANK_EXERCISE,
         md(
             en="""
             On a laptop one extra block is a few hundred KiB. At real sizes it is a lot more: the

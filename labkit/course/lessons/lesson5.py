@@ -3,6 +3,7 @@
 on a machine without a GPU, from the memory model and, on a GPU node, measured."""
 
 from labkit.course.cells import Lesson, check, code, exercise, md, parameters, setup
+from labkit.course.rank_exercises import LESSON5 as RANK_EXERCISE
 
 LESSON = Lesson(
     id="lesson5",
@@ -322,17 +323,18 @@ LESSON = Lesson(
             `torch.empty(0, dtype=...).element_size()`. Verificarea compară predicția voastră cu rândul `bf16`.
             """,
         ),
-        exercise(
+        code(
             """
             import torch
 
-            fp32_gathered = measured["fp32"]["memory"]["params_unsharded"]
-            """,
-            solution="""
-            bf16_bytes = torch.empty(0, dtype=torch.bfloat16).element_size()
-            fp32_bytes = torch.empty(0, dtype=torch.float32).element_size()
-            bf16_gathered = fp32_gathered * bf16_bytes / fp32_bytes
-            """,
+
+            def bf16_gathered(fp32_gathered):  # the gathered bytes with param_dtype=bf16, from the fp32 ones
+                ### BEGIN SOLUTION
+                bf16_bytes = torch.empty(0, dtype=torch.bfloat16).element_size()
+                fp32_bytes = torch.empty(0, dtype=torch.float32).element_size()
+                return fp32_gathered * bf16_bytes / fp32_bytes
+                ### END SOLUTION
+            """
         ),
         check('labkit.check("lesson5.bf16_gathered", bf16_gathered, run=precision)'),
         md(
@@ -469,19 +471,25 @@ LESSON = Lesson(
             cu modelul de memorie.
             """,
         ),
-        exercise(
+        code(
             """
             from labkit.models import PRESETS
 
             n_params = PRESETS["llama-70b"].num_params()
+
+
+            def host_per_node(n_params, world_size, gpus_per_node):
+                ### BEGIN SOLUTION
+                return (4 + 4 + 8) * n_params / world_size * gpus_per_node
+                ### END SOLUTION
+
+
+            print(f"{host_per_node(n_params, world_size, gpus_per_node) / 1e9:.1f} GB")
             """,
-            solution="host_per_node = (4 + 4 + 8) * n_params / world_size * gpus_per_node",
             pure=True,
         ),
-        check(
-            'labkit.check("lesson5.host_per_node", host_per_node, n_params=n_params, world_size=world_size, '
-            "gpus_per_node=gpus_per_node)"
-        ),
+        check('labkit.check("lesson5.host_per_node", host_per_node)'),
+        *RANK_EXERCISE,
         md(
             en="""
             What offload costs in time is not something this laptop can measure: it has no PCIe link to a

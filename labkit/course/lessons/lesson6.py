@@ -4,6 +4,7 @@ sharded checkpoints with torch.distributed.checkpoint, a 70B memory plan checked
 fake-tensor estimator, and the way out of the notebook to torchrun on many nodes or Slurm."""
 
 from labkit.course.cells import Lesson, check, code, exercise, md, parameters, setup
+from labkit.course.rank_exercises import LESSON6 as RANK_EXERCISE
 
 LESSON = Lesson(
     id="lesson6",
@@ -403,9 +404,12 @@ LESSON = Lesson(
 
             n_params, world_size = get_config(model_size).num_params(), fsdp2.nproc
             """,
-            solution="rank_bytes = 4 * n_params / world_size",
+            solution="""
+            def rank_bytes(n_params, world_size):
+                return 4 * n_params / world_size
+            """,
         ),
-        check('labkit.check("lesson6.rank_bytes", rank_bytes, run=fsdp2)'),
+        check('labkit.check("lesson6.rank_bytes", rank_bytes, run=fsdp2, n_params=n_params)'),
         md(
             en="""
             ### `LOCAL_RANK`, not `RANK`
@@ -439,8 +443,19 @@ LESSON = Lesson(
             `global_rank` și `gpus_per_node`.
             """,
         ),
-        exercise("global_rank = 11", solution="device_index = global_rank % gpus_per_node", pure=True),
-        check('labkit.check("lesson6.local_rank", device_index, global_rank=global_rank, gpus_per_node=gpus_per_node)'),
+        code(
+            """
+            def device_index(global_rank, gpus_per_node):
+                ### BEGIN SOLUTION
+                return global_rank % gpus_per_node
+                ### END SOLUTION
+
+
+            print(device_index(11, gpus_per_node))
+            """,
+            pure=True,
+        ),
+        check('labkit.check("lesson6.local_rank", device_index)'),
         md(
             en="""
             ## 4. A sharded checkpoint
@@ -534,7 +549,8 @@ LESSON = Lesson(
             """,
             after='print(f"loss of the reloaded model: {reloaded_loss:.6f}")',
         ),
-        check('labkit.check("lesson6.reloaded_loss", reloaded_loss, run=fsdp2)'),
+        check('labkit.check("lesson6.reloaded_loss", plain, run=fsdp2)'),
+        *RANK_EXERCISE,
         md(
             en="""
             ## 5. A memory plan for 70B

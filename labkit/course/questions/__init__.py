@@ -10,14 +10,9 @@ from numbers written here; hints say where to look, never what the answer is.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import pkgutil
 import re
 
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
     if re.fullmatch(r"lesson\d+", _info.name):
         importlib.import_module(f"{__name__}.{_info.name}")
-
-# lessons 4 to 6 began with a module of their own beside this package; keep loading it while it exists
-if importlib.util.find_spec("labkit.course.questions_late") is not None:
-    importlib.import_module("labkit.course.questions_late")

@@ -1,35 +1,107 @@
-"""Lesson 1's questions: DDP's memory wall.
+"""Lesson 1's questions: where the memory of training goes, and DDP's memory wall.
 
-``lesson1.bytes_per_param``, ``lesson1.optimizer_share`` and ``lesson1.sharded_bytes_per_rank``
-live in ``labkit/grading/questions.py``: they were the grading module's examples, and the
-lesson uses them as they are.
+Formulas are handed in as functions and checked at sizes the notebook never shows
+(``registry.UNSEEN``); the DDP exercise is graded from what its ranks measured.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from labkit.course.questions.lesson0 import reported
 from labkit.grading.registry import question
+
+_WEIGHTS_ONLY = {
+    "en": "That counts one fp32 copy of the weights. A rank also holds their gradients and Adam's two moments.",
+    "ro": "Așa numărați o singură copie fp32 a ponderilor. Un rang mai ține gradienții lor și cele două momente Adam.",
+}
+
+
+# Mixed-precision AdamW keeps, per parameter: bf16 weights (2) and gradients (2) for
+# forward and backward, and an fp32 master copy (4) plus Adam's two moments (4 + 4).
+@question(
+    "lesson1.bytes_per_param",
+    formula=True,
+    hint={
+        "en": "Count every copy a parameter has during a step: the ones forward and backward use, "
+        "and the ones the optimizer keeps. Which of them are bf16 and which fp32?",
+        "ro": "Numărați fiecare copie a unui parametru în timpul unui pas: cele folosite de forward și backward, "
+        "și cele păstrate de optimizator. Care sunt bf16 și care fp32?",
+    },
+    mistakes={
+        lambda n_params: 12 * n_params: {
+            "en": "That is what the optimizer keeps. The model itself also holds weights and gradients.",
+            "ro": "Asta păstrează optimizatorul. Modelul însuși mai ține ponderile și gradienții.",
+        },
+        lambda n_params: 8 * n_params: {
+            "en": "Adam's moments are only part of it: who else keeps a copy of the parameter?",
+            "ro": "Momentele Adam sunt doar o parte: cine mai păstrează o copie a parametrului?",
+        },
+    },
+)
+def _mixed_state_bytes(n_params: int) -> float:
+    return 16 * n_params
+
+
+@question(
+    "lesson1.optimizer_share",
+    formula=True,
+    hint={
+        "en": "Of the bytes per parameter in the table's column for that precision, add up those that only the "
+        "optimizer needs, then divide by the column's total. bf16 and fp16 train in mixed precision (right "
+        "column), fp32 in plain fp32 (left column).",
+        "ro": "Din octeții pe parametru din coloana tabelului pentru acea precizie, însumați-i pe cei de care are "
+        "nevoie doar optimizatorul, apoi împărțiți la totalul coloanei. bf16 și fp16 antrenează în precizie "
+        "mixtă (coloana din dreapta), fp32 în fp32 simplu (coloana din stânga).",
+    },
+    mistakes={
+        lambda precision: 100 * _optimizer_share(precision): {
+            "en": "Give a fraction between 0 and 1, not a percentage.",
+            "ro": "Dați o fracție între 0 și 1, nu un procent.",
+        },
+        lambda precision: 0.5: {
+            "en": "In mixed precision the fp32 master copy of the weights belongs to the optimizer too.",
+            "ro": "În precizie mixtă și copia master fp32 a ponderilor ține de optimizator.",
+        },
+        lambda precision: 0.75: {
+            "en": "Plain fp32 training keeps no master copy: the fp32 weights are the ones the optimizer updates.",
+            "ro": "Antrenarea în fp32 simplu nu ține o copie master: ponderile fp32 sunt chiar cele actualizate de "
+            "optimizator.",
+        },
+    },
+)
+def _optimizer_share(precision: str) -> float:
+    if precision == "fp32":  # weights 4, gradients 4, Adam's m and v 4 + 4: the optimizer's are the moments
+        return 8 / 16
+    return 12 / 16  # bf16/fp16 weights and gradients 2 + 2; master, m and v in fp32: 4 + 4 + 4
+
+
+def _ddp_measured(run: Any) -> tuple[dict[str, Any], float]:
+    v = run.values[0]
+    return {"n_params": v["n_params"]}, v["param_bytes"] + v["grad_bytes"] + v["optim_bytes"]
 
 
 @question(
     "lesson1.ddp_rank_bytes",
     points=2,
-    rel=1e-3,  # AdamW's step counters (one 4-byte scalar per parameter tensor) are in the measurement
+    formula=True,
+    at_run=_ddp_measured,
+    run_rel=1e-3,  # AdamW's step counters (one 4-byte scalar per parameter tensor) are in the measurement
     hint={
         "en": "In fp32 training, count the bytes of every copy a parameter has on one rank: the weight, "
         "its gradient and Adam's two moments. Multiply by the number of parameters.",
         "ro": "În antrenarea fp32, numărați octeții fiecărei copii pe care o are un parametru pe un rang: "
         "ponderea, gradientul ei și cele două momente Adam. Înmulțiți cu numărul de parametri.",
     },
+    mistakes={lambda n_params: 4 * n_params: _WEIGHTS_ONLY},
 )
-def _ddp_rank_bytes(run: Any) -> float:
-    v = run.values[0]
-    return v["param_bytes"] + v["grad_bytes"] + v["optim_bytes"]
+def _ddp_rank_bytes(n_params: int) -> float:
+    return 16 * n_params
 
 
 @question(
     "lesson1.ddp_max_params",
+    formula=True,
     hint={
         "en": "Under DDP one GPU must hold the whole model state: divide the GPU's bytes by the bytes "
         "each parameter costs in mixed-precision AdamW.",
@@ -37,7 +109,7 @@ def _ddp_rank_bytes(run: Any) -> float:
         "pe care îi costă fiecare parametru cu AdamW în precizie mixtă.",
     },
     mistakes={
-        2e10: {
+        lambda gpu_bytes: gpu_bytes / 4: {
             "en": "That counts only the bf16 weights and gradients; the optimizer's copies are on the GPU too.",
             "ro": "Așa numărați doar ponderile și gradienții bf16; copiile optimizatorului sunt și ele pe GPU.",
         },
@@ -45,3 +117,50 @@ def _ddp_rank_bytes(run: Any) -> float:
 )
 def _ddp_max_params(gpu_bytes: float) -> float:
     return gpu_bytes / 16
+
+
+@question(
+    "lesson1.sharded_bytes_per_rank",
+    points=2,
+    formula=True,
+    hint={
+        "en": "Fully sharded, each rank keeps an equal slice of every per-parameter copy. "
+        "Start from the bytes per parameter and the model size.",
+        "ro": "Complet fragmentat, fiecare rang păstrează o felie egală din fiecare copie per parametru. "
+        "Porniți de la octeții pe parametru și dimensiunea modelului.",
+    },
+    mistakes={
+        lambda n_params, world_size: 4 * n_params / world_size: {
+            "en": "That is the shard of the bf16 weights and gradients only (4 bytes per parameter); the "
+            "optimizer's copies are sharded too, and they are most of the bytes.",
+            "ro": "Aceasta este doar felia ponderilor și gradienților bf16 (4 octeți pe parametru); copiile "
+            "optimizatorului sunt și ele fragmentate și sunt majoritatea octeților.",
+        },
+        lambda n_params, world_size: 16 * n_params: {
+            "en": "That is what DDP keeps on every rank; sharding divides it.",
+            "ro": "Atât ține DDP pe fiecare rang; fragmentarea împarte această cantitate.",
+        },
+    },
+)
+def _sharded_bytes_per_rank(n_params: int, world_size: int) -> float:
+    return 16 * n_params / world_size
+
+
+def _ddp_by_hand(value: Any) -> bool:
+    """Every rank's averaged gradients equal DDP's to 1e-6, and averaging changed them."""
+    gaps, before = reported(value, "grad_diff"), reported(value, "before")
+    return all(g is not None and g <= 1e-6 for g in gaps) and all(b is not None and b > 1e-4 for b in before)
+
+
+question(
+    "lesson1.ddp_by_hand",
+    points=2,
+    takes="run",
+    verify=_ddp_by_hand,
+    hint={
+        "en": "DDP's gradient is the mean over the ranks: for every parameter, sum p.grad over the ranks in "
+        "place with dist.all_reduce, then divide by the number of ranks.",
+        "ro": "Gradientul DDP este media pe ranguri: pentru fiecare parametru, însumați p.grad pe ranguri, "
+        "pe loc, cu dist.all_reduce, apoi împărțiți la numărul de ranguri.",
+    },
+)

@@ -6,14 +6,31 @@ from typing import Any
 
 from labkit.grading.registry import question
 
+_ONLY_WEIGHTS_AND_GRADS = {
+    "en": "4 bytes per parameter is only the bf16 weights and gradients. Where did the optimizer's K bytes go?",
+    "ro": "4 octeți pe parametru înseamnă doar ponderile și gradienții bf16. Unde au dispărut cei K octeți ai "
+    "optimizatorului?",
+}
+
 
 @question(
     "lesson2.zero1_bytes",
+    formula=True,
     hint={
         "en": "Stage 1 shards only the optimizer state (K bytes per parameter) over the GPUs; the bf16 weights "
         "and gradients stay whole on every GPU.",
         "ro": "Etapa 1 fragmentează doar stările optimizatorului (K octeți pe parametru) pe GPU-uri; ponderile și "
         "gradienții bf16 rămân întregi pe fiecare GPU.",
+    },
+    mistakes={
+        lambda n_params, world_size: 16 * n_params / world_size: {
+            "en": "That shards everything: stage 3. Stage 1 leaves the weights and gradients whole.",
+            "ro": "Așa fragmentați totul: etapa 3. Etapa 1 lasă ponderile și gradienții întregi.",
+        },
+        lambda n_params, world_size: 2 * n_params + 14 * n_params / world_size: {
+            "en": "That shards the gradients too: stage 2. Stage 1 shards the optimizer state only.",
+            "ro": "Așa fragmentați și gradienții: etapa 2. Etapa 1 fragmentează doar stările optimizatorului.",
+        },
     },
 )
 def _zero1_bytes(n_params: float, world_size: int) -> float:
@@ -22,36 +39,60 @@ def _zero1_bytes(n_params: float, world_size: int) -> float:
 
 @question(
     "lesson2.zero3_bytes",
+    formula=True,
     hint={
         "en": "Stage 3 shards all three kinds of state: add up the bytes per parameter, multiply by the "
         "parameters, and divide by the GPUs.",
         "ro": "Etapa 3 fragmentează toate cele trei feluri de stări: adunați octeții pe parametru, înmulțiți cu "
         "numărul de parametri și împărțiți la numărul de GPU-uri.",
     },
+    mistakes={
+        lambda n_params, world_size: 4 * n_params / world_size: _ONLY_WEIGHTS_AND_GRADS,
+        lambda n_params, world_size: 4 * n_params + 12 * n_params / world_size: {
+            "en": "That is stage 1: stage 3 divides the weights and gradients by the GPUs too.",
+            "ro": "Aceasta este etapa 1: etapa 3 împarte și ponderile și gradienții la GPU-uri.",
+        },
+    },
 )
 def _zero3_bytes(n_params: float, world_size: int) -> float:
     return 16 * n_params / world_size
 
 
+def _full_shard_measured(run: Any) -> tuple[dict[str, Any], float]:
+    v = run.values[0]["FULL_SHARD"]
+    padded = sum(v["units"].values())  # the parameters as FSDP holds them, padding included
+    return {"n_params": padded, "world_size": run.nproc}, v["params"] + v["grads"] + v["optim"]
+
+
 @question(
     "lesson2.full_shard_rank_bytes",
     points=2,
-    rel=1e-3,  # FSDP's padding and AdamW's step counters are in the measurement
+    formula=True,
+    at_run=_full_shard_measured,
+    run_rel=1e-3,  # AdamW's step counters are in the measurement
     hint={
         "en": "These runs train in fp32: how many bytes per parameter do weights, gradients and Adam's two "
         "moments take together? FULL_SHARD divides all of it by the number of ranks.",
         "ro": "Aceste rulări antrenează în fp32: câți octeți pe parametru iau împreună ponderile, gradienții și "
         "cele două momente Adam? FULL_SHARD le împarte pe toate la numărul de ranguri.",
     },
+    mistakes={
+        lambda n_params, world_size: 4 * n_params / world_size: {
+            "en": "4 bytes per parameter divided by N is the parameters' shard alone; the gradients and "
+            "Adam's two moments are sharded beside it.",
+            "ro": "4 octeți pe parametru împărțiți la N înseamnă doar felia parametrilor; gradienții și cele "
+            "două momente Adam sunt fragmentate alături.",
+        },
+    },
 )
-def _full_shard_rank_bytes(run: Any) -> float:
-    v = run.values[0]["FULL_SHARD"]
-    return v["params"] + v["grads"] + v["optim"]
+def _full_shard_rank_bytes(n_params: float, world_size: int) -> float:
+    return 16 * n_params / world_size
 
 
 question(
     "lesson2.same_rest_full_peak",
     answer="SHARD_GRAD_OP",
+    sealed=True,
     hint={
         "en": "Look in the table for a strategy whose state column matches FULL_SHARD's while its peak column "
         "matches NO_SHARD's.",
@@ -73,6 +114,7 @@ question(
 
 @question(
     "lesson2.reduce_scatter_rank0",
+    formula=True,
     hint={
         "en": "Element i of the sum is the sum over every rank q of (i + q). Rank 0 keeps elements 0 and 1.",
         "ro": "Elementul i al sumei este suma, pe toate rangurile q, a lui (i + q). Rangul 0 păstrează elementele 0 și 1.",
@@ -83,19 +125,60 @@ def _reduce_scatter_rank0(world_size: int) -> list[float]:
     return [offset, world_size + offset]
 
 
-question(
-    "lesson2.traffic_ratio",
-    answer=1.5,
+@question(
+    "lesson2.full_shard_sent",
+    formula=True,
     hint={
-        "en": "Count the passes over the parameters each strategy makes per step, each costing (N-1)/N of them: "
-        "an all-reduce counts as two, an all-gather or a reduce-scatter as one.",
-        "ro": "Numărați câte treceri peste parametri face fiecare strategie la un pas, fiecare costând (N-1)/N din "
-        "ei: o reducere globală contează cât două, o colectare completă sau o reducere cu distribuire cât una.",
+        "en": "Count the passes over the parameters FULL_SHARD makes in a step, each sending (N-1)/N of what it "
+        "moves: all-gathers in forward and in backward, a reduce-scatter. Then take out what the root saves.",
+        "ro": "Numărați trecerile peste parametri pe care le face FULL_SHARD într-un pas, fiecare trimițând "
+        "(N-1)/N din ce mută: colectări în trecerea directă și în cea inversă, o reducere cu distribuire. "
+        "Apoi scădeți ce economisește rădăcina.",
     },
     mistakes={
-        3: {
-            "en": "That is FULL_SHARD's count alone; divide by DDP's.",
-            "ro": "Acesta este doar numărul pentru FULL_SHARD; împărțiți-l la cel al DDP.",
+        lambda n_params, root_params, world_size: 3 * (world_size - 1) / world_size * n_params: {
+            "en": "That is the theory without the root: FSDP keeps the root gathered from the end of forward into "
+            "backward, so it gathers the root once, not twice.",
+            "ro": "Aceasta este teoria fără rădăcină: FSDP păstrează rădăcina colectată de la sfârșitul trecerii "
+            "directe până în cea inversă, deci o colectează o dată, nu de două ori.",
         },
+        lambda n_params, root_params, world_size: 2 * (world_size - 1) / world_size * n_params: {
+            "en": "That is DDP's all-reduce (or SHARD_GRAD_OP): FULL_SHARD gathers again in backward.",
+            "ro": "Aceasta este reducerea globală a DDP (sau SHARD_GRAD_OP): FULL_SHARD colectează din nou în "
+            "trecerea inversă.",
+        },
+    },
+)
+def _full_shard_sent(n_params: float, root_params: float, world_size: int) -> float:
+    return (3 * n_params - root_params) * (world_size - 1) / world_size
+
+
+def _mini_zero3(value: Any) -> bool:
+    """The shards of the gradient equal DDP's to 1e-6, from an all-gather and a reduce-scatter,
+    and a rank keeps 1/N of DDP's parameters and gradients (up to the padding of the last shard)."""
+    n = value.nproc
+    for r in range(n):
+        v = value.values.get(r, {})
+        if not {"grad_diff", "kept_bytes", "ddp_bytes", "collectives"} <= set(v):
+            return False
+        if v["grad_diff"] > 1e-6 or not {"all_gather", "reduce_scatter"} <= set(v["collectives"]):
+            return False
+        if abs(v["kept_bytes"] - v["ddp_bytes"] / n) > 2 * 4 * n:  # padding: under N elements per vector
+            return False
+    return True
+
+
+question(
+    "lesson2.mini_zero3",
+    points=3,
+    takes="run",
+    verify=_mini_zero3,
+    hint={
+        "en": "gather_params: an empty tensor world times the shard's size, filled by "
+        "dist.all_gather_into_tensor(output, shard). reduce_scatter_grads: a tensor of 1/world of the "
+        "gradient, filled by dist.reduce_scatter_tensor(output, flat_grad), which sums: DDP averages.",
+        "ro": "gather_params: un tensor gol de world ori mărimea fragmentului, completat de "
+        "dist.all_gather_into_tensor(output, shard). reduce_scatter_grads: un tensor cât 1/world din "
+        "gradient, completat de dist.reduce_scatter_tensor(output, flat_grad), care însumează: DDP face media.",
     },
 )

@@ -11,18 +11,35 @@ from typing import Any
 from labkit.grading.registry import question
 
 
+def _bf16_measured(run: Any) -> tuple[dict[str, Any], float]:
+    v = run.values[0]
+    return {"fp32_gathered": v["fp32"]["memory"]["params_unsharded"]}, v["bf16"]["memory"]["params_unsharded"]
+
+
 @question(
     "lesson5.bf16_gathered",
     points=2,
+    formula=True,
+    at_run=_bf16_measured,
     hint={
         "en": "param_dtype is the dtype a unit is all-gathered and computes in: the same number of "
         "elements, each in fewer bytes. Scale the fp32 bytes by the ratio of the two element sizes.",
-        "ro": "param_dtype este tipul în care o unitate este adunată și calculează: același număr de "
+        "ro": "param_dtype este tipul în care o unitate este colectată și calculează: același număr de "
         "elemente, fiecare în mai puțini octeți. Scalați octeții fp32 cu raportul celor două dimensiuni.",
     },
+    mistakes={
+        lambda fp32_gathered: fp32_gathered: {
+            "en": "That is the fp32 figure unchanged: with param_dtype=bf16 each gathered element takes 2 bytes, not 4.",
+            "ro": "Aceasta este cifra fp32 neschimbată: cu param_dtype=bf16 fiecare element colectat ia 2 octeți, nu 4.",
+        },
+        lambda fp32_gathered: 2 * fp32_gathered: {
+            "en": "The ratio goes the other way: a bf16 element is smaller than an fp32 one.",
+            "ro": "Raportul este invers: un element bf16 este mai mic decât unul fp32.",
+        },
+    },
 )
-def _bf16_gathered(run: Any) -> float:
-    return run.values[0]["bf16"]["memory"]["params_unsharded"]
+def _bf16_gathered(fp32_gathered: float) -> float:
+    return fp32_gathered / 2
 
 
 def _halved(run: Any) -> set[str]:
@@ -51,6 +68,19 @@ def _as_set(value: Any) -> set[str] | None:
 
 @question(
     "lesson5.host_per_node",
+    formula=True,
+    mistakes={
+        lambda n_params, world_size, gpus_per_node: 16 * n_params / world_size: {
+            "en": "That is one rank's host memory; a node hosts one rank per GPU.",
+            "ro": "Aceasta este memoria gazdei pentru un rang; un nod găzduiește câte un rang pentru fiecare GPU.",
+        },
+        lambda n_params, world_size, gpus_per_node: 4 * n_params / world_size * gpus_per_node: {
+            "en": "4 bytes per parameter is the fp32 parameter shard alone; its gradient and Adam's moments "
+            "are offloaded with it.",
+            "ro": "4 octeți pe parametru înseamnă doar fragmentul fp32 al parametrului; gradientul lui și "
+            "momentele Adam sunt descărcate împreună cu el.",
+        },
+    },
     hint={
         "en": "Each rank keeps its shard (1/world_size) of the fp32 parameters, their fp32 gradients and "
         "Adam's two moments in host memory; a node holds that for each of its GPUs.",
@@ -63,3 +93,29 @@ def _host_per_node(n_params: int, world_size: int, gpus_per_node: int) -> float:
 
     states = memory_model.model_states(n_params, "FULL_SHARD", world_size, "bf16", convention="torch", offload="params")
     return states.host_total * gpus_per_node
+
+
+def _mixed_precision(value: Any) -> bool:
+    """Your policy gathered half the bytes of fp32 and reduce-scattered as many (gradients in fp32)."""
+    for r in range(value.nproc):
+        v = value.values.get(r, {})
+        fp32, yours = v.get("fp32"), v.get("yours")
+        if not fp32 or not yours or not fp32["all_gather"]:
+            return False
+        if 2 * yours["all_gather"] != fp32["all_gather"] or yours["reduce_scatter"] != fp32["reduce_scatter"]:
+            return False
+    return True
+
+
+question(
+    "lesson5.mixed_precision",
+    points=2,
+    takes="run",
+    verify=_mixed_precision,
+    hint={
+        "en": "MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...): param_dtype is what the all-gathers "
+        "move, reduce_dtype what the reduce-scatters move. Halve the first, keep the second in fp32.",
+        "ro": "MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...): param_dtype este ce mută colectările, "
+        "reduce_dtype ce mută reducerile cu distribuire. Înjumătățiți-l pe primul, păstrați-l pe al doilea în fp32.",
+    },
+)

@@ -16,6 +16,7 @@ PLAN = {"precision": "bf16", "convention": "torch", "checkpointing": True, "micr
 question(
     "lesson6.reshard_after_forward",
     answer={"FULL_SHARD": True, "SHARD_GRAD_OP": False},
+    sealed=True,
     hint={
         "en": "FULL_SHARD frees each unit's gathered parameters after its forward and gathers them again "
         "for backward; SHARD_GRAD_OP keeps them until backward. Which of the two reshards after forward?",
@@ -26,23 +27,42 @@ question(
 )
 
 
+def _rank_measured(run: Any, n_params: int) -> tuple[dict[str, Any], float]:
+    return {"n_params": n_params, "world_size": run.nproc}, run.values[0]["allocated"]
+
+
 @question(
     "lesson6.rank_bytes",
     points=2,
-    rel=1e-3,  # FSDP2 pads each parameter's rows up to a multiple of the ranks
+    formula=True,
+    at_run=_rank_measured,
+    run_rel=1e-3,  # FSDP2 pads each parameter's rows up to a multiple of the ranks
     hint={
         "en": "Each parameter is split by rows over the ranks: one rank allocates its share of the "
         "fp32 parameters, 4 bytes each.",
         "ro": "Fiecare parametru este împărțit pe rânduri între ranguri: un rang alocă partea lui din "
         "parametrii fp32, câte 4 octeți fiecare.",
     },
+    mistakes={
+        lambda n_params, world_size: 16 * n_params / world_size: {
+            "en": "16 bytes per parameter is the whole training state; the cell allocated the parameters only, "
+            "before any gradient or optimizer.",
+            "ro": "16 octeți pe parametru înseamnă toată starea antrenării; celula a alocat doar parametrii, "
+            "înainte de orice gradient sau optimizator.",
+        },
+        lambda n_params, world_size: 4 * n_params: {
+            "en": "That is the whole model: each rank allocates only its rows.",
+            "ro": "Acesta este întregul model: fiecare rang alocă doar rândurile sale.",
+        },
+    },
 )
-def _rank_bytes(run: Any) -> float:
-    return run.values[0]["allocated"]
+def _rank_bytes(n_params: int, world_size: int) -> float:
+    return 4 * n_params / world_size
 
 
 @question(
     "lesson6.local_rank",
+    formula=True,
     hint={
         "en": "Ranks 0 to gpus_per_node - 1 are on node 0, the next gpus_per_node on node 1, and so on; "
         "on each node the GPUs are numbered again from 0. What is left of global_rank once the whole "
@@ -51,26 +71,43 @@ def _rank_bytes(run: Any) -> float:
         "și așa mai departe; pe fiecare nod GPU-urile se numerotează din nou de la 0. Ce rămâne din "
         "global_rank după ce scoateți nodurile întregi dinaintea lui?",
     },
+    mistakes={
+        lambda global_rank, gpus_per_node: global_rank // gpus_per_node: {
+            "en": "That is the node's number; the device is numbered within the node.",
+            "ro": "Acesta este numărul nodului; dispozitivul este numerotat în interiorul nodului.",
+        },
+    },
 )
 def _local_rank(global_rank: int, gpus_per_node: int) -> int:
     return global_rank % gpus_per_node
 
 
-@question(
+def _reloaded(value: Any, run: Any) -> bool:
+    """The model handed in gives the ranks' saved loss on their probe batch (so it holds their weights)."""
+    import torch
+
+    from labkit.models import synthetic_batch
+
+    probe = synthetic_batch(value.cfg, 8, 10_000, 0)  # the ranks' probe batch
+    with torch.no_grad():
+        loss = value(*probe).item()
+    saved = run.values[0]["saved_loss"]
+    return abs(loss - saved) <= 1e-5 * abs(saved)  # the same weights and batch; only the order of a few sums may differ
+
+
+question(
     "lesson6.reloaded_loss",
     points=2,
-    rel=1e-5,  # the same weights and batch; only the order of a few sums may differ
+    takes="model",
+    verify=_reloaded,
     hint={
         "en": "Give dcp.load the nested dict {{'train': {{'model': plain.state_dict()}}}} and no_dist=True, "
-        "then load_state_dict the inner 'model' dict into plain, and evaluate it on the probe batch under "
-        "torch.no_grad().",
+        "then load_state_dict the inner 'model' dict into plain. The check evaluates plain on the probe batch.",
         "ro": "Dați lui dcp.load dicționarul imbricat {{'train': {{'model': plain.state_dict()}}}} și no_dist=True, "
-        "apoi încărcați cu load_state_dict dicționarul interior 'model' în plain și evaluați-l pe lotul de "
-        "probă sub torch.no_grad().",
+        "apoi încărcați cu load_state_dict dicționarul interior 'model' în plain. Verificarea evaluează plain pe "
+        "lotul de probă.",
     },
 )
-def _reloaded_loss(run: Any) -> float:
-    return run.values[0]["saved_loss"]
 
 
 @question(
@@ -91,3 +128,31 @@ def _min_gpus(model: str) -> int:
     if n is None:
         raise ValueError(f"{model} does not fit on any number of 80 GB GPUs with this plan")
     return n
+
+
+def _checkpoint_budget(value: Any) -> bool:
+    """Activations at the peak within the budget, and the same loss as without checkpointing."""
+    for r in range(value.nproc):
+        v = value.values.get(r, {})
+        plain, yours, budget = v.get("plain"), v.get("yours"), v.get("budget")
+        if not plain or not yours or budget is None:
+            return False
+        if yours["activations"] > budget or abs(yours["loss"] - plain["loss"]) > 1e-6 * abs(plain["loss"]):
+            return False
+    return True
+
+
+question(
+    "lesson6.checkpoint_budget",
+    points=2,
+    takes="run",
+    verify=_checkpoint_budget,
+    hint={
+        "en": "Recompute each block in backward instead of keeping its activations: "
+        "apply_activation_checkpointing(model, check_fn=...) with a check_fn that picks the TransformerBlocks. "
+        "The loss must not change: a smaller batch does not count.",
+        "ro": "Recalculați fiecare bloc în trecerea inversă în loc să-i păstrați activările: "
+        "apply_activation_checkpointing(model, check_fn=...) cu un check_fn care alege blocurile TransformerBlock. "
+        "Pierderea nu trebuie să se schimbe: un lot mai mic nu contează.",
+    },
+)
