@@ -135,7 +135,7 @@ LESSON = Lesson(
 
             | FSDP1 `ShardingStrategy` | FSDP2 `fully_shard(...)` | ZeRO | between steps | during the step |
             |---|---|---|---|---|
-            | `NO_SHARD` (legacy, warns) | none: use DDP (or `replicate`) | 0 (DDP) | everything whole | everything whole |
+            | `NO_SHARD` (legacy, warns) | none: use DDP | 0 (DDP) | everything whole | everything whole |
             | `SHARD_GRAD_OP` | `reshard_after_forward=False` | 2 | shards | each unit stays gathered from its forward to its backward |
             | `FULL_SHARD` | `reshard_after_forward=True` | 3 | shards | each unit is gathered for its forward, freed, gathered again for its backward |
             | `HYBRID_SHARD` | a 2-D mesh `(replicate, shard)` | 3 within a group | shards of a group's copy | as `FULL_SHARD`, within the group |
@@ -179,7 +179,7 @@ LESSON = Lesson(
 
             | `ShardingStrategy` FSDP1 | `fully_shard(...)` FSDP2 | ZeRO | între pași | în timpul pasului |
             |---|---|---|---|---|
-            | `NO_SHARD` (moștenit, avertizează) | niciuna: folosiți DDP (sau `replicate`) | 0 (DDP) | totul întreg | totul întreg |
+            | `NO_SHARD` (moștenit, avertizează) | niciuna: folosiți DDP | 0 (DDP) | totul întreg | totul întreg |
             | `SHARD_GRAD_OP` | `reshard_after_forward=False` | 2 | fragmente | fiecare unitate rămâne colectată de la trecerea directă până la cea inversă |
             | `FULL_SHARD` | `reshard_after_forward=True` | 3 | fragmente | fiecare unitate e colectată pentru trecerea directă, eliberată și colectată din nou pentru cea inversă |
             | `HYBRID_SHARD` | o grilă 2D `(replicate, shard)` | 3 într-un grup | fragmentele copiei grupului | ca `FULL_SHARD`, în interiorul grupului |
@@ -365,8 +365,8 @@ LESSON = Lesson(
             `HYBRID_SHARD` with groups of 2 divides by 2, not by N. The peak under `FULL_SHARD` is a few
             units, not the model: that is what lesson 3 is about. Each `fully_shard` row sits beside the
             FSDP1 strategy it stands for, and the same formula holds for it: FSDP2 pads each parameter
-            instead of each flat parameter, and keeps one step counter per parameter, so its optimizer
-            column differs from FSDP1's by a few hundred bytes.
+            instead of each flat parameter, and AdamW keeps a 4-byte step counter per parameter tensor
+            instead of one per flat parameter, so its optimizer column differs from FSDP1's by those counters.
 
             **Exercise 3.** With the formula, write the bytes of model state one rank holds under
             `FULL_SHARD` on 4 ranks, for this model in fp32 AdamW (`n_params` parameters). The check
@@ -382,8 +382,9 @@ LESSON = Lesson(
             Vârful cu `FULL_SHARD` înseamnă câteva unități, nu întregul model: despre asta este lecția 3.
             Fiecare rând `fully_shard` stă lângă strategia FSDP1 pe care o înlocuiește, iar aceeași formulă
             este valabilă și pentru el: FSDP2 completează fiecare parametru în loc de fiecare parametru
-            aplatizat și ține câte un contor de pași pentru fiecare parametru, așa că coloana
-            optimizatorului diferă de cea FSDP1 cu câteva sute de octeți.
+            aplatizat, iar AdamW ține un contor de pași de 4 octeți pentru fiecare tensor de parametri, nu
+            pentru fiecare parametru aplatizat, așa că coloana optimizatorului diferă de cea FSDP1 prin aceste
+            contoare.
 
             **Exercițiul 3.** Cu formula, scrieți câți octeți de stări ale modelului ține un rang cu
             `FULL_SHARD` pe 4 ranguri, pentru acest model cu AdamW în fp32 (`n_params` parametri).

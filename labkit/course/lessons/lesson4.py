@@ -89,6 +89,14 @@ LESSON = Lesson(
             | `forward_prefetch=True` | in forward, in the current unit's pre-forward hook | one more unit in memory during forward |
             | `limit_all_gathers=True` (the default) | the CPU may not issue an all-gather while two earlier ones are not yet freed | bounds the memory when the CPU runs ahead of the GPU |
 
+            FSDP2 (`fully_shard`, lesson 2) has fewer knobs. Backward prefetch is always on, one unit
+            ahead in backward's order, as `BACKWARD_PRE` (there is no `BACKWARD_POST`);
+            `block.set_modules_to_backward_prefetch([...])` chooses which units a block prefetches in
+            backward, and how many ahead, and `block.set_modules_to_forward_prefetch([...])` does what
+            `forward_prefetch=True` does. There is no `limit_all_gathers`: FSDP2 frees gathered memory
+            without the CUDA-stream bookkeeping that made FSDP1 need a limiter. This lesson measures
+            FSDP1's three settings, which FSDP2 can no longer show side by side.
+
             Prefetch changes *when* things happen, never *what* is computed: every setting must give
             the same loss.
             """,
@@ -119,6 +127,14 @@ LESSON = Lesson(
             | `backward_prefetch=None` | abia când începe trecerea inversă a unității următoare, la coadă după reducerea curentă | nimic nu se suprapune |
             | `forward_prefetch=True` | în trecerea directă, în cârligul de dinaintea trecerii directe a unității curente | încă o unitate în memorie în trecerea directă |
             | `limit_all_gathers=True` (implicit) | procesorul nu poate lansa o colectare cât timp două colectări anterioare nu au fost încă eliberate | limitează memoria când procesorul o ia înaintea GPU-ului |
+
+            FSDP2 (`fully_shard`, lecția 2) are mai puține reglaje. Preîncărcarea în trecerea inversă este
+            mereu activă, cu o unitate înainte, în ordinea trecerii inverse, ca `BACKWARD_PRE` (nu există
+            `BACKWARD_POST`); `block.set_modules_to_backward_prefetch([...])` alege ce unități preîncarcă un
+            bloc în trecerea inversă și cu câte înainte, iar `block.set_modules_to_forward_prefetch([...])`
+            face ce face `forward_prefetch=True`. Nu există `limit_all_gathers`: FSDP2 eliberează memoria
+            colectată fără evidența pe fluxuri CUDA care îl obliga pe FSDP1 să aibă un limitator. Lecția
+            aceasta măsoară cele trei setări ale FSDP1, pe care FSDP2 nu le mai poate arăta una lângă alta.
 
             Preîncărcarea schimbă *când* se întâmplă lucrurile, niciodată *ce* se calculează: toate
             setările trebuie să dea aceeași pierdere.

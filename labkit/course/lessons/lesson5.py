@@ -83,6 +83,9 @@ LESSON = Lesson(
             | `buffer_dtype` | the dtype of the module's buffers | buffers (this model has none) |
 
             The sharded fp32 parameters, their fp32 gradients and the optimizer state stay as they are.
+            In FSDP2 the same choice is `fully_shard(block, mp_policy=MixedPrecisionPolicy(param_dtype=...,
+            reduce_dtype=...))` on every block and on the root: the same two fields, plus `output_dtype`
+            for the module's outputs, and no `buffer_dtype` (FSDP2 does not shard buffers).
 
             **CPU offload.** `CPUOffload(offload_params=True)` moves each rank's sharded parameters and
             their gradients to **host memory**, the computer's RAM, and runs the optimizer
@@ -115,6 +118,9 @@ LESSON = Lesson(
             | `buffer_dtype` | tipul tampoanelor (buffers) modulului | tampoanele (modelul acesta nu are) |
 
             Parametrii fp32 fragmentați, gradienții lor fp32 și stările optimizatorului rămân neschimbați.
+            În FSDP2 aceeași alegere este `fully_shard(block, mp_policy=MixedPrecisionPolicy(param_dtype=...,
+            reduce_dtype=...))` pe fiecare bloc și pe rădăcină: aceleași două câmpuri, plus `output_dtype`
+            pentru ieșirile modulului, și fără `buffer_dtype` (FSDP2 nu fragmentează tampoanele).
 
             **Descărcarea pe CPU.** `CPUOffload(offload_params=True)` mută parametrii fragmentați ai fiecărui
             rang și gradienții lor în **memoria gazdei (host memory)**, RAM-ul calculatorului, și rulează

@@ -95,7 +95,7 @@ LESSON = Lesson(
             | `ShardingStrategy.FULL_SHARD` | `reshard_after_forward=True` |
             | `ShardingStrategy.SHARD_GRAD_OP` | `reshard_after_forward=False` |
             | `ShardingStrategy.HYBRID_SHARD` | a 2-D mesh: `init_device_mesh(device, (replicas, shards), mesh_dim_names=(...))` |
-            | `ShardingStrategy.NO_SHARD` (deprecated: it warns) | no equivalent: use DDP, or `replicate()` |
+            | `ShardingStrategy.NO_SHARD` (deprecated: it warns) | no equivalent: use DDP |
             | none | `reshard_after_forward=k`, an int: after forward, keep a shard over a group of k ranks (a node), so that backward gathers within it (ZeRO++'s hpZ) |
             | `fully_shard(model)` on the root with `reshard_after_forward=True` | the docs advise `False` for the root: its backward starts right after its forward |
             | `backward_prefetch=BACKWARD_PRE` | the default: one unit ahead, in backward's order; `BACKWARD_POST` does not exist |
@@ -132,7 +132,7 @@ LESSON = Lesson(
             | `ShardingStrategy.FULL_SHARD` | `reshard_after_forward=True` |
             | `ShardingStrategy.SHARD_GRAD_OP` | `reshard_after_forward=False` |
             | `ShardingStrategy.HYBRID_SHARD` | o grilă 2D: `init_device_mesh(device, (replici, fragmente), mesh_dim_names=(...))` |
-            | `ShardingStrategy.NO_SHARD` (învechit: avertizează) | niciun echivalent: folosiți DDP sau `replicate()` |
+            | `ShardingStrategy.NO_SHARD` (învechit: avertizează) | niciun echivalent: folosiți DDP |
             | niciuna | `reshard_after_forward=k`, un întreg: după trecerea directă, păstrează un fragment pe un grup de k ranguri (un nod), ca trecerea inversă să colecteze în interiorul lui (hpZ din ZeRO++) |
             | `fully_shard(model)` pe rădăcină cu `reshard_after_forward=True` | documentația recomandă `False` pentru rădăcină: trecerea ei inversă începe imediat după cea directă |
             | `backward_prefetch=BACKWARD_PRE` | implicit: o unitate înainte, în ordinea trecerii inverse; `BACKWARD_POST` nu există |
@@ -773,7 +773,7 @@ LESSON = Lesson(
 
             - FSDP2's `fully_shard` shards each parameter as a DTensor and keeps the module and its names;
               every FSDP1 option you used has an FSDP2 form, and `reshard_after_forward` should be set
-              explicitly.
+              explicitly (`False` for the root, as the documentation advises).
             - `model.to(rank)` before wrapping makes every rank build the whole model: 276 GB in fp32 at 70B.
               Build on the meta device, shard, then `to_empty()` and `reset_parameters()`: your ranks
               allocated nothing before and their own rows after.
@@ -789,7 +789,7 @@ LESSON = Lesson(
 
             - `fully_shard` din FSDP2 fragmentează fiecare parametru ca DTensor și păstrează modulul și numele
               lui; fiecare opțiune FSDP1 pe care ați folosit-o are o formă FSDP2, iar `reshard_after_forward`
-              trebuie setat explicit.
+              trebuie setat explicit (`False` pentru rădăcină, cum recomandă documentația).
             - `model.to(rank)` înainte de împachetare face ca fiecare rang să construiască tot modelul: 276 GB în
               fp32 la 70B. Construiți pe dispozitivul meta, fragmentați, apoi `to_empty()` și
               `reset_parameters()`: rangurile voastre nu au alocat nimic înainte și doar propriile rânduri după.
