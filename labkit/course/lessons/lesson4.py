@@ -556,7 +556,7 @@ LESSON = Lesson(
 
             So the next cell chooses links by that ratio instead of by name: `link_at(ratio)` is the
             bandwidth at which one block's all-gather takes `ratio` times the block's measured backward
-            time (with no latency: section 5 adds it). It then simulates the three `backward_prefetch`
+            time, with no latency unless you pass one (`link_at(ratio, latency)`, section 5). It then simulates the three `backward_prefetch`
             settings on each.
             """,
             ro="""
@@ -571,7 +571,7 @@ LESSON = Lesson(
 
             De aceea celula următoare alege legăturile după acest raport, nu după nume: `link_at(ratio)`
             este lățimea de bandă la care colectarea unui bloc durează de `ratio` ori cât trecerea inversă
-            măsurată a blocului (fără latență: secțiunea 5 o adaugă). Apoi simulează pe fiecare cele trei
+            măsurată a blocului, fără latență dacă nu i-o dați (`link_at(ratio, latency)`, secțiunea 5). Apoi simulează pe fiecare cele trei
             setări `backward_prefetch`.
             """,
         ),
@@ -581,8 +581,8 @@ LESSON = Lesson(
             block_wire = prof.param_bytes["layers.0"] * (prof.world_size - 1) / prof.world_size  # bytes each rank sends
 
 
-            def link_at(ratio):
-                return simulate.link(block_wire / (ratio * block_backward))
+            def link_at(ratio, latency=0.0):  # latency: seconds per ring step, paid (N-1) times per collective
+                return simulate.link(block_wire / (ratio * block_backward), latency)
 
 
             ratios = [0.1, 0.3, 1, 3]
@@ -762,7 +762,7 @@ LESSON = Lesson(
 
             fixes = [  # (setting, simulated result or None, micro-batches per step, bytes over the network)
                 ("FULL_SHARD", simulate.simulate(wide, network), 1, crossing("FULL_SHARD")),
-                ("FULL_SHARD, 20 µs/step", simulate.simulate(wide, simulate.link(network.bandwidth, 20e-6)), 1,
+                ("FULL_SHARD, 20 µs/step", simulate.simulate(wide, link_at(2, latency=20e-6)), 1,
                  crossing("FULL_SHARD")),
                 ("SHARD_GRAD_OP", simulate.simulate(wide, network, strategy="SHARD_GRAD_OP"), 1, crossing("SHARD_GRAD_OP")),
                 ("param_dtype=bf16", simulate.simulate(bf16_gathers, network), 1, crossing("FULL_SHARD", dtype_bytes=2)),
