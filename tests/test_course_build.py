@@ -25,7 +25,9 @@ from labkit.i18n import all_messages
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = build.lessons()
 MY_LESSONS = ("lesson0", "lesson1", "lesson2", "lesson3")
-CEDILLA = re.compile("[\u015e\u015f\u0162\u0163]")  # Ş ş Ţ ţ: Turkish letters, not Romanian ones
+CEDILLA = re.compile(
+    "[\u015e\u015f\u0162\u0163]"
+)  # S-cedilla s-cedilla T-cedilla t-cedilla: Turkish letters, not Romanian ones
 LANG_LINE = re.compile(r"^%labkit_lang \w+$", re.M)
 
 
@@ -191,7 +193,7 @@ def romanian_texts() -> dict[str, str]:
 
 def test_no_cedilla_in_any_romanian_text():
     bad = {where: CEDILLA.findall(text) for where, text in romanian_texts().items() if CEDILLA.search(text)}
-    assert bad == {}, "use ș ț (comma below, U+0219/U+021B), never ş ţ"
+    assert bad == {}, "use ș ț (comma below, U+0219/U+021B), never \u015f \u0163"
 
 
 def test_the_romanian_edition_uses_romanian_letters():
@@ -231,3 +233,36 @@ def test_glossary_entries_are_complete_and_sorted_in_romanian_order():
     assert glossary._ro_sort_key("ș") > glossary._ro_sort_key("s") and glossary._ro_sort_key(
         "ț"
     ) < glossary._ro_sort_key("u")
+
+
+def course_romanian_texts() -> dict[str, str]:
+    """The course's own Romanian: lesson prose, the glossary and the lessons' table labels."""
+    texts = {where: text for where, text in romanian_texts().items() if not where.startswith("message ")}
+    for key, entry in all_messages().items():
+        if key.startswith("course."):
+            texts[f"message {key}"] = entry.get("ro", "")
+    return texts
+
+
+def test_romanian_gathers_with_a_colecta_and_sums_with_a_insuma():
+    # "a aduna" means both to gather and to add up: the course says "a colecta" for an all-gather's
+    # gathering and "a însuma" for a sum, as the glossary's entries do.
+    bad = {where: re.findall(r"\w*adun\w*", text, re.I) for where, text in course_romanian_texts().items()}
+    assert {where: words for where, words in bad.items() if words} == {}
+
+
+def test_romanian_calls_a_device_mesh_a_grid_not_a_network():
+    bad = [
+        where for where, text in course_romanian_texts().items() if re.search(r"rețe\w* (?:de dispozitive|2-?D)", text)
+    ]
+    assert bad == [], "a device mesh is a «grilă de dispozitive»: «rețea» is the network between nodes"
+
+
+def test_english_text_does_not_repeat_a_term_in_parentheses(lesson):
+    en = "\n".join(c.text["en"] for c in lesson.cells if isinstance(c, Markdown))
+    repeated = [
+        m.group(0)
+        for m in re.finditer(r"\*\*([^*()\n]+?)\s*\(([^()\n]+)\)\*\*", en)
+        if m.group(1).lower().rstrip("s") == m.group(2).lower().rstrip("s")
+    ]
+    assert repeated == [], f"{lesson.id}: the Romanian edition's 'term (English term)' leaked into English: {repeated}"

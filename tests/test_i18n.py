@@ -17,7 +17,7 @@ import pytest
 import labkit
 from labkit import i18n
 
-CEDILLAS = "şţŞŢ"  # U+015F U+0163 U+015E U+0162: Romanian uses ș ț Ș Ț (comma below)
+CEDILLAS = "\u015f\u0163\u015e\u0162"  # U+015F U+0163 U+015E U+0162: Romanian uses ș ț Ș Ț (comma below)
 FIXTURE_QUESTIONS = Path(__file__).parent / "fixtures" / "grading" / "fixture_questions.py"
 
 
@@ -63,7 +63,7 @@ def test_same_placeholders_in_both_languages(messages):
 
 def test_romanian_uses_comma_below_not_cedilla(messages):
     bad = {key: m["ro"] for key, m in messages.items() if any(c in m["ro"] for c in CEDILLAS)}
-    assert not bad, f"ş/ţ with a cedilla in Romanian text (use ș ț): {bad}"
+    assert not bad, f"\u015f/\u0163 with a cedilla in Romanian text (use ș ț): {bad}"
 
 
 class Anything:

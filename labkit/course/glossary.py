@@ -168,14 +168,14 @@ GLOSSARY: dict[str, Term] = {
     "reduce_scatter": Term(
         "reduce-scatter",
         "reducere cu distribuire",
-        "se adună tensorii tuturor rangurilor, iar fiecare rang păstrează un fragment din sumă",
+        "se însumează tensorii tuturor rangurilor, iar fiecare rang păstrează un fragment din sumă",
         "the ranks' tensors are summed and each rank keeps one shard of the sum",
         ("reducerea cu distribuire",),
     ),
     "all_reduce": Term(
         "all-reduce",
         "reducere globală",
-        "se adună tensorii tuturor rangurilor și fiecare rang primește suma întreagă",
+        "se însumează tensorii tuturor rangurilor și fiecare rang primește suma întreagă",
         "the ranks' tensors are summed and every rank receives the whole sum",
         ("reducerea globală",),
     ),
@@ -196,7 +196,7 @@ GLOSSARY: dict[str, Term] = {
     "fsdp_unit": Term(
         "FSDP unit",
         "unitate FSDP",
-        "un grup de parametri adunați și eliberați împreună",
+        "un grup de parametri colectați și eliberați împreună",
         "a group of parameters gathered and freed together",
         ("unitatea FSDP", "unități FSDP"),
     ),
@@ -214,6 +214,13 @@ GLOSSARY: dict[str, Term] = {
         "the most memory in use at any moment of a step",
         ("vârful de memorie",),
     ),
+    "embedding": Term(
+        "embedding",
+        "încorporare",
+        "tabelul care transformă fiecare token într-un vector; primul strat al modelului",
+        "the table that turns each token into a vector; the model's first layer",
+        ("încorporarea", "încorporările"),
+    ),
     "activations": Term(
         "activations",
         "activări",
@@ -230,10 +237,10 @@ GLOSSARY: dict[str, Term] = {
     ),
     "device_mesh": Term(
         "device mesh",
-        "rețea de dispozitive",
-        "rangurile așezate într-un tablou cu nume pe fiecare dimensiune",
+        "grilă de dispozitive",
+        "rangurile așezate într-un tablou cu nume pe fiecare dimensiune (nu o rețea: legăturile sunt altceva)",
         "the ranks arranged in an array with a name for each dimension",
-        ("rețeaua de dispozitive",),
+        ("grila de dispozitive", "grile de dispozitive"),
     ),
     # for the later lessons (prefetch, offload, FSDP2)
     "prefetch": Term(
@@ -273,10 +280,10 @@ GLOSSARY: dict[str, Term] = {
     ),
     "sharded_checkpoint": Term(
         "sharded checkpoint",
-        "salvare fragmentată",
+        "punct de control fragmentat",
         "fiecare rang își scrie propriile fragmente pe disc",
         "each rank writes its own shards to disk",
-        ("salvarea fragmentată",),
+        ("punctul de control fragmentat", "puncte de control fragmentate"),
     ),
     # lessons 4 to 6
     "interconnect": Term(
@@ -310,7 +317,7 @@ GLOSSARY: dict[str, Term] = {
     "dtensor": Term(
         "DTensor",
         "tensor distribuit",
-        "un tensor al cărui conținut este împărțit între ranguri după o rețea de dispozitive",
+        "un tensor al cărui conținut este împărțit între ranguri după o grilă de dispozitive",
         "a tensor whose contents are split over the ranks along a device mesh",
         ("tensorul distribuit", "tensori distribuiți"),
     ),

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labkit.i18n import catalog, t
+from labkit.units import fmt_number
 
 catalog(
     {
@@ -52,7 +53,7 @@ catalog(
         "course.col.theory": {"en": "theory", "ro": "teorie"},
         "course.col.before": {"en": "before", "ro": "înainte"},
         "course.col.after": {"en": "after", "ro": "după"},
-        "course.col.peak_unsharded": {"en": "peak gathered", "ro": "vârf adunat"},
+        "course.col.peak_unsharded": {"en": "peak gathered", "ro": "vârf colectat"},
         "course.col.largest_unit": {"en": "largest unit", "ro": "cea mai mare unitate"},
         "course.col.min_num_params": {"en": "min_num_params", "ro": "min_num_params"},
         "course.col.weights": {"en": "weights", "ro": "ponderi"},
@@ -88,19 +89,23 @@ catalog(
 catalog(
     {
         "course.say.ddp_head": {
-            "en": "model {model}: {n:,} parameters, {nproc} DDP ranks",
-            "ro": "modelul {model}: {n:,} parametri, {nproc} ranguri DDP",
+            "en": "model {model}: {n} parameters, {nproc} DDP ranks",
+            "ro": "modelul {model}: {n} parametri, {nproc} ranguri DDP",
         },
-        "course.say.ran": {"en": "{nproc} rank(s): {seconds:.1f} s", "ro": "{nproc} rang(uri): {seconds:.1f} s"},
-        "course.say.n_params": {"en": "model {model}: {n:,} parameters", "ro": "modelul {model}: {n:,} parametri"},
+        "course.say.ran": {"en": "{nproc} rank(s): {seconds} s", "ro": "{nproc} rang(uri): {seconds} s"},
+        "course.say.n_params": {"en": "model {model}: {n} parameters", "ro": "modelul {model}: {n} parametri"},
         "course.say.convention": {
-            "en": "convention {name}: {b} bytes per parameter, at most {n:,} parameters on one GPU under DDP",
-            "ro": "convenția {name}: {b} octeți pe parametru, cel mult {n:,} parametri pe un GPU sub DDP",
+            "en": "convention {name}: {b} bytes per parameter, at most {n} parameters on one GPU under DDP",
+            "ro": "convenția {name}: {b} octeți pe parametru, cel mult {n} parametri pe un GPU sub DDP",
+        },
+        "course.say.weights_wall": {
+            "en": "bf16 weights and gradients only: {b} bytes per parameter, at most {n} parameters on one GPU",
+            "ro": "doar ponderi și gradienți bf16: {b} octeți pe parametru, cel mult {n} parametri pe un GPU",
         },
         "course.say.checksums": {"en": "weight checksums: {values}", "ro": "sume de control ale ponderilor: {values}"},
         "course.fig.unit_bytes": {
             "en": "each FSDP unit, gathered (fp32)",
-            "ro": "fiecare unitate FSDP, adunată (fp32)",
+            "ro": "fiecare unitate FSDP, colectată (fp32)",
         },
         "course.fig.peak_by_category": {
             "en": "peak of rank {rank}, by category",
@@ -127,11 +132,11 @@ catalog(  # lessons 4 to 6
         "course.col.order": {"en": "collectives, in the order issued", "ro": "operații colective, în ordinea lansării"},
         "course.col.forward_order": {
             "en": "forward: gathers (AG) and compute (F), in order",
-            "ro": "trecerea directă: adunări (AG) și calcul (F), în ordine",
+            "ro": "trecerea directă: colectări (AG) și calcul (F), în ordine",
         },
         "course.col.block_params": {"en": "parameters per block", "ro": "parametri pe bloc"},
         "course.col.prefetch_extra": {"en": "one block in bf16", "ro": "un bloc în bf16"},
-        "course.col.params_unsharded": {"en": "gathered", "ro": "adunați"},
+        "course.col.params_unsharded": {"en": "gathered", "ro": "colectați"},
         "course.col.optimizer": {"en": "optimizer", "ro": "optimizator"},
         "course.col.activations": {"en": "activations", "ro": "activări"},
         "course.col.other": {"en": "other", "ro": "altele"},
@@ -144,6 +149,15 @@ catalog(  # lessons 4 to 6
         "course.col.allocated": {"en": "after to_empty()", "ro": "după to_empty()"},
         "course.col.file": {"en": "file", "ro": "fișier"},
         "course.col.bytes": {"en": "size", "ro": "dimensiune"},
+        "course.col.fix": {"en": "setting", "ro": "setare"},
+        "course.col.sim_step_ms": {"en": "step ms (sim.)", "ro": "pas ms (sim.)"},
+        "course.col.sim_exposed_ms": {"en": "exposed comm ms (sim.)", "ro": "comunicare expusă ms (sim.)"},
+        "course.col.sim_ms_per_batch": {"en": "ms per micro-batch (sim.)", "ro": "ms pe micro-lot (sim.)"},
+        "course.col.slow_bytes": {"en": "over the network, per rank", "ro": "prin rețea, pe rang"},
+        "course.col.gpus_gb": {"en": "GPUs of 80 GB", "ro": "GPU-uri de 80 GB"},
+        "course.col.gpus_gib": {"en": "GPUs of 80 GiB", "ro": "GPU-uri de 80 GiB"},
+        "course.col.nodes": {"en": "nodes of 8", "ro": "noduri de câte 8"},
+        "course.col.deployable": {"en": "GPUs to deploy", "ro": "GPU-uri de alocat"},
     }
 )
 
@@ -164,8 +178,8 @@ def text(key: str, **fields: Any) -> str:
 
 
 def say(key: str, **fields: Any) -> None:
-    """Print the sentence ``course.say.<key>``."""
-    print(text(f"say.{key}", **fields))
+    """Print the sentence ``course.say.<key>``, its numbers in the edition's format (1.103,6 in Romanian)."""
+    print(text(f"say.{key}", **{name: fmt(value) for name, value in fields.items()}))
 
 
 def yes_no(value: bool) -> str:
@@ -173,15 +187,19 @@ def yes_no(value: bool) -> str:
 
 
 def fmt(value: Any, unit: str | None = None) -> str:
+    """One table cell or sentence field: numbers in the edition's format (1,103.6 or 1.103,6)."""
     if isinstance(value, bool):
         return yes_no(value)
     if unit is not None and isinstance(value, (int, float)):
         scaled = value / UNITS[unit]
-        return f"{scaled:,.3f} {unit}" if abs(scaled) < 10 else f"{scaled:,.1f} {unit}"
+        return f"{fmt_number(scaled, 3 if abs(scaled) < 10 else 1)} {unit}"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        if value.is_integer() and abs(value) < 1e15:
+            return fmt_number(value, 0)
+        text = f"{value:.4g}"  # four significant digits; swap the decimal point for Romanian
+        return text.replace(".", ",") if fmt_number(0.5, 1) == "0,5" else text
     if isinstance(value, int):
-        return f"{value:,}"
+        return fmt_number(value, 0)
     return str(value)
 
 

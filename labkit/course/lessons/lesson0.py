@@ -304,9 +304,17 @@ LESSON = Lesson(
 
             What the options mean is the subject of the next lessons: `ShardingStrategy.FULL_SHARD`
             splits every parameter, gradient and optimizer state over the ranks (lesson 2), and the
-            `auto_wrap_policy` decides which layers become separately gathered units (lesson 3). The
-            optimizer is created *after* wrapping, so that it holds FSDP's sharded parameters, not the
-            originals.
+            `auto_wrap_policy` decides which layers become separately gathered units (lesson 3). Here it
+            decides nothing: no layer of this lesson's `tiny` model reaches `min_num_params=1e6`, so the
+            policy wraps nothing and the whole model is one unit, gathered whole for every forward and
+            backward. Lesson 3 measures what that costs and how to choose the value. The optimizer is
+            created *after* wrapping, so that it holds FSDP's sharded parameters, not the originals.
+
+            `FullyShardedDataParallel` is **FSDP1**, the API of the course's starting example. It is
+            legacy: PyTorch's documentation calls it deprecated and teaches **FSDP2**, the function
+            `fully_shard`, instead. The torch this course runs still builds an FSDP1 model without a
+            warning (only its `NO_SHARD` strategy warns that it is deprecated), and you will meet FSDP1 in
+            much existing code, so from lesson 2 on the lessons show the two side by side.
 
             Each rank reports its **loss** after the last **training step**: one **forward pass**, one
             **backward pass** and one update of the weights.
@@ -324,9 +332,19 @@ LESSON = Lesson(
 
             Ce înseamnă opțiunile aflați în lecțiile următoare: `ShardingStrategy.FULL_SHARD` împarte
             fiecare parametru, gradient și stare a optimizatorului între ranguri (lecția 2), iar
-            `auto_wrap_policy` decide care straturi devin unități adunate separat (lecția 3).
-            Optimizatorul este creat *după* împachetare, ca să țină parametrii fragmentați ai FSDP, nu pe
-            cei originali.
+            `auto_wrap_policy` decide care straturi devin unități colectate separat (lecția 3). Aici nu
+            decide nimic: niciun strat al modelului `tiny` din această lecție nu ajunge la
+            `min_num_params=1e6`, așa că politica nu împachetează nimic, iar întregul model este o singură
+            unitate, colectată întreagă la fiecare trecere directă și inversă. Lecția 3 măsoară cât costă
+            asta și cum se alege valoarea. Optimizatorul este creat *după* împachetare, ca să țină
+            parametrii fragmentați ai FSDP, nu pe cei originali.
+
+            `FullyShardedDataParallel` este **FSDP1**, interfața exemplului de pornire al cursului. Este
+            o interfață moștenită: documentația PyTorch o declară învechită și predă în locul ei
+            **FSDP2**, funcția `fully_shard`. Versiunea de torch pe care rulează cursul construiește încă
+            un model FSDP1 fără niciun avertisment (doar strategia lui `NO_SHARD` avertizează că este
+            învechită), iar FSDP1 apare în mult cod existent, așa că de la lecția 2 încolo lecțiile le
+            arată pe amândouă, una lângă alta.
 
             Fiecare rang raportează **pierderea (loss)** de după ultimul **pas de antrenare (training
             step)**: o **trecere directă (forward pass)**, o **trecere inversă (backward pass)** și o
@@ -404,7 +422,8 @@ LESSON = Lesson(
             - `rank.report()` sends values back; the `Run` (`labkit.last_run`) keeps them with each
               rank's memory, step times and output.
             - A collective such as all-reduce needs every rank of the group.
-            - FSDP wraps a model so that the ranks share its memory; each rank trains on its own data.
+            - FSDP wraps a model so that the ranks split its memory between them; each rank trains on its
+              own data.
 
             Next, lesson 1: why plain data parallelism runs out of memory.
             """,

@@ -131,7 +131,7 @@ LESSON = Lesson(
             """,
             ro="""
             **Exercițiul 1.** Câți octeți pe parametru păstrează în total AdamW în precizie mixtă?
-            Adunați coloana din dreapta folosind dimensiunile de mai sus (`bf16` și `fp32`, nu numere
+            Însumați coloana din dreapta folosind dimensiunile de mai sus (`bf16` și `fp32`, nu numere
             scrise de mână).
             """,
         ),
@@ -196,7 +196,7 @@ LESSON = Lesson(
             ## 2. O rulare DDP reală: fiecare rang ține totul
 
             Celula următoare antrenează modelul lecției cu DDP pe `nproc` ranguri. După ultimul pas,
-            înainte ca gradienții să fie șterși, fiecare rang adună octeții tensorilor pe care îi ține:
+            înainte ca gradienții să fie șterși, fiecare rang însumează octeții tensorilor pe care îi ține:
             parametrii, gradienții lor și stările optimizatorului. Raportează și o sumă de control a
             ponderilor: dacă rangurile sunt cu adevărat **replici (replica)**, sumele sunt egale.
 
@@ -259,9 +259,11 @@ LESSON = Lesson(
         md(
             en="""
             Every row is the same: each rank holds the whole model, all its gradients and the whole
-            optimizer state. The last column is the dashboard's own peak for that rank (the tensors it
-            could see by name, sampled during the run): a second, independent measurement of the same
-            memory. With `nproc = 4` in the parameters cell, the rows would be four and each just as
+            optimizer state. The last column is the dashboard's own peak for that rank. On a GPU that is
+            CUDA's allocator peak, a second, independent measurement that also sees activations and
+            temporaries. On the CPU it is not independent: the dashboard samples the bytes of the same
+            tensors the cell can reach by name, so it confirms the count above rather than checking it
+            against an allocator. With `nproc = 4` in the parameters cell, the rows would be four and each just as
             large: DDP's memory per rank does not depend on the number of ranks.
 
             **Exercise 3.** With the formula of section 1, write the bytes of model state (weights,
@@ -270,9 +272,11 @@ LESSON = Lesson(
             """,
             ro="""
             Toate rândurile sunt la fel: fiecare rang ține întregul model, toți gradienții și toate
-            stările optimizatorului. Ultima coloană este vârful măsurat de panou pentru acel rang
-            (tensorii pe care îi putea vedea prin nume, eșantionați în timpul rulării): o a doua
-            măsurătoare, independentă, a aceleiași memorii. Cu `nproc = 4` în celula de parametri ar fi
+            stările optimizatorului. Ultima coloană este vârful măsurat de panou pentru acel rang. Pe GPU
+            acesta este vârful alocatorului CUDA, o a doua măsurătoare, independentă, care vede și
+            activările și valorile temporare. Pe CPU nu este independentă: panoul eșantionează octeții
+            acelorași tensori pe care celula îi poate atinge prin nume, așa că confirmă numărătoarea de
+            mai sus, fără să o verifice față de un alocator. Cu `nproc = 4` în celula de parametri ar fi
             patru rânduri, la fel de mari: memoria DDP pe rang nu depinde de numărul de ranguri.
 
             **Exercițiul 3.** Cu formula din secțiunea 1, scrieți câți octeți de stări ale modelului
@@ -361,6 +365,7 @@ LESSON = Lesson(
                 per_param = mm.bytes_per_param("bf16", "adamw", convention).total
                 largest = mm.max_params_that_fit("DDP", 1, gpu_bytes, convention=convention)
                 show.say("convention", name=convention, b=per_param, n=largest)
+            show.say("weights_wall", b=bf16 + bf16, n=gpu_bytes // (bf16 + bf16))  # as if the optimizer state were free
             """,
             pure=True,
         ),
@@ -369,20 +374,22 @@ LESSON = Lesson(
             The figure draws the same formula for every model size. The full state crosses 80 GB at
             the point you just computed. The lower line counts only the bf16 weights and gradients
             (`bf16 + bf16` bytes per parameter), as if the optimizer state cost nothing: even then a
-            single GPU is full at four times that size. So models of 10 to 20 billion parameters are
-            past the wall for DDP on one 80 GB GPU, however the optimizer state is shrunk, and well
-            before that the activations have no room left. Adding GPUs does not help: every DDP rank
-            needs the full amount. Lesson 2 divides it instead.
+            single GPU is full at four times that size, the last line above, 20 billion parameters. A
+            model of half that size would still fit its weights and gradients, but its full state is
+            twice the GPU; from 20 billion parameters on, no shrinking of the optimizer state makes DDP
+            fit on one 80 GB GPU, and well before that the activations have no room left. Adding GPUs
+            does not help: every DDP rank needs the full amount. Lesson 2 divides it instead.
             """,
             ro="""
             Figura desenează aceeași formulă pentru orice dimensiune a modelului. Starea completă trece
             de 80 GB exact în punctul calculat mai sus. Linia de jos numără doar ponderile și gradienții
             bf16 (`bf16 + bf16` octeți pe parametru), ca și cum stările optimizatorului nu ar costa nimic:
-            chiar și așa un singur GPU se umple la o dimensiune de patru ori mai mare. Deci modelele de 10
-            până la 20 de miliarde de parametri sunt dincolo de zid pentru DDP pe un GPU de 80 GB, oricât
-            ar fi micșorate stările optimizatorului, iar cu mult înainte activările nu mai au loc.
-            Adăugarea de GPU-uri nu ajută: fiecare rang DDP are nevoie de tot. Lecția 2 împarte în schimb
-            această memorie.
+            chiar și așa un singur GPU se umple la o dimensiune de patru ori mai mare, ultima linie de mai
+            sus, 20 de miliarde de parametri. Ponderile și gradienții unui model de două ori mai mic ar
+            încăpea încă, dar starea lui completă este de două ori cât GPU-ul; de la 20 de
+            miliarde de parametri în sus, nicio micșorare a stărilor optimizatorului nu mai face DDP să
+            încapă pe un GPU de 80 GB, iar cu mult înainte activările nu mai au loc. Adăugarea de GPU-uri
+            nu ajută: fiecare rang DDP are nevoie de tot. Lecția 2 împarte în schimb această memorie.
             """,
         ),
         code(
@@ -445,8 +452,9 @@ LESSON = Lesson(
               an fp32 master copy plus two fp32 moments, which are 75% of it and belong to the optimizer.
             - Under DDP every rank is a replica: each holds all of it, whatever the number of ranks. Your
               run measured it, and the formula matched the measurement.
-            - So one 80 GB GPU holds the training state of a few billion parameters and no more; models of
-              10 to 20 billion parameters are beyond it even if the optimizer state were free.
+            - So one 80 GB GPU holds the training state of a few billion parameters and no more; from 20
+              billion parameters on, its bf16 weights and gradients alone fill it, even if the optimizer
+              state were free.
 
             Next, lesson 2: ZeRO and FSDP split these bytes over the ranks.
             """,
@@ -458,8 +466,8 @@ LESSON = Lesson(
             - Sub DDP fiecare rang este o replică: fiecare ține tot, oricâte ranguri ar fi. Rularea voastră
               a măsurat asta, iar formula s-a potrivit cu măsurătoarea.
             - Așadar un GPU de 80 GB ține starea de antrenare a câtorva miliarde de parametri și nu mai
-              mult; modelele de 10 până la 20 de miliarde de parametri îl depășesc chiar dacă stările
-              optimizatorului nu ar costa nimic.
+              mult; de la 20 de miliarde de parametri în sus, doar ponderile și gradienții bf16 îl umplu,
+              chiar dacă stările optimizatorului nu ar costa nimic.
 
             Urmează lecția 2: ZeRO și FSDP împart acești octeți între ranguri.
             """,

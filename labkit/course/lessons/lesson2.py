@@ -15,16 +15,17 @@ LESSON = Lesson(
             en="""
             # Lesson 2: ZeRO-3 sharding
 
-            Lesson 1 ended at a wall: every DDP rank holds all 16 bytes of every parameter. ZeRO
+            Lesson 1 ended at a wall: every DDP rank holds all 16 bytes of every parameter (mixed-precision
+            AdamW, as the ZeRO paper counts them). ZeRO
             (Rajbhandari et al., 2020) removes the copies one kind at a time, and FSDP is PyTorch's
             implementation of its last stage.
 
             **In this lesson you will**
 
             - compute what ZeRO stages 1, 2 and 3 keep per GPU, and how FSDP's `ShardingStrategy`
-              maps onto them;
-            - measure `NO_SHARD`, `SHARD_GRAD_OP`, `FULL_SHARD` and `HYBRID_SHARD` on 1, 2 and 4 ranks
-              and put the formula beside each measurement;
+              (FSDP1) and `fully_shard`'s `reshard_after_forward` (FSDP2) map onto them;
+            - measure `NO_SHARD`, `SHARD_GRAD_OP`, `FULL_SHARD` and `HYBRID_SHARD`, and their FSDP2
+              forms, on 1, 2 and 4 ranks and put the formula beside each measurement;
             - see what all-gather and reduce-scatter do to real tensors;
             - count the bytes each strategy sends per step, against the theory.
             """,
@@ -32,15 +33,15 @@ LESSON = Lesson(
             # Lecția 2: fragmentarea ZeRO-3
 
             Lecția 1 s-a încheiat la un zid: fiecare rang DDP ține toți cei 16 octeți ai fiecărui
-            parametru. ZeRO (Rajbhandari et al., 2020) elimină copiile, câte un fel pe rând, iar FSDP este
+            parametru (AdamW în precizie mixtă, socotiți ca în articolul ZeRO). ZeRO (Rajbhandari et al., 2020) elimină copiile, câte un fel pe rând, iar FSDP este
             implementarea PyTorch a ultimei sale etape.
 
             **În această lecție veți**
 
-            - calcula ce păstrează pe fiecare GPU etapele ZeRO 1, 2 și 3 și cum li se potrivește
-              `ShardingStrategy` din FSDP;
-            - măsura `NO_SHARD`, `SHARD_GRAD_OP`, `FULL_SHARD` și `HYBRID_SHARD` pe 1, 2 și 4 ranguri,
-              cu formula alături de fiecare măsurătoare;
+            - calcula ce păstrează pe fiecare GPU etapele ZeRO 1, 2 și 3 și cum li se potrivesc
+              `ShardingStrategy` (FSDP1) și `reshard_after_forward` din `fully_shard` (FSDP2);
+            - măsura `NO_SHARD`, `SHARD_GRAD_OP`, `FULL_SHARD` și `HYBRID_SHARD`, împreună cu formele lor
+              FSDP2, pe 1, 2 și 4 ranguri, cu formula alături de fiecare măsurătoare;
             - vedea ce fac all-gather și reduce-scatter cu tensori reali;
             - număra octeții pe care fiecare strategie îi trimite la fiecare pas, comparați cu teoria.
             """,
@@ -147,19 +148,36 @@ LESSON = Lesson(
             (lesson 3) and flattens them into one 1-D tensor, a **flat parameter**, which it pads with
             a few zeros (**padding**) so that it splits into N equal shards. Each rank keeps its shard
             of the flat parameter, of its gradient and of the optimizer state built on it. To compute,
-            a unit's shards are put back together for a moment; the `ShardingStrategy` says for how long:
+            a unit's shards are put back together for a moment; the `ShardingStrategy` says for how long.
 
-            | `ShardingStrategy` | ZeRO | between steps | during the step |
-            |---|---|---|---|
-            | `NO_SHARD` | 0 (DDP) | everything whole | everything whole |
-            | `SHARD_GRAD_OP` | 2 | shards | each unit stays gathered from its forward to its backward |
-            | `FULL_SHARD` | 3 | shards | each unit is gathered for its forward, freed, gathered again for its backward |
-            | `HYBRID_SHARD` | 3 within a group | shards of a group's copy | as `FULL_SHARD`, within the group |
+            That is **FSDP1**, `FullyShardedDataParallel`, the API of the course's starting example.
+            PyTorch now teaches **FSDP2**: `fully_shard(module, mesh=...)`, called on each block and then
+            on the root. It flattens nothing (each parameter becomes a DTensor, sharded by rows, padded
+            per parameter), and one argument, `reshard_after_forward`, takes the place of most
+            strategies:
+
+            | FSDP1 `ShardingStrategy` | FSDP2 `fully_shard(...)` | ZeRO | between steps | during the step |
+            |---|---|---|---|---|
+            | `NO_SHARD` (legacy, warns) | none: use DDP | 0 (DDP) | everything whole | everything whole |
+            | `SHARD_GRAD_OP` | `reshard_after_forward=False` | 2 | shards | each unit stays gathered from its forward to its backward |
+            | `FULL_SHARD` | `reshard_after_forward=True` | 3 | shards | each unit is gathered for its forward, freed, gathered again for its backward |
+            | `HYBRID_SHARD` | a 2-D mesh `(replicate, shard)` | 3 within a group | shards of a group's copy | as `FULL_SHARD`, within the group |
+            | none | `reshard_after_forward=k` (an int) | 3, ZeRO++ hpZ | shards | after forward, each unit keeps a shard of a group of k ranks; backward gathers it within that group |
+
+            FSDP1 is legacy: the documentation calls it deprecated. The torch this course runs (2.13)
+            builds it without a warning, but `NO_SHARD` warns: *"FutureWarning: The `NO_SHARD` sharding
+            strategy is deprecated. If having issues, please use `DistributedDataParallel` instead."*
+            For the root, the one unit whose backward starts right after its forward, the `fully_shard`
+            documentation advises `reshard_after_forward=False`; the code below sets it so, and sets
+            every other unit explicitly too, because the default changed between releases.
 
             `HYBRID_SHARD` shards inside a group of ranks (on GPUs, a node, whose links are fast) and
             keeps one copy per group. It needs a **device mesh**: the ranks arranged in a 2-D array,
             one dimension to replicate over and one to shard over. On the CPU it must be given
-            explicitly, or FSDP quietly falls back to `NO_SHARD`.
+            explicitly. Without one, FSDP1 sizes the group from the GPUs it sees, none on a CPU, and
+            falls back to `NO_SHARD`; it says so only in a warning that is easy to miss: *"UserWarning:
+            FSDP is switching to use `NO_SHARD` instead of ShardingStrategy.HYBRID_SHARD since the world
+            size is 1."* (with manual wrapping and no mesh it refuses with a `ValueError` instead).
 
             At rest, FSDP's `SHARD_GRAD_OP` keeps the same shards as `FULL_SHARD`; the difference is
             how long the gathered units live during the step. That is why the measurement below has
@@ -174,24 +192,43 @@ LESSON = Lesson(
             îl completează cu câteva zerouri, prin **umplere (padding)**, ca să se împartă în N fragmente
             egale. Fiecare rang își păstrează fragmentul din parametrul aplatizat, din gradientul lui și din
             stările optimizatorului construite pe el. Pentru calcul, fragmentele unei unități sunt puse la
-            loc pentru o clipă; `ShardingStrategy` spune pentru cât timp:
+            loc pentru o clipă; `ShardingStrategy` spune pentru cât timp.
 
-            | `ShardingStrategy` | ZeRO | între pași | în timpul pasului |
-            |---|---|---|---|
-            | `NO_SHARD` | 0 (DDP) | totul întreg | totul întreg |
-            | `SHARD_GRAD_OP` | 2 | fragmente | fiecare unitate rămâne adunată de la trecerea directă până la cea inversă |
-            | `FULL_SHARD` | 3 | fragmente | fiecare unitate e adunată pentru trecerea directă, eliberată și adunată din nou pentru cea inversă |
-            | `HYBRID_SHARD` | 3 într-un grup | fragmentele copiei grupului | ca `FULL_SHARD`, în interiorul grupului |
+            Aceasta este **FSDP1**, `FullyShardedDataParallel`, interfața exemplului de pornire al
+            cursului. PyTorch predă acum **FSDP2**: `fully_shard(module, mesh=...)`, apelat pe fiecare bloc
+            și apoi pe rădăcină. Nu aplatizează nimic (fiecare parametru devine un DTensor, fragmentat pe
+            rânduri, completat pentru fiecare parametru în parte), iar un singur argument,
+            `reshard_after_forward`, ține locul majorității strategiilor:
+
+            | `ShardingStrategy` FSDP1 | `fully_shard(...)` FSDP2 | ZeRO | între pași | în timpul pasului |
+            |---|---|---|---|---|
+            | `NO_SHARD` (moștenit, avertizează) | niciuna: folosiți DDP | 0 (DDP) | totul întreg | totul întreg |
+            | `SHARD_GRAD_OP` | `reshard_after_forward=False` | 2 | fragmente | fiecare unitate rămâne colectată de la trecerea directă până la cea inversă |
+            | `FULL_SHARD` | `reshard_after_forward=True` | 3 | fragmente | fiecare unitate e colectată pentru trecerea directă, eliberată și colectată din nou pentru cea inversă |
+            | `HYBRID_SHARD` | o grilă 2D `(replicate, shard)` | 3 într-un grup | fragmentele copiei grupului | ca `FULL_SHARD`, în interiorul grupului |
+            | niciuna | `reshard_after_forward=k` (un întreg) | 3, hpZ din ZeRO++ | fragmente | după trecerea directă, fiecare unitate păstrează un fragment al unui grup de k ranguri; trecerea inversă o colectează în acel grup |
+
+            FSDP1 este o interfață moștenită: documentația o declară învechită. Versiunea de torch a
+            cursului (2.13) o construiește fără avertisment, dar `NO_SHARD` avertizează: *„FutureWarning:
+            The `NO_SHARD` sharding strategy is deprecated. If having issues, please use
+            `DistributedDataParallel` instead.”* Pentru rădăcină, singura unitate a cărei trecere inversă
+            începe imediat după cea directă, documentația `fully_shard` recomandă
+            `reshard_after_forward=False`; codul de mai jos o setează așa și setează explicit și celelalte
+            unități, pentru că valoarea implicită s-a schimbat de la o versiune la alta.
 
             `HYBRID_SHARD` fragmentează în interiorul unui grup de ranguri (pe GPU-uri, un nod, cu legături
-            rapide) și păstrează câte o copie pentru fiecare grup. Are nevoie de o **rețea de dispozitive
+            rapide) și păstrează câte o copie pentru fiecare grup. Are nevoie de o **grilă de dispozitive
             (device mesh)**: rangurile așezate într-un tablou 2D, cu o dimensiune pe care se replică și una
-            pe care se fragmentează. Pe CPU trebuie dată explicit, altfel FSDP revine pe tăcute la `NO_SHARD`.
+            pe care se fragmentează. Pe CPU trebuie dată explicit. Fără ea, FSDP1 calculează mărimea
+            grupului din GPU-urile pe care le vede, niciunul pe un CPU, și revine la `NO_SHARD`; o spune
+            doar într-un avertisment ușor de ratat: *„UserWarning: FSDP is switching to use `NO_SHARD`
+            instead of ShardingStrategy.HYBRID_SHARD since the world size is 1.”* (cu împachetare manuală
+            și fără grilă refuză în schimb, cu un `ValueError`).
 
             Între pași, `SHARD_GRAD_OP` din FSDP păstrează aceleași fragmente ca `FULL_SHARD`; diferența
-            este cât trăiesc unitățile adunate în timpul pasului. De aceea măsurătoarea de mai jos are două
+            este cât trăiesc unitățile colectate în timpul pasului. De aceea măsurătoarea de mai jos are două
             părți: stările dintre pași și cei mai mulți octeți de parametri ținuți întregi în orice moment al
-            pasului (din cronologia labkit, care înregistrează când este adunată și când este eliberată
+            pasului (din cronologia labkit, care înregistrează când este colectată și când este eliberată
             fiecare unitate).
             """,
         ),
@@ -200,47 +237,68 @@ LESSON = Lesson(
             ## 3. Measured at 1, 2 and 4 ranks
 
             `sweep` runs on every rank. For each strategy it builds the model (the same seed on every
-            rank), wraps it with one FSDP unit per `TransformerBlock`, trains `steps` steps with the
-            timeline recording, and reports this rank's bytes of parameters, gradients and optimizer
-            state (`measure.state_bytes` adds up `numel() * element_size()` of the tensors, as in
-            lesson 1), the peak of whole parameters, and the sizes of FSDP's units.
+            rank), wraps it with one FSDP unit per `TransformerBlock` (FSDP1: `ModuleWrapPolicy`; FSDP2:
+            `fully_shard` on each block, then on the root), trains `steps` steps with the timeline
+            recording, and reports this rank's bytes of parameters, gradients and optimizer state
+            (`numel() * element_size()` of the tensors, as in lesson 1; for FSDP2's DTensors, of this
+            rank's local rows), the peak of whole parameters, and the sizes of FSDP's units.
             """,
             ro="""
             ## 3. Măsurat pe 1, 2 și 4 ranguri
 
             `sweep` rulează pe fiecare rang. Pentru fiecare strategie construiește modelul (aceeași sămânță
-            pe toate rangurile), îl împachetează cu câte o unitate FSDP pentru fiecare `TransformerBlock`,
-            antrenează `steps` pași înregistrând cronologia și raportează octeții de parametri, gradienți și
-            stări ale optimizatorului ai acestui rang (`measure.state_bytes` adună `numel() * element_size()`
-            al tensorilor, ca în lecția 1), vârful de parametri întregi și dimensiunile unităților FSDP.
+            pe toate rangurile), îl împachetează cu câte o unitate FSDP pentru fiecare `TransformerBlock`
+            (FSDP1: `ModuleWrapPolicy`; FSDP2: `fully_shard` pe fiecare bloc, apoi pe rădăcină), antrenează
+            `steps` pași înregistrând cronologia și raportează octeții de parametri, gradienți și stări ale
+            optimizatorului ai acestui rang (însumează `numel() * element_size()` al tensorilor, ca în
+            lecția 1; pentru DTensor-ii FSDP2, al rândurilor locale ale acestui rang), vârful de parametri
+            întregi și dimensiunile unităților FSDP.
             """,
         ),
         code(
             """
+            FSDP2_AS = {"fully_shard(True)": "FULL_SHARD", "fully_shard(False)": "SHARD_GRAD_OP", "fully_shard(2-D)": "HYBRID_SHARD"}
+
+
             def sweep(model_size, steps, strategies):
                 import torch
                 from torch.distributed.device_mesh import init_device_mesh
-                from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+                from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy, fully_shard
                 from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
                 from labkit import comm, rank, timeline
-                from labkit.course.measure import peak_gathered, state_bytes
+                from labkit.course.measure import peak_gathered
                 from labkit.models import TransformerBlock, TransformerLM, get_config, synthetic_batch
+
+                def mesh_for(strategy):
+                    n, device = rank.world_size(), rank.device().type
+                    if strategy == "HYBRID_SHARD":  # shard within groups of 2 ranks, replicate across the groups
+                        return init_device_mesh(device, (n // 2, 2), mesh_dim_names=("replicate", "shard"))
+                    return init_device_mesh(device, (n,), mesh_dim_names=("shard",))
+
+                def fsdp1(strategy):  # the seed's API: one wrapper per block, chosen by a policy
+                    return FullyShardedDataParallel(
+                        TransformerLM(cfg),
+                        sharding_strategy=ShardingStrategy[strategy],
+                        auto_wrap_policy=ModuleWrapPolicy({TransformerBlock}),
+                        device_id=rank.device(),
+                        device_mesh=mesh_for(strategy) if strategy == "HYBRID_SHARD" else None,
+                    )
+
+                def fsdp2(strategy):  # fully_shard on each block, then on the root
+                    model, mesh = TransformerLM(cfg).to(rank.device()), mesh_for(strategy)
+                    for block in model.layers:
+                        fully_shard(block, mesh=mesh, reshard_after_forward=strategy != "SHARD_GRAD_OP")
+                    return fully_shard(model, mesh=mesh, reshard_after_forward=False)  # the root: the docs advise False
+
+                def local_bytes(tensors):  # a DTensor's numel() is the whole tensor's: count this rank's rows
+                    return sum(t.to_local().numel() * t.element_size() if hasattr(t, "to_local") else t.numel() * t.element_size()
+                               for t in tensors if t is not None)
 
                 cfg = get_config(model_size)
                 for name in strategies:
                     torch.manual_seed(0)
-                    mesh = None
-                    if name == "HYBRID_SHARD":  # shard within groups of 2 ranks, replicate across the groups
-                        shape = (rank.world_size() // 2, 2)
-                        mesh = init_device_mesh(rank.device().type, shape, mesh_dim_names=("replicate", "shard"))
-                    model = FullyShardedDataParallel(
-                        TransformerLM(cfg),
-                        sharding_strategy=ShardingStrategy[name],
-                        auto_wrap_policy=ModuleWrapPolicy({TransformerBlock}),
-                        device_id=rank.device(),
-                        device_mesh=mesh,
-                    )
+                    model = fsdp2(FSDP2_AS[name]) if name in FSDP2_AS else fsdp1(name)
                     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
                     recorder = timeline.Recorder(model, optimizer)
                     for step in range(steps):
@@ -251,7 +309,10 @@ LESSON = Lesson(
                         if step < steps - 1:
                             optimizer.zero_grad()  # the last step keeps its gradients, to be measured
                     peak = peak_gathered(recorder.spans, recorder.describe()["unit_bytes"])
-                    rank.report(**{name: {**state_bytes(model, optimizer), "peak": peak, "units": comm.padded_units(model)}})
+                    params = list(model.parameters())
+                    state = {"params": local_bytes(params), "grads": local_bytes(p.grad for p in params),
+                             "optim": local_bytes(v for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v))}
+                    rank.report(**{name: {**state, "peak": peak, "units": comm.padded_units(model)}})
             """
         ),
         md(
@@ -273,7 +334,10 @@ LESSON = Lesson(
             def strategies_for(n):
                 if n == 1:
                     return ["FULL_SHARD"]
-                return ["NO_SHARD", "SHARD_GRAD_OP", "FULL_SHARD"] + (["HYBRID_SHARD"] if n >= 4 and n % 2 == 0 else [])
+                hybrid = n >= 4 and n % 2 == 0
+                fsdp1 = ["NO_SHARD", "SHARD_GRAD_OP", "FULL_SHARD"] + (["HYBRID_SHARD"] if hybrid else [])
+                fsdp2 = ["fully_shard(False)", "fully_shard(True)"] + (["fully_shard(2-D)"] if hybrid else [])
+                return fsdp1 + fsdp2
 
 
             runs = {}
@@ -304,8 +368,9 @@ LESSON = Lesson(
             for n, run in runs.items():
                 for name, v in run.values[0].items():
                     state = v["params"] + v["grads"] + v["optim"]
-                    group = 2 if name == "HYBRID_SHARD" else None
-                    formula = mm.model_states(n_params, name, n, precision="fp32", convention="torch", shard_group_size=group)
+                    strategy = FSDP2_AS.get(name, name)  # the FSDP1 strategy an FSDP2 setting stands for
+                    group = 2 if strategy == "HYBRID_SHARD" else None
+                    formula = mm.model_states(n_params, strategy, n, precision="fp32", convention="torch", shard_group_size=group)
                     rows.append({"strategy": name, "ranks": n, "params": v["params"], "grads": v["grads"], "optim": v["optim"],
                                  "state": state, "formula": formula.model_states, "ratio": state / formula.model_states,
                                  "peak_unsharded": v["peak"]})
@@ -321,7 +386,10 @@ LESSON = Lesson(
             4-byte number per flat parameter). One strategy rests exactly where `FULL_SHARD` does, yet
             holds the whole model at its peak: exercise 4 asks which.
             `HYBRID_SHARD` with groups of 2 divides by 2, not by N. The peak under `FULL_SHARD` is a few
-            units, not the model: that is what lesson 3 is about.
+            units, not the model: that is what lesson 3 is about. Each `fully_shard` row sits beside the
+            FSDP1 strategy it stands for, and the same formula holds for it: FSDP2 pads each parameter
+            instead of each flat parameter, and AdamW keeps a 4-byte step counter per parameter tensor
+            instead of one per flat parameter, so its optimizer column differs from FSDP1's by those counters.
 
             **Exercise 3.** With the formula, write the bytes of model state one rank holds under
             `FULL_SHARD` on 4 ranks, for this model in fp32 AdamW (`n_params` parameters). The check
@@ -332,8 +400,14 @@ LESSON = Lesson(
             exact ca DDP. Cu `FULL_SHARD` starea pe rang scade ca 1/N, iar raportul rămâne 1: formula
             este ce țin rangurile, până la umplerea FSDP și contoarele de pași ale AdamW (un număr de 4
             octeți pentru fiecare parametru aplatizat). O strategie ocupă între pași exact cât `FULL_SHARD`,
-            dar la vârf ține întregul model: exercițiul 4 întreabă care. `HYBRID_SHARD` cu grupuri de câte 2 împarte la 2, nu la N.
+            dar la vârf ține întregul model: exercițiul 4 întreabă care. `HYBRID_SHARD` cu grupuri de câte 2
+            împarte la 2, nu la N.
             Vârful cu `FULL_SHARD` înseamnă câteva unități, nu întregul model: despre asta este lecția 3.
+            Fiecare rând `fully_shard` stă lângă strategia FSDP1 pe care o înlocuiește, iar aceeași formulă
+            este valabilă și pentru el: FSDP2 completează fiecare parametru în loc de fiecare parametru
+            aplatizat, iar AdamW ține un contor de pași de 4 octeți pentru fiecare tensor de parametri, nu
+            pentru fiecare parametru aplatizat, așa că coloana optimizatorului diferă de cea FSDP1 prin aceste
+            contoare.
 
             **Exercițiul 3.** Cu formula, scrieți câți octeți de stări ale modelului ține un rang cu
             `FULL_SHARD` pe 4 ranguri, pentru acest model cu AdamW în fp32 (`n_params` parametri).
@@ -382,10 +456,10 @@ LESSON = Lesson(
             FSDP mută datele cu două **operații colective**:
 
             - **colectarea completă (all-gather)**: fiecare rang își dă fragmentul; fiecare rang le primește
-              pe toate, lipite în ordinea rangurilor. Așa adună FSDP parametrii unei unități înainte de a
+              pe toate, lipite în ordinea rangurilor. Așa colectează FSDP parametrii unei unități înainte de a
               calcula cu ei.
             - **reducerea cu distribuire (reduce-scatter)**: fiecare rang dă un tensor de dimensiune
-              completă; tensorii sunt adunați, iar rangul `r` primește doar fragmentul `r` al sumei. Așa
+              completă; tensorii sunt însumați, iar rangul `r` primește doar fragmentul `r` al sumei. Așa
               reduce FSDP gradienții unei unități: fiecare rang rămâne cu gradientul însumat exact al
               fragmentului pe care îl deține.
 
@@ -455,10 +529,17 @@ LESSON = Lesson(
             - `SHARD_GRAD_OP`: one all-gather (forward) and one reduce-scatter: 2 (N-1)/N · Ψ;
             - `FULL_SHARD`: all-gathers in forward *and* in backward, and a reduce-scatter: 3 (N-1)/N · Ψ.
 
-            FSDP keeps the root unit gathered from the end of forward into backward, so it gathers the
-            root once instead of twice; `labkit.comm.theory_bytes` takes that into account. The runs
-            above counted every collective of every step (`labkit.comm`, inside the ranks); here is the
-            last step at the largest world size, beside the theory:
+            FSDP keeps the root unit gathered from the end of forward into backward (FSDP1 always; FSDP2
+            when the root has `reshard_after_forward=False`, as here), so it gathers the root once
+            instead of twice; `labkit.comm.theory_bytes` takes that into account. The runs above counted
+            every collective of every step (`labkit.comm`, inside the ranks); here is the last step at
+            the largest world size, beside the theory.
+
+            Read the `sent per rank` column for what it is: not bytes measured on a wire. labkit counts
+            the payload of each collective the ranks issued, exactly, and multiplies it by the ring
+            algorithm's factor, (N-1)/N for an all-gather or a reduce-scatter and 2 (N-1)/N for an
+            all-reduce: what a ring implementation sends per rank. gloo and NCCL may pick other
+            algorithms (trees, direct exchanges), which put other amounts on the wire.
             """,
             ro="""
             ## 5. Traficul
@@ -472,10 +553,17 @@ LESSON = Lesson(
             - `FULL_SHARD`: colectări complete în trecerea directă *și* în cea inversă, plus o reducere cu
               distribuire: 3 (N-1)/N · Ψ.
 
-            FSDP păstrează unitatea rădăcină adunată de la sfârșitul trecerii directe până în cea inversă,
-            așa că o adună o dată în loc de două ori; `labkit.comm.theory_bytes` ține cont de asta. Rulările
-            de mai sus au numărat fiecare operație colectivă a fiecărui pas (`labkit.comm`, în interiorul
-            rangurilor); iată ultimul pas, la cel mai mare număr de ranguri, alături de teorie:
+            FSDP păstrează unitatea rădăcină colectată de la sfârșitul trecerii directe până în cea inversă
+            (FSDP1 mereu; FSDP2 când rădăcina are `reshard_after_forward=False`, ca aici), așa că o
+            colectează o dată în loc de două ori; `labkit.comm.theory_bytes` ține cont de asta. Rulările de
+            mai sus au numărat fiecare operație colectivă a fiecărui pas (`labkit.comm`, în interiorul
+            rangurilor); iată ultimul pas, la cel mai mare număr de ranguri, alături de teorie.
+
+            Citiți coloana `trimis per rang` drept ceea ce este: nu octeți măsurați pe un fir. labkit
+            numără exact volumul util al fiecărei operații colective lansate de ranguri și îl înmulțește cu
+            factorul algoritmului în inel, (N-1)/N pentru o colectare completă sau o reducere cu
+            distribuire și 2 (N-1)/N pentru o reducere globală: cât trimite pe rang o implementare în inel.
+            gloo și NCCL pot alege alți algoritmi (arbori, schimburi directe), care pun pe fir alte cantități.
             """,
         ),
         code(
@@ -489,8 +577,10 @@ LESSON = Lesson(
             for name, v in big.values[0].items():
                 counts = measure.last_message(big, "comm", rank=0, config=name, step=steps - 1)["counts"]
                 psi = sum(v["units"].values())  # parameter elements as FSDP communicates them, padding included
-                root = v["units"]["root"] if name in ("FULL_SHARD", "HYBRID_SHARD") else 0
-                theory = comm.theory_bytes(psi, name, n, unsharded_root_params=root, shard_size=2 if name == "HYBRID_SHARD" else None)
+                strategy = FSDP2_AS.get(name, name)
+                root = v["units"]["root"] if strategy in ("FULL_SHARD", "HYBRID_SHARD") else 0  # gathered once, kept to backward
+                theory = comm.theory_bytes(psi, strategy, n, unsharded_root_params=root,
+                                           shard_size=2 if strategy == "HYBRID_SHARD" else None)
                 traffic[name] = comm.total(counts)
                 rows.append({"strategy": name, "ranks": n, "calls": sum(int(c["calls"]) for c in counts.values()),
                              "sent": comm.total(counts), "theory": comm.total(theory)})
@@ -534,10 +624,14 @@ LESSON = Lesson(
             - FSDP's `FULL_SHARD` is ZeRO-3, `SHARD_GRAD_OP` rests like it but keeps every unit gathered
               through the step, `NO_SHARD` is DDP, and `HYBRID_SHARD` is ZeRO-3 inside a group of ranks.
             - Your runs measured it per rank at 1, 2 and 4 ranks, and the formula matched.
-            - The price is traffic: all-gathers before computing, a reduce-scatter after, 1.5 times DDP's
+            - FSDP2's `fully_shard` does the same with one argument: `reshard_after_forward=True` is
+              `FULL_SHARD`, `False` is `SHARD_GRAD_OP` (and the advised setting for the root), a 2-D mesh
+              is `HYBRID_SHARD`; FSDP1 and its `NO_SHARD` are legacy.
+            - The price is traffic: all-gathers before computing, a reduce-scatter after, 3/2 of DDP's
               volume under `FULL_SHARD`.
 
-            Next, lesson 3: what a unit is, and why without a wrap policy sharding saves nothing at the peak.
+            Next, lesson 3: what a unit is, and why without a wrap policy every parameter is whole at the
+            peak (the optimizer and gradient shards still stay 1/N).
             """,
             ro="""
             ## Recapitulare
@@ -545,14 +639,17 @@ LESSON = Lesson(
             - ZeRO fragmentează stările optimizatorului (etapa 1), apoi gradienții (etapa 2), apoi parametrii
               (etapa 3); doar etapa 3 împarte toată starea modelului la numărul de ranguri.
             - `FULL_SHARD` din FSDP este ZeRO-3, `SHARD_GRAD_OP` ocupă la fel de puțin între pași, dar
-              păstrează fiecare unitate adunată pe tot pasul, `NO_SHARD` este DDP, iar `HYBRID_SHARD` este ZeRO-3 în interiorul
+              păstrează fiecare unitate colectată pe tot pasul, `NO_SHARD` este DDP, iar `HYBRID_SHARD` este ZeRO-3 în interiorul
               unui grup de ranguri.
             - Rulările voastre au măsurat asta pe rang, pe 1, 2 și 4 ranguri, iar formula s-a potrivit.
+            - `fully_shard` din FSDP2 face același lucru cu un singur argument: `reshard_after_forward=True`
+              este `FULL_SHARD`, `False` este `SHARD_GRAD_OP` (și setarea recomandată pentru rădăcină), o
+              grilă 2D este `HYBRID_SHARD`; FSDP1 și `NO_SHARD` al lui sunt moștenite.
             - Prețul este traficul: colectări complete înainte de calcul, o reducere cu distribuire după,
-              de 1,5 ori volumul DDP cu `FULL_SHARD`.
+              3/2 din volumul DDP cu `FULL_SHARD`.
 
-            Urmează lecția 3: ce este o unitate și de ce, fără o politică de împachetare, fragmentarea nu
-            economisește nimic la vârf.
+            Urmează lecția 3: ce este o unitate și de ce, fără o politică de împachetare, fiecare parametru
+            este întreg la vârf (fragmentele optimizatorului și ale gradienților rămân totuși 1/N).
             """,
         ),
     ],

@@ -8,7 +8,7 @@ LESSON = Lesson(
     id="lesson3",
     file="03_wrap_policies",
     title={"en": "Lesson 3: wrap policies", "ro": "Lecția 3: politici de împachetare"},
-    terms=("fsdp_unit", "wrap_policy", "peak_memory"),
+    terms=("fsdp_unit", "wrap_policy", "peak_memory", "embedding"),
     cells=[
         md(
             en="""
@@ -21,7 +21,8 @@ LESSON = Lesson(
             **In this lesson you will**
 
             - learn what an FSDP unit is and why the peak holds whole units;
-            - measure the common mistake, no `auto_wrap_policy`, and see that it saves nothing at the peak;
+            - measure the common mistake, no `auto_wrap_policy`, and see what it loses at the peak: every
+              parameter is whole there, as under DDP, while the gradient and optimizer shards stay 1/N;
             - compare `size_based_auto_wrap_policy`, and choose its `min_num_params`, with
               `transformer_auto_wrap_policy` on the `TransformerBlock`;
             - predict the peak's gathered parameters from the size of the units.
@@ -36,10 +37,12 @@ LESSON = Lesson(
             **În această lecție veți**
 
             - afla ce este o unitate FSDP și de ce vârful conține unități întregi;
-            - măsura greșeala obișnuită, lipsa unui `auto_wrap_policy`, și vedea că nu economisește nimic la vârf;
+            - măsura greșeala obișnuită, lipsa unui `auto_wrap_policy`, și vedea ce pierde la vârf: acolo
+              fiecare parametru este întreg, ca la DDP, în timp ce fragmentele gradienților și ale
+              optimizatorului rămân 1/N;
             - compara `size_based_auto_wrap_policy`, alegându-i `min_num_params`, cu
               `transformer_auto_wrap_policy` pe `TransformerBlock`;
-            - prezice parametrii adunați la vârf din dimensiunea unităților.
+            - prezice parametrii colectați la vârf din dimensiunea unităților.
             """,
         ),
         parameters(nproc=2, backend="auto", model_size="small", steps=2, batch_size=2),
@@ -63,7 +66,9 @@ LESSON = Lesson(
 
             With no policy at all the whole model is *one* unit, gathered for the whole forward and
             backward: at the peak each rank holds every parameter whole, exactly like DDP, plus its
-            shard. With one unit per `TransformerBlock` (what lesson 2 used), a unit is a layer. Here are
+            shard, and in backward the whole model's unsharded gradients until the one reduce-scatter.
+            What it does not lose is the rest: the gradient shards and the optimizer state stay 1/N, so
+            the step still holds less than DDP's, just not by as much as it could. With one unit per `TransformerBlock` (what lesson 2 used), a unit is a layer. Here are
             the units of this lesson's model both ways (`labkit.memory_model` counts them from the
             configuration), and what a rank keeps sharded:
             """,
@@ -71,7 +76,7 @@ LESSON = Lesson(
             ## 1. Unitățile și de ce vârful le conține întregi
 
             O **unitate FSDP (FSDP unit)** este un grup de parametri pe care FSDP îi aplatizează într-un
-            singur parametru aplatizat și pe care îi adună și îi eliberează împreună. Fiecare înveliș
+            singur parametru aplatizat și pe care îi colectează și îi eliberează împreună. Fiecare înveliș
             `FullyShardedDataParallel` face o unitate, din parametrii modulului său pe care nu i-a luat
             niciun înveliș interior. **Politica de împachetare (wrap policy)**, `auto_wrap_policy=`, decide
             care submodule primesc un înveliș propriu.
@@ -81,13 +86,16 @@ LESSON = Lesson(
             al unui pas, un rang ține:
 
             - fragmentele sale din toate (ce a măsurat lecția 2);
-            - unitatea sau unitățile adunate în acel moment: cu preîncărcarea din trecerea inversă, cea care
+            - unitatea sau unitățile colectate în acel moment: cu preîncărcarea din trecerea inversă, cea care
               calculează și următoarea;
             - activările lotului.
 
-            Fără nicio politică, întregul model este *o singură* unitate, adunată pe toată trecerea directă
+            Fără nicio politică, întregul model este *o singură* unitate, colectată pe toată trecerea directă
             și cea inversă: la vârf fiecare rang ține toți parametrii întregi, exact ca DDP, plus fragmentul
-            său. Cu câte o unitate pentru fiecare `TransformerBlock` (ce a folosit lecția 2), o unitate este
+            său, iar în trecerea inversă gradienții nefragmentați ai întregului model, până la singura
+            reducere cu distribuire. Ce nu pierde este restul: fragmentele gradienților și stările
+            optimizatorului rămân 1/N, așa că pasul ține tot mai puțin decât la DDP, doar nu atât de puțin
+            cât ar putea. Cu câte o unitate pentru fiecare `TransformerBlock` (ce a folosit lecția 2), o unitate este
             un strat. Iată unitățile modelului lecției în ambele feluri (`labkit.memory_model` le numără din
             configurație) și ce păstrează fragmentat un rang:
             """,
@@ -133,7 +141,7 @@ LESSON = Lesson(
               împachetează niciodată un `ModuleList`, dar intră în el.)
             - `transformer_auto_wrap_policy(transformer_layer_cls={TransformerBlock})` împachetează fiecare
               instanță a claselor numite, oricât de mare ar fi: o unitate pentru fiecare strat transformer,
-              iar embedding-urile, normalizarea finală și capul de ieșire în unitatea rădăcină.
+              iar încorporările (embedding), normalizarea finală și capul de ieșire în unitatea rădăcină.
 
             Exemplul de pornire (lecția 0) folosea `min_num_params=1e6`, o valoare gândită pentru modele
             mari. Ca să alegeți `M` pentru acest model, priviți cum îi sunt distribuiți parametrii, pe
@@ -209,10 +217,10 @@ LESSON = Lesson(
             Celula împachetează întâi modelul cu mai multe valori `min_num_params`, fără antrenare, ca să
             arate cum schimbă alegerea unitățile. Apoi antrenează `steps` pași (cel puțin 2) cu `FULL_SHARD`
             și patru politici (niciuna; valoarea `1e6` din exemplul de pornire; valoarea voastră; politica
-            pentru transformer). Primul pas rulează sub cronologia labkit, care notează când este adunată și
+            pentru transformer). Primul pas rulează sub cronologia labkit, care notează când este colectată și
             când este eliberată fiecare unitate: din ea, cei mai mulți octeți de parametri întregi ținuți în
             același moment. Ultimul pas rulează sub `labkit.memtrack`, care împarte fiecare octet ținut de un
-            rang în parametri (fragmentele sale), parametri întregi (unități adunate), gradienți, stări ale
+            rang în parametri (fragmentele sale), parametri întregi (unități colectate), gradienți, stări ale
             optimizatorului, activări și restul, în momentul vârfului pasului.
             """,
         ),
@@ -345,7 +353,8 @@ LESSON = Lesson(
             en="""
             Read the `peak gathered` column first. With no policy, and with `1e6`, it is the whole model
             in fp32, as under DDP, and the shards come on top of it: at the peak, sharding the parameters
-            saved nothing. With one unit per block it is three units, whatever the depth: FSDP keeps the
+            saved nothing. Sharding the optimizer state still did: the `optimizer` column is the same
+            1/N in every row. With one unit per block it is three units, whatever the depth: FSDP keeps the
             root unit gathered from the end of forward until its gradients are reduced, and in backward,
             besides the block computing its gradients, it has already gathered the next one
             (`BackwardPrefetch.BACKWARD_PRE`, the default). The memtrack columns show where the peak
@@ -357,13 +366,15 @@ LESSON = Lesson(
             Write it from `n_params` (fp32); the check compares it with the `none` run.
             """,
             ro="""
-            Citiți întâi coloana `vârf adunat`. Fără politică, și cu `1e6`, ea este întregul model în fp32, ca
+            Citiți întâi coloana `vârf colectat`. Fără politică, și cu `1e6`, ea este întregul model în fp32, ca
             la DDP, iar fragmentele vin pe deasupra: la vârf, fragmentarea parametrilor nu a economisit nimic.
+            Fragmentarea stărilor optimizatorului a economisit în continuare: coloana `optimizator` este
+            același 1/N pe fiecare rând.
             Cu câte o unitate pentru fiecare bloc sunt trei unități, oricât de adânc ar fi modelul: FSDP
-            păstrează unitatea rădăcină adunată de la sfârșitul trecerii directe până îi sunt reduși
-            gradienții, iar în trecerea inversă, pe lângă blocul care își calculează gradienții, l-a adunat
+            păstrează unitatea rădăcină colectată de la sfârșitul trecerii directe până îi sunt reduși
+            gradienții, iar în trecerea inversă, pe lângă blocul care își calculează gradienții, l-a colectat
             deja pe următorul (`BackwardPrefetch.BACKWARD_PRE`, implicit). Coloanele memtrack arată unde cade
-            vârful: `parametri întregi` este ce era adunat în acel moment, iar fragmentele, stările
+            vârful: `parametri întregi` este ce era colectat în acel moment, iar fragmentele, stările
             optimizatorului și restul rămân la fel, oricare ar fi politica. La acest lot vârful este în bună
             parte parametri; cu secvențe lungi activările trec în față, iar lecția 5 se ocupă de ele.
 
@@ -411,7 +422,8 @@ LESSON = Lesson(
             - The wrap policy cuts the model into FSDP units; each unit is gathered whole to compute.
             - The peak holds the shards, the unit(s) gathered at that moment, and the activations.
             - No `auto_wrap_policy` makes one giant unit: at the peak every parameter is whole on every
-              rank, as under DDP. So does a `min_num_params` larger than the model's layers.
+              rank, as under DDP (the gradient and optimizer shards still stay 1/N). So does a
+              `min_num_params` larger than the model's layers.
             - `transformer_auto_wrap_policy` on the `TransformerBlock` (or a `min_num_params` just above
               a layer's inner parts) gives one unit per layer, and the transient term becomes a few
               layers (the root and two blocks), whatever the depth of the model.
@@ -421,12 +433,12 @@ LESSON = Lesson(
             ro="""
             ## Recapitulare
 
-            - Politica de împachetare taie modelul în unități FSDP; fiecare unitate este adunată întreagă
+            - Politica de împachetare taie modelul în unități FSDP; fiecare unitate este colectată întreagă
               pentru calcul.
-            - Vârful conține fragmentele, unitatea sau unitățile adunate în acel moment și activările.
+            - Vârful conține fragmentele, unitatea sau unitățile colectate în acel moment și activările.
             - Lipsa unui `auto_wrap_policy` face o singură unitate uriașă: la vârf fiecare parametru este
-              întreg pe fiecare rang, ca la DDP. La fel face un `min_num_params` mai mare decât straturile
-              modelului.
+              întreg pe fiecare rang, ca la DDP (fragmentele gradienților și ale optimizatorului rămân totuși
+              1/N). La fel face un `min_num_params` mai mare decât straturile modelului.
             - `transformer_auto_wrap_policy` pe `TransformerBlock` (sau un `min_num_params` puțin peste
               părțile interioare ale unui strat) dă câte o unitate pentru fiecare strat, iar termenul
               tranzitoriu devine câteva straturi (rădăcina și două blocuri), oricât de adânc ar fi modelul.

@@ -84,14 +84,25 @@ LESSON = Lesson(
             | `buffer_dtype` | the dtype of the module's buffers | buffers (this model has none) |
 
             The sharded fp32 parameters, their fp32 gradients and the optimizer state stay as they are.
+            In FSDP2 the same choice is `fully_shard(block, mp_policy=MixedPrecisionPolicy(param_dtype=...,
+            reduce_dtype=...))` on every block and on the root: the same two fields, plus `output_dtype`
+            for the module's outputs, and no `buffer_dtype` (FSDP2 does not shard buffers).
 
             **CPU offload.** `CPUOffload(offload_params=True)` moves each rank's sharded parameters and
-            their gradients to **host memory (host memory)**, the computer's RAM, and runs the optimizer
+            their gradients to **host memory**, the computer's RAM, and runs the optimizer
             step there, on the CPU. The GPU keeps only what it computes with: the gathered units and the
             activations. The price is paid every step: each all-gather first copies the shard from the
-            host to the GPU, over PCIe, from **pinned memory (pinned memory)** (host memory the system
+            host to the GPU, over PCIe, from **pinned memory** (host memory the system
             does not move, which the GPU can copy from directly), the gradients are copied back, and
             the optimizer works at the CPU's speed.
+
+            This is not the offload of DeepSpeed's ZeRO-Offload (Ren et al., 2021), which the phrase
+            "CPU offload" often means. ZeRO-Offload keeps the 2-byte parameters on the GPU and offloads
+            only the gradients and the optimizer state, updated on the CPU by a vectorized CPU Adam while
+            the GPU keeps computing; the updated parameters are copied back once per step. FSDP offloads
+            the sharded parameters themselves (in FSDP1 with `offload_params=True`, the only choice it
+            offers; in FSDP2 with `CPUOffloadPolicy()`), so every all-gather starts with a copy from the
+            host, and the optimizer is ordinary `torch.optim` running on CPU tensors.
             """,
             ro="""
             ## 1. Ce mută fiecare opțiune
@@ -103,19 +114,31 @@ LESSON = Lesson(
 
             | câmp | ce stabilește | ce înjumătățește (bf16 în loc de fp32) |
             |---|---|---|
-            | `param_dtype=torch.bfloat16` | tipul în care o unitate este convertită, adunată și în care calculează | octeții adunării (all-gather), parametrii adunați, activările |
+            | `param_dtype=torch.bfloat16` | tipul în care o unitate este convertită, colectată și în care calculează | octeții colectării (all-gather), parametrii colectați, activările |
             | `reduce_dtype` | tipul în care gradienții sunt reduși cu distribuire | octeții reducerii (reduce-scatter), dacă este bf16 |
             | `buffer_dtype` | tipul tampoanelor (buffers) modulului | tampoanele (modelul acesta nu are) |
 
             Parametrii fp32 fragmentați, gradienții lor fp32 și stările optimizatorului rămân neschimbați.
+            În FSDP2 aceeași alegere este `fully_shard(block, mp_policy=MixedPrecisionPolicy(param_dtype=...,
+            reduce_dtype=...))` pe fiecare bloc și pe rădăcină: aceleași două câmpuri, plus `output_dtype`
+            pentru ieșirile modulului, și fără `buffer_dtype` (FSDP2 nu fragmentează tampoanele).
 
             **Descărcarea pe CPU.** `CPUOffload(offload_params=True)` mută parametrii fragmentați ai fiecărui
             rang și gradienții lor în **memoria gazdei (host memory)**, RAM-ul calculatorului, și rulează
             acolo pasul optimizatorului, pe procesor. GPU-ul păstrează doar ce folosește la calcul: unitățile
-            adunate și activările. Prețul se plătește la fiecare pas: fiecare adunare copiază întâi
+            colectate și activările. Prețul se plătește la fiecare pas: fiecare colectare copiază întâi
             fragmentul de la gazdă pe GPU, prin PCIe, din **memorie fixată (pinned memory)** (memorie a
             gazdei pe care sistemul nu o mută, din care GPU-ul poate copia direct), gradienții sunt copiați
             înapoi, iar optimizatorul lucrează în ritmul procesorului.
+
+            Aceasta nu este descărcarea din ZeRO-Offload al DeepSpeed (Ren et al., 2021), la care se
+            referă adesea expresia „descărcare pe CPU”. ZeRO-Offload ține parametrii de 2 octeți pe GPU și
+            descarcă doar gradienții și stările optimizatorului, actualizate pe procesor de un Adam
+            vectorizat pentru CPU în timp ce GPU-ul continuă să calculeze; parametrii actualizați sunt
+            copiați înapoi o dată pe pas. FSDP descarcă înșiși parametrii fragmentați (în FSDP1 cu
+            `offload_params=True`, singura variantă pe care o oferă; în FSDP2 cu `CPUOffloadPolicy()`), așa
+            că fiecare colectare completă începe cu o copiere de la gazdă, iar optimizatorul este
+            `torch.optim` obișnuit, rulând pe tensori CPU.
             """,
         ),
         md(
@@ -231,7 +254,7 @@ LESSON = Lesson(
             """,
             ro="""
             Rezultatele rangului 0, câte un rând pe setare. Memoria este vârful pasului 1, pe categorii, în
-            KiB: parametrii fragmentați persistenți, unitățile adunate (nefragmentate), gradienții, stările
+            KiB: parametrii fragmentați persistenți, unitățile colectate (nefragmentate), gradienții, stările
             optimizatorului, activările și restul (valori temporare, tampoane de comunicare). Duratele
             pașilor sunt cele ale lui gloo pe acest procesor și nu seamănă cu ale unui GPU.
             """,
@@ -264,7 +287,7 @@ LESSON = Lesson(
             - **activations** drop by nearly half: the blocks compute in bf16, but the loss is computed in
               fp32 (`.float()` before `cross_entropy`), so that part stays;
             - the **loss** agrees to about three decimal places: bf16 keeps 8 significant bits (fp32: 24), so each
-              operation rounds more, but training sees the same values;
+              operation rounds more; the values differ, and training gives practically the same loss;
             - **gradients** are 0 at the peak: it comes at the start of the backward pass, when every
               activation is still alive and no parameter gradient has been computed yet.
 
@@ -281,12 +304,13 @@ LESSON = Lesson(
 
             - **parametrii** și **optimizatorul** sunt la fel pe fiecare rând: fragmentele fp32 și starea
               Adam nu se schimbă cu `MixedPrecision`;
-            - parametrii **adunați** se înjumătățesc cu `param_dtype=bf16`: unitatea este convertită înainte
-              de adunare;
+            - parametrii **colectați** se înjumătățesc cu `param_dtype=bf16`: unitatea este convertită înainte
+              de colectare;
             - **activările** scad aproape la jumătate: blocurile calculează în bf16, dar pierderea se
               calculează în fp32 (`.float()` înainte de `cross_entropy`), așa că acea parte rămâne;
             - **pierderea** se potrivește până la aproximativ a treia zecimală: bf16 păstrează 8 biți semnificativi (fp32: 24),
-              deci fiecare operație rotunjește mai mult, dar antrenarea vede aceleași valori;
+              deci fiecare operație rotunjește mai mult; valorile diferă, iar antrenarea dă practic aceeași
+              pierdere;
             - **gradienții** sunt 0 la vârf: acesta vine la începutul trecerii inverse, când toate activările
               sunt încă în memorie și niciun gradient de parametru nu a fost încă calculat.
 
@@ -294,9 +318,9 @@ LESSON = Lesson(
             bf16 ies *mai lenți*: conversiile sunt muncă în plus, iar produsele de matrice nu sunt mai rapide
             (un procesor de server cu unități de calcul matriceal bf16 poate arăta contrariul). Pe GPU-uri,
             produsele de matrice bf16 rulează pe nucleele tensoriale (tensor cores), de câteva ori mai repede
-            decât în fp32, așa că acolo precizia mixtă economisește și timp, nu doar memorie. Orice ar arăta
-            tabelul vostru este un cost real, al acestei mașini; pe un nod cu GPU-uri aceeași celulă îl
-            măsoară pe al GPU-ului.
+            decât în fp32, așa că acolo precizia mixtă economisește și timp, nu doar memorie. Ce arată
+            tabelul vostru este costul real pe această mașină; pe un nod cu GPU-uri, aceeași celulă măsoară
+            costul pe GPU.
 
             Operațiile colective spun restul:
             """,
@@ -318,7 +342,7 @@ LESSON = Lesson(
             `bf16` row.
             """,
             ro="""
-            **Exercițiul 1.** Doar din rândul fp32, preziceți octeții parametrilor adunați la vârf cu
+            **Exercițiul 1.** Doar din rândul fp32, preziceți octeții parametrilor colectați la vârf cu
             `param_dtype=torch.bfloat16`. Folosiți `fp32_gathered` și dimensiunile celor două tipuri,
             `torch.empty(0, dtype=...).element_size()`. Verificarea compară predicția voastră cu rândul `bf16`.
             """,
@@ -517,13 +541,13 @@ LESSON = Lesson(
             iar optimizatorul lui rulează deja pe procesor. Pe un nod cu GPU-uri, rulați acest notebook cu
             `backend = "nccl"`: rândurile `offload` din primul tabel arată atunci durata pasului lângă
             memoria GPU economisită. La fiecare pas, fragmentul de parametri al fiecărui rang trece de la
-            gazdă pe GPU pentru adunările din trecerea directă și din nou pentru cele din trecerea inversă,
+            gazdă pe GPU pentru colectările din trecerea directă și din nou pentru cele din trecerea inversă,
             fragmentul de gradienți se întoarce, iar pasul AdamW rulează pe procesor; de aceea descărcarea
             este ultima soluție, folosită când modelul nu încape altfel.
 
             ## Recapitulare
 
-            - `MixedPrecision(param_dtype=bf16)` a înjumătățit ce a adunat rularea voastră, ce a transmis prin
+            - `MixedPrecision(param_dtype=bf16)` a înjumătățit ce a colectat rularea voastră, ce a transmis prin
               all-gather și ce a păstrat ca activări; `reduce_dtype=bf16` a înjumătățit și reducerea.
               Fragmentele fp32, gradienții lor și starea Adam nu s-au schimbat.
             - Pe un procesor, bf16 costă de obicei timp; pe GPU-uri economisește timp. Măsurați pe mașina pe care

@@ -83,7 +83,7 @@ LESSON = Lesson(
             FSDP1 wraps a module in a new `FullyShardedDataParallel` object and flattens each unit's
             parameters into one flat parameter. FSDP2's `fully_shard(module, mesh=...)` wraps nothing:
             the module keeps its class (FSDP2 adds `FSDPModule` to it) and its parameter names, and every
-            parameter becomes a **DTensor (DTensor)**, a tensor whose rows are split over the ranks of a
+            parameter becomes a **DTensor**, a tensor whose rows are split over the ranks of a
             device mesh, each rank holding its own rows. The optimizer, the state dict and your code see
             ordinary parameters with ordinary names.
 
@@ -96,7 +96,11 @@ LESSON = Lesson(
             | `ShardingStrategy.FULL_SHARD` | `reshard_after_forward=True` |
             | `ShardingStrategy.SHARD_GRAD_OP` | `reshard_after_forward=False` |
             | `ShardingStrategy.HYBRID_SHARD` | a 2-D mesh: `init_device_mesh(device, (replicas, shards), mesh_dim_names=(...))` |
-            | `backward_prefetch=BACKWARD_PRE` | always on; `BACKWARD_POST` does not exist |
+            | `ShardingStrategy.NO_SHARD` (deprecated: it warns) | no equivalent: use DDP |
+            | none | `reshard_after_forward=k`, an int: after forward, keep a shard over a group of k ranks (a node), so that backward gathers within it (ZeRO++'s hpZ) |
+            | `fully_shard(model)` on the root with `reshard_after_forward=True` | the docs advise `False` for the root: its backward starts right after its forward |
+            | `backward_prefetch=BACKWARD_PRE` | the default: one unit ahead, in backward's order; `BACKWARD_POST` does not exist |
+            | more than one unit ahead, or another order | `module.set_modules_to_backward_prefetch([...])` |
             | `forward_prefetch=True` | `module.set_modules_to_forward_prefetch([...])`, or `unshard()` by hand |
             | `limit_all_gathers=True` | gone: FSDP2 has no rate limiter to set |
             | `CPUOffload(offload_params=True)` | `offload_policy=CPUOffloadPolicy()` (the optimizer step runs on the CPU too) |
@@ -116,7 +120,7 @@ LESSON = Lesson(
             parametrii fiecărei unități într-un singur parametru aplatizat. `fully_shard(module, mesh=...)`
             din FSDP2 nu împachetează nimic: modulul își păstrează clasa (FSDP2 îi adaugă `FSDPModule`) și
             numele parametrilor, iar fiecare parametru devine un **tensor distribuit (DTensor)**, un tensor
-            ale cărui rânduri sunt împărțite între rangurile unei rețele de dispozitive, fiecare rang ținând
+            ale cărui rânduri sunt împărțite între rangurile unei grile de dispozitive, fiecare rang ținând
             propriile rânduri. Optimizatorul, dicționarul de stare și codul vostru văd parametri obișnuiți,
             cu nume obișnuite.
 
@@ -128,8 +132,12 @@ LESSON = Lesson(
             | `FullyShardedDataParallel(model, auto_wrap_policy=...)` | `fully_shard(block)` pe fiecare bloc, apoi `fully_shard(model)` pe rădăcină |
             | `ShardingStrategy.FULL_SHARD` | `reshard_after_forward=True` |
             | `ShardingStrategy.SHARD_GRAD_OP` | `reshard_after_forward=False` |
-            | `ShardingStrategy.HYBRID_SHARD` | o rețea 2-D: `init_device_mesh(device, (replici, fragmente), mesh_dim_names=(...))` |
-            | `backward_prefetch=BACKWARD_PRE` | mereu activ; `BACKWARD_POST` nu există |
+            | `ShardingStrategy.HYBRID_SHARD` | o grilă 2D: `init_device_mesh(device, (replici, fragmente), mesh_dim_names=(...))` |
+            | `ShardingStrategy.NO_SHARD` (învechit: avertizează) | niciun echivalent: folosiți DDP |
+            | niciuna | `reshard_after_forward=k`, un întreg: după trecerea directă, păstrează un fragment pe un grup de k ranguri (un nod), ca trecerea inversă să colecteze în interiorul lui (hpZ din ZeRO++) |
+            | `fully_shard(model)` pe rădăcină cu `reshard_after_forward=True` | documentația recomandă `False` pentru rădăcină: trecerea ei inversă începe imediat după cea directă |
+            | `backward_prefetch=BACKWARD_PRE` | implicit: o unitate înainte, în ordinea trecerii inverse; `BACKWARD_POST` nu există |
+            | mai mult de o unitate înainte sau altă ordine | `module.set_modules_to_backward_prefetch([...])` |
             | `forward_prefetch=True` | `module.set_modules_to_forward_prefetch([...])` sau `unshard()` de mână |
             | `limit_all_gathers=True` | dispărut: FSDP2 nu are un limitator de ritm de setat |
             | `CPUOffload(offload_params=True)` | `offload_policy=CPUOffloadPolicy()` (și pasul optimizatorului rulează pe CPU) |
@@ -139,7 +147,7 @@ LESSON = Lesson(
             | `FSDP.state_dict_type(...)` | dicționare de stare cu DTensor și `torch.distributed.checkpoint` (secțiunea 4) |
 
             O precauție: valoarea implicită a lui `reshard_after_forward` s-a schimbat de la o versiune la
-            alta, iar versiunile mai vechi păstrau unitatea rădăcină adunată după trecerea directă, orice
+            alta, iar versiunile mai vechi păstrau unitatea rădăcină colectată după trecerea directă, orice
             i-ați fi dat. Setați-o explicit și, când comparați memoria, spuneți ce versiune de torch ați rulat.
             """,
         ),
@@ -208,7 +216,7 @@ LESSON = Lesson(
             a second bug that only shows on the second node: `.to(rank)` uses the global rank as a GPU
             index. Rank 8 is GPU 0 of node 1, and `cuda:8` does not exist there (section 3).
 
-            The way out is the **meta device (meta device)**: tensors on `torch.device("meta")` have a
+            The way out is the **meta device**: tensors on `torch.device("meta")` have a
             shape and a dtype but no memory. Build the model there, shard it (each rank's DTensors then
             describe only its own rows, still without memory), and only then allocate and initialize:
 
@@ -217,7 +225,7 @@ LESSON = Lesson(
                 model = TransformerLM(cfg)          # shapes only
             for block in model.layers:
                 fully_shard(block, mesh=mesh, reshard_after_forward=True)
-            fully_shard(model, mesh=mesh, reshard_after_forward=True)
+            fully_shard(model, mesh=mesh, reshard_after_forward=False)  # the root: backward needs it at once
             model.to_empty(device=device)           # allocate this rank's rows, uninitialized
             model.reset_parameters()                # initialize them
             ```
@@ -232,7 +240,7 @@ LESSON = Lesson(
             folosește rangul global ca număr de GPU. Rangul 8 este GPU-ul 0 al nodului 1, iar `cuda:8` nu
             există acolo (secțiunea 3).
 
-            Ieșirea este **dispozitivul meta (meta device)**: tensorii de pe `torch.device("meta")` au formă și
+            Soluția este **dispozitivul meta (meta device)**: tensorii de pe `torch.device("meta")` au formă și
             tip, dar nu au memorie. Construiți modelul acolo, fragmentați-l (DTensor-ii fiecărui rang descriu
             atunci doar propriile rânduri, tot fără memorie) și abia apoi alocați și inițializați:
 
@@ -241,7 +249,7 @@ LESSON = Lesson(
                 model = TransformerLM(cfg)          # doar forme
             for block in model.layers:
                 fully_shard(block, mesh=mesh, reshard_after_forward=True)
-            fully_shard(model, mesh=mesh, reshard_after_forward=True)
+            fully_shard(model, mesh=mesh, reshard_after_forward=False)  # rădăcina: trecerea inversă o cere imediat
             model.to_empty(device=device)           # alocă rândurile acestui rang, neinițializate
             model.reset_parameters()                # și le inițializează
             ```
@@ -296,7 +304,7 @@ LESSON = Lesson(
                     model = TransformerLM(cfg)
                 for block in model.layers:
                     fully_shard(block, mesh=mesh, reshard_after_forward=True)  # FULL_SHARD, set explicitly
-                fully_shard(model, mesh=mesh, reshard_after_forward=True)
+                fully_shard(model, mesh=mesh, reshard_after_forward=False)  # the root: the docs advise False
                 return model
 
 
@@ -415,7 +423,7 @@ LESSON = Lesson(
             ### `LOCAL_RANK`, not `RANK`
 
             torchrun gives every rank `RANK` (its number in the whole job, 0 to N-1) and `LOCAL_RANK` (its
-            number on its own node, from 0), and the **local rank (local rank)** is the one that names a
+            number on its own node, from 0), and the **local rank** is the one that names a
             GPU: on every node the GPUs are numbered from 0. On one machine the two are equal, as the table
             shows, which is why the seed's `torch.cuda.set_device(rank)` works on a laptop and fails on the
             second node of a cluster. Call `torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))` before
@@ -460,7 +468,7 @@ LESSON = Lesson(
             en="""
             ## 4. A sharded checkpoint
 
-            `torch.distributed.checkpoint` (DCP) writes a **sharded checkpoint (sharded checkpoint)**: every
+            `torch.distributed.checkpoint` (DCP) writes a **sharded checkpoint**: every
             rank writes its own rows, in parallel, and rank 0 adds a `.metadata` file that says which rows of
             which tensor are in which file. No rank ever holds the whole model, which at 70B is the only way:
             gathering it on one rank to `torch.save` it would need the 276 GB the meta device just avoided.
@@ -471,10 +479,10 @@ LESSON = Lesson(
             ro="""
             ## 4. Un punct de control fragmentat
 
-            `torch.distributed.checkpoint` (DCP) scrie o **salvare fragmentată (sharded checkpoint)**: fiecare
+            `torch.distributed.checkpoint` (DCP) scrie un **punct de control fragmentat (sharded checkpoint)**: fiecare
             rang își scrie propriile rânduri, în paralel, iar rangul 0 adaugă un fișier `.metadata` care spune ce
             rânduri din ce tensor se află în ce fișier. Niciun rang nu ține vreodată tot modelul, și la 70B
-            acesta este singurul mod: adunarea lui pe un rang ca să fie salvat cu `torch.save` ar cere cei 276 GB
+            acesta este singurul mod: colectarea lui pe un rang ca să fie salvat cu `torch.save` ar cere cei 276 GB
             pe care dispozitivul meta tocmai i-a evitat.
 
             Rangurile au salvat, au încărcat fișierele într-un al doilea model și optimizator, neinițializate,
@@ -558,7 +566,7 @@ LESSON = Lesson(
             Now the question this course has been building to: on how many 80 GB GPUs does `plan_model`
             train, and how much memory does each one use? The plan is FSDP2 with FULL_SHARD, bf16 mixed
             precision and fp32 shards (the torch accounting of lesson 5), one sequence of the model's full
-            length per GPU, and **activation checkpointing (activation checkpointing)**, in Romanian
+            length per GPU, and **activation checkpointing**, in Romanian
             *recalcularea activărilor*: each block keeps only its input for the backward pass and computes
             its activations again when backward reaches it, one more forward's compute for a fraction of the
             memory. The memory model gives the peak per GPU for each number of GPUs:
@@ -613,10 +621,37 @@ LESSON = Lesson(
         check('labkit.check("lesson6.min_gpus", min_gpus, model=plan_model)'),
         md(
             en="""
+            That count is not yet one you can deploy. It counts GPUs of 80 GB as the memory model defines
+            them, 80·10⁹ bytes; the card's 80 GB is in fact 80 GiB (2³⁰-byte units), a little more, of
+            which CUDA and its libraries keep some for themselves. And GPUs come in nodes, 8 to a node on
+            DGX/HGX machines: a job takes whole nodes, and HSDP shards within a node, so round up to a
+            multiple of 8. The cell prints the count both ways and the deployable count.
+            """,
+            ro="""
+            Numărul acesta nu este încă unul pe care îl puteți folosi în practică. Numără GPU-uri de 80 GB
+            așa cum le definește modelul de memorie, 80·10⁹ octeți; cei 80 GB ai plăcii sunt de fapt 80 GiB
+            (unități de 2³⁰ octeți), ceva mai mult, din care CUDA și bibliotecile ei păstrează o parte pentru
+            ele. Iar GPU-urile vin în noduri, câte 8 pe nod la mașinile DGX/HGX: o lucrare ia noduri
+            întregi, iar HSDP fragmentează în interiorul unui nod, așa că rotunjiți în sus la un multiplu de
+            8. Celula afișează numărul în ambele feluri și numărul care poate fi folosit.
+            """,
+        ),
+        code(
+            """
+            min_gpus_gib = next(n for n in range(1, 1025)
+                                if memory_model.fits(plan_model, 80 * 2**30, "FULL_SHARD", n, **PLAN))
+            deployable = -(-max(min_gpus, min_gpus_gib) // gpus_per_node) * gpus_per_node  # whole nodes (section 2)
+            show.table([{"model": plan_model, "gpus_gb": min_gpus, "gpus_gib": min_gpus_gib,
+                         "nodes": deployable // gpus_per_node, "deployable": deployable}])
+            """,
+            pure=True,
+        ),
+        md(
+            en="""
             ## 6. Checking the plan with fake tensors
 
             A formula is only as good as what it leaves out. `labkit.estimate` checks it by running the real
-            thing on **fake tensors (fake tensor)**: tensors with a shape, a dtype and a device but no data,
+            thing on **fake tensors**: tensors with a shape, a dtype and a device but no data,
             on which every operation runs without computing anything. In a subprocess it joins a fake
             process group of `plan_gpus` ranks as rank 0, builds the model under `FakeTensorMode`, shards it
             with `fully_shard` as section 3 did, and runs one training step under the same memory tracker as
@@ -631,8 +666,8 @@ LESSON = Lesson(
             ro="""
             ## 6. Verificarea planului cu tensori fictivi
 
-            O formulă este atât de bună cât este ce lasă deoparte. `labkit.estimate` o verifică rulând lucrul
-            real pe **tensori fictivi (fake tensor)**: tensori cu formă, tip și dispozitiv, dar fără date, pe
+            O formulă valorează doar cât îi permite ce lasă pe dinafară. `labkit.estimate` o verifică rulând
+            lucrul real pe **tensori fictivi (fake tensor)**: tensori cu formă, tip și dispozitiv, dar fără date, pe
             care fiecare operație rulează fără să calculeze nimic. Într-un subproces, se alătură ca rangul 0 unui
             grup de procese fictiv cu `plan_gpus` ranguri, construiește modelul sub `FakeTensorMode`, îl
             fragmentează cu `fully_shard` ca în secțiunea 3 și rulează un pas de antrenare sub același
@@ -754,7 +789,7 @@ LESSON = Lesson(
 
             - FSDP2's `fully_shard` shards each parameter as a DTensor and keeps the module and its names;
               every FSDP1 option you used has an FSDP2 form, and `reshard_after_forward` should be set
-              explicitly.
+              explicitly (`False` for the root, as the documentation advises).
             - `model.to(rank)` before wrapping makes every rank build the whole model: 276 GB in fp32 at 70B.
               Build on the meta device, shard, then `to_empty()` and `reset_parameters()`: your ranks
               allocated nothing before and their own rows after.
@@ -770,7 +805,7 @@ LESSON = Lesson(
 
             - `fully_shard` din FSDP2 fragmentează fiecare parametru ca DTensor și păstrează modulul și numele
               lui; fiecare opțiune FSDP1 pe care ați folosit-o are o formă FSDP2, iar `reshard_after_forward`
-              trebuie setat explicit.
+              trebuie setat explicit (`False` pentru rădăcină, cum recomandă documentația).
             - `model.to(rank)` înainte de împachetare face ca fiecare rang să construiască tot modelul: 276 GB în
               fp32 la 70B. Construiți pe dispozitivul meta, fragmentați, apoi `to_empty()` și
               `reset_parameters()`: rangurile voastre nu au alocat nimic înainte și doar propriile rânduri după.
