@@ -16,6 +16,8 @@
 #   --nproc-per-node K     [NPROC_PER_NODE]  ranks on this node (default: its GPUs given in
 #                                            CUDA_VISIBLE_DEVICES, one rank each; 2 without GPUs)
 #   --max-restarts M       [MAX_RESTARTS]    restarts after a failure (default 0; 3 when elastic)
+#   --rdzv-timeout S       [RDZV_TIMEOUT]    seconds to wait for all nodes to join (torchrun's
+#                                            join_timeout, default 600); then the job fails
 #   --dry-run              [LABKIT_DRY_RUN=1] print the torchrun command and stop
 # Then the script and its arguments (or -m MODULE and its arguments).
 #
@@ -34,6 +36,7 @@ endpoint=${RDZV_ENDPOINT:-}
 rdzv_id=${RDZV_ID:-labkit}
 nproc=${NPROC_PER_NODE:-}
 restarts=${MAX_RESTARTS:-}
+rdzv_timeout=${RDZV_TIMEOUT:-}
 dry=${LABKIT_DRY_RUN:-0}
 needs_value() { [ $# -ge 2 ] || die "labkit: %s needs a value" "labkit: %s are nevoie de o valoare" "$1"; }
 while [ $# -gt 0 ]; do
@@ -44,6 +47,7 @@ while [ $# -gt 0 ]; do
     --rdzv-id | --rdzv_id) needs_value "$@" && rdzv_id=$2 && shift 2 ;;
     --nproc-per-node | --nproc_per_node) needs_value "$@" && nproc=$2 && shift 2 ;;
     --max-restarts | --max_restarts) needs_value "$@" && restarts=$2 && shift 2 ;;
+    --rdzv-timeout | --rdzv_timeout) needs_value "$@" && rdzv_timeout=$2 && shift 2 ;;
     --dry-run) dry=1 && shift ;;
     --) shift && break ;;
     -m) break ;;
@@ -87,6 +91,8 @@ if [ -z "$nproc" ]; then
     nproc=$("$py" -c 'from labkit.gpus import default_nproc; print(default_nproc())' 2>/dev/null ||
         "$py" -c 'import torch; print(torch.cuda.device_count() or 2)')
 fi
+[[ -z $rdzv_timeout || $rdzv_timeout =~ ^[1-9][0-9]*$ ]] || die "labkit: --rdzv-timeout must be a number of seconds, not %s" \
+    "labkit: --rdzv-timeout trebuie să fie un număr de secunde, nu %s" "$rdzv_timeout"
 [[ $nproc =~ ^[1-9][0-9]*$ ]] || die "labkit: --nproc-per-node must be a positive number, not %s" \
     "labkit: --nproc-per-node trebuie să fie un număr pozitiv, nu %s" "$nproc"
 
@@ -96,12 +102,15 @@ cmd=("$py" -m torch.distributed.run
     --rdzv-backend=c10d
     --rdzv-endpoint="$endpoint"
     --rdzv-id="$rdzv_id")
+conf=() # torchrun keeps only the last --rdzv-conf: one, with every key
 if [ -n "$node_rank" ]; then
-    cmd+=(--rdzv-conf="is_host=$([ "$node_rank" -eq 0 ] && echo 1 || echo 0)")
+    conf+=("is_host=$([ "$node_rank" -eq 0 ] && echo 1 || echo 0)")
     cmd+=(--max-restarts="${restarts:-0}")
 else
     cmd+=(--max-restarts="${restarts:-3}")
 fi
+[ -z "$rdzv_timeout" ] || conf+=("join_timeout=$rdzv_timeout")
+[ ${#conf[@]} -eq 0 ] || cmd+=(--rdzv-conf="$(IFS=, && echo "${conf[*]}")")
 cmd+=("$@")
 
 printf '+' >&2 && printf ' %q' "${cmd[@]}" >&2 && echo >&2 # the job log shows what ran

@@ -192,6 +192,7 @@ def test_multinode_options_are_checked(tmp_path):
         (["--nnodes", "2", "--node-rank", "2", "--rdzv-endpoint", "h:1", "x.py"], "--node-rank must be 0..1"),
         (["--nnodes", "2", "--rdzv-endpoint", "h:1"], "which script"),
         (["--bogus", "x.py"], "unknown option --bogus"),
+        (["--rdzv-timeout", "soon", "x.py"], "--rdzv-timeout must be a number of seconds"),
     ]:
         done = dry_run(env, MULTINODE, *args)
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)

@@ -4,7 +4,7 @@
 #   srun --ntasks-per-node=1 bash launch/slurm/torchrun-from-slurm.sh lesson.py [args]
 #
 # Everything comes from the variables Slurm gives the task, read here, inside the task:
-#   SLURM_JOB_NODELIST  the nodes; the first one hosts the rendezvous
+#   SLURM_JOB_NODELIST  the nodes; the first one hosts the rendezvous, at its NodeAddr
 #   SLURM_NNODES        how many nodes; SLURM_NTASKS must be the same (one task per node)
 #   SLURM_PROCID        this task's number, which is the node rank with one task per node
 #   SLURM_JOB_ID        the rendezvous id, and the port: 29400 + job id % 1000 unless RDZV_PORT is set
@@ -29,11 +29,15 @@ fi
 nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")
 head_node=${nodes%%$'\n'*}
 [ -n "$head_node" ] || die "labkit: scontrol lists no node for %s" "labkit: scontrol nu listează niciun nod pentru %s" "$SLURM_JOB_NODELIST"
+# Meet at the address Slurm itself uses to reach the head node (its NodeAddr). It is the node's
+# name on most clusters, but not where names do not resolve (several nodes on one host, some clouds).
+head_addr=$(scontrol show node -o "$head_node" 2>/dev/null | grep -o 'NodeAddr=[^ ]*' || true)
+head_addr=${head_addr#NodeAddr=}
 port=${RDZV_PORT:-$((29400 + SLURM_JOB_ID % 1000))} # two jobs sharing a head node get two ports
 
 exec bash "$repo/launch/torchrun-multinode.sh" \
     --nnodes "$SLURM_NNODES" \
     --node-rank "$SLURM_PROCID" \
-    --rdzv-endpoint "$head_node:$port" \
+    --rdzv-endpoint "${head_addr:-$head_node}:$port" \
     --rdzv-id "slurm-$SLURM_JOB_ID" \
     "$@"

@@ -1,0 +1,226 @@
+"""launch/slurm/ on a real Slurm: munged, slurmctld and two slurmd (nodes n1, n2) on this machine.
+
+The cluster (labkit.testing.slurm) is installed from Debian's packages when this runs as root
+(as CI does) and started once per session; without root, apt-get or network the tests skip,
+saying why. Each test submits what a user submits (sbatch train.sbatch, srun
+torchrun-from-slurm.sh), waits for the job, reads what the ranks reported, and checks that no
+job and no process of a job (slurmstepd, torchrun, ranks) is left on any node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+
+import nbformat
+import pytest
+
+from labkit import export
+from labkit.testing import slurm
+
+pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(240)]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FROM_SLURM = "launch/slurm/torchrun-from-slurm.sh"
+JOB_TIMEOUT = 120  # seconds for a job; a healthy one takes 10-20 s here
+
+# FSDP FULL_SHARD on every rank of both nodes: where it ran, what it holds, what it learned
+FSDP_CELL = """\
+import os
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+from labkit import rank
+from labkit.models import TransformerLM, get_config, synthetic_batch
+
+torch.manual_seed(0)
+cfg = get_config("tiny")
+model = FSDP(TransformerLM(cfg), sharding_strategy=ShardingStrategy.FULL_SHARD, device_id=torch.device("cpu"))
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+for step in rank.steps(2):
+    inputs, targets = synthetic_batch(cfg, 4, step, rank.rank())
+    model(inputs, targets).backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    if step == 0 and os.environ.get("DIE_ON") == f"{os.environ['SLURMD_NODENAME']}/{rank.local_rank()}":
+        rank.report(dying=rank.rank())
+        os.kill(os.getpid(), 9)  # this rank dies between two steps; its peers wait in the next one
+held = sum(p.numel() for p in model.parameters())  # this rank's shard
+with FSDP.summon_full_params(model):
+    full = sum(p.numel() for p in model.parameters())
+    checksum = sum(p.double().sum().item() for p in model.parameters())
+rank.report(world=dist.get_world_size(), node=os.environ["SLURMD_NODENAME"], local_rank=rank.local_rank(),
+            held=held, full=full, checksum=checksum)
+"""
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """One Slurm for the session: installed if need be, started, and stopped with nothing left."""
+    try:
+        seconds = slurm.install()
+    except slurm.SlurmUnavailable as e:
+        pytest.skip(f"no Slurm: {e}")
+    folder = tempfile.mkdtemp(prefix="labkit-slurm-")  # short: munge's socket path must fit in 108 bytes
+    try:
+        started = time.monotonic()
+        running = slurm.start_cluster(folder)
+    except slurm.SlurmUnavailable as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"Slurm did not start: {e}")
+    print(f"\nslurm: installed in {seconds:.1f} s, started in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    yield running
+    killed = running.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+    assert not killed, f"processes outlived the Slurm daemons: {killed}"
+
+
+@pytest.fixture
+def live(cluster):
+    """The cluster, checked after the test: no job active, no job process on any node."""
+    assert not cluster.active_jobs(), "a job from an earlier test is still active"
+    yield cluster
+    left = cluster.leftovers()
+    assert not left, f"left running after the test (now killed): {left}"
+
+
+def job_env(tmp_path, **extra: str) -> dict[str, str]:
+    """What the submitter's shell holds: srun and sbatch pass it on to every task."""
+    reports = tmp_path / "reports"
+    reports.mkdir(exist_ok=True)
+    env = {
+        "PYTHON": sys.executable,
+        "PYTHONPATH": ROOT,
+        "LABKIT_REPORT_DIR": str(reports),
+        "LABKIT_BACKEND": "gloo",
+        "LABKIT_LANG": "en",
+        "OMP_NUM_THREADS": "1",
+        "NPROC_PER_NODE": "2",
+        "RDZV_PORT": str(slurm.free_ports(1)[0]),
+    }
+    env.update(extra)
+    return env
+
+
+def reports_of(tmp_path) -> dict[int, dict]:
+    out = {}
+    for name in os.listdir(tmp_path / "reports"):
+        r = int(re.fullmatch(r"rank(\d+)\.jsonl", name).group(1))
+        with open(tmp_path / "reports" / name) as f:
+            for line in f:
+                msg = json.loads(line)
+                if msg["t"] == "report":
+                    out[r] = msg["values"]
+    return out
+
+
+def cell_script(tmp_path, source: str) -> str:
+    """A one-cell notebook with ``source`` under %%torchrun, exported as labkit exports a lesson."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("%%torchrun -n 4 --backend gloo\n" + source)]
+    nbformat.write(nb, str(tmp_path / "cell.ipynb"))
+    export.export_notebook(str(tmp_path / "cell.ipynb"), out=str(tmp_path / "cell.py"))
+    return str(tmp_path / "cell.py")
+
+
+def srun(cluster, tmp_path, args: list[str], timeout: float = JOB_TIMEOUT, **env: str):
+    """``srun ARGS`` from the checkout; (CompletedProcess, seconds)."""
+    started = time.monotonic()
+    done = cluster.run(["srun", *args], timeout=timeout, cwd=ROOT, env=job_env(tmp_path, **env))
+    return done, time.monotonic() - started
+
+
+def test_sbatch_runs_an_exported_lesson_on_two_nodes(live, tmp_path):
+    script = str(tmp_path / "lesson01.py")  # what `labkit export LESSON -o lesson01.py` writes
+    export.export_notebook(os.path.join(ROOT, "notebooks", "en", "01_ddp_memory_wall.ipynb"), out=script)
+    # the template asks for 4 GPUs and 16 CPUs per node: this cluster's nodes have 2 CPUs and no GPU
+    options = ["--gpus-per-node=0", "--cpus-per-task=1", f"--output={tmp_path}/%x-%j.out"]
+    started = time.monotonic()
+    submitted = live.run(
+        ["sbatch", "--parsable", *options, "launch/slurm/train.sbatch", script],
+        cwd=ROOT,
+        env=job_env(tmp_path, NPROC_PER_NODE="1"),
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.strip().split(";")[0]
+    job = live.wait_job(job_id, JOB_TIMEOUT)
+    output = open(tmp_path / f"labkit-{job_id}.out").read()
+    print(f"sbatch job {job_id}: {time.monotonic() - started:.1f} s, Slurm says RunTime={job['RunTime']}")
+    assert (job["JobState"], job["ExitCode"], job["NodeList"]) == ("COMPLETED", "0:0", "n[1-2]"), output[-3000:]
+    # one torchrun agent per node: node 0 hosts the rendezvous at the first node's address
+    agents = re.findall(r"^\+ .*torch\.distributed\.run .*$", output, re.M)
+    assert len(agents) == 2, output[-3000:]
+    assert sorted(re.search(r"is_host=(\d)", a).group(1) for a in agents) == ["0", "1"]
+    assert all(f"--rdzv-id=slurm-{job_id}" in a and "--nnodes=2" in a for a in agents)
+    values = reports_of(tmp_path)
+    assert sorted(values) == [0, 1]  # every rank of both nodes reported
+    assert values[0]["checksum"] == values[1]["checksum"]  # DDP: the same weights on both nodes
+    assert values[0]["grad_bytes"] == values[0]["param_bytes"] > 0
+    assert "cell 12, rank 0 reported" in output
+
+
+def test_srun_torchrun_fsdp_full_shard_two_nodes_two_ranks(live, tmp_path):
+    script = cell_script(tmp_path, FSDP_CELL)
+    args = ["-N2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", f"--output={tmp_path}/task%t.out"]
+    done, seconds = srun(live, tmp_path, [*args, "bash", FROM_SLURM, script])
+    print(f"srun FSDP 2 nodes x 2 ranks: {seconds:.1f} s")
+    tasks = [open(tmp_path / f"task{t}.out").read() for t in (0, 1)]
+    assert done.returncode == 0, done.stderr + "".join(t[-2000:] for t in tasks)
+    assert "is_host=1" in tasks[0] and "is_host=0" in tasks[1]  # SLURM_PROCID read inside each task
+    values = reports_of(tmp_path)
+    assert sorted(values) == [0, 1, 2, 3]
+    assert {v["world"] for v in values.values()} == {4}
+    placed = sorted((v["node"], v["local_rank"]) for v in values.values())
+    assert placed == [("n1", 0), ("n1", 1), ("n2", 0), ("n2", 1)]  # two ranks on each node
+    full = values[0]["full"]
+    assert all(v["full"] == full for v in values.values())
+    print(f"FSDP FULL_SHARD: {full} parameters, held per rank {[values[r]['held'] for r in sorted(values)]}")
+    assert all(v["held"] == -(-full // 4) for v in values.values())  # FULL_SHARD: a quarter each, padded
+    assert len({round(v["checksum"], 6) for v in values.values()}) == 1  # one model, gathered from 4 shards
+
+
+def test_a_rank_that_dies_on_one_node_fails_the_job_everywhere(live, tmp_path):
+    script = cell_script(tmp_path, FSDP_CELL)
+    args = ["-N2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", f"--output={tmp_path}/task%t.out"]
+    env = {"DIE_ON": "n2/0", "NPROC_PER_NODE": "1", "LABKIT_PG_TIMEOUT": "30"}
+    done, seconds = srun(live, tmp_path, [*args, "bash", FROM_SLURM, script], **env)
+    print(f"srun with a rank killed on n2: failed in {seconds:.1f} s")
+    task1 = open(tmp_path / "task1.out").read()
+    assert done.returncode != 0
+    # srun names the node and its task; torchrun on that node names the rank and how it died
+    assert re.search(r"srun: error: n2: task 1: Exited with exit code 1", done.stderr), done.stderr
+    values = reports_of(tmp_path)
+    assert [v.get("dying") for v in values.values()] == [r for r in values]  # only the dying rank reported
+    root_cause = task1.split("Root Cause (first observed failure):")[-1]
+    dead = next(iter(values))
+    assert f"rank      : {dead} (local_rank: 0)" in root_cause, task1[-3000:]
+    assert "Signal 9 (SIGKILL) received by PID" in root_cause, task1[-3000:]
+
+
+def test_srun_that_cannot_start_says_why(live, tmp_path):
+    for args, message in [
+        (["-p", "nosuchpartition", "-N2"], "invalid partition specified: nosuchpartition"),
+        (["-w", "n9"], "Invalid node name specified"),
+        (["--bogus-option"], "unrecognized option '--bogus-option'"),
+    ]:
+        done, seconds = srun(live, tmp_path, [*args, "bash", FROM_SLURM, "x.py"], timeout=30)
+        assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
+        assert seconds < 10, (args, seconds)
+
+
+def test_a_rendezvous_that_never_completes_times_out(live, tmp_path):
+    # node n2's agent never comes (a node stuck before torchrun): n1's agent waits RDZV_TIMEOUT seconds, no more
+    stuck = f'[ "$SLURM_PROCID" = 1 ] && exec sleep 600; exec bash {FROM_SLURM} "$@"'
+    args = ["-N2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", f"--output={tmp_path}/task%t.out"]
+    done, seconds = srun(live, tmp_path, [*args, "bash", "-c", stuck, "rdzv", "x.py"], RDZV_TIMEOUT="10")
+    print(f"srun with a node that never joins: failed in {seconds:.1f} s")
+    task0 = open(tmp_path / "task0.out").read()
+    assert done.returncode != 0
+    assert "join_timeout=10" in task0 and "RendezvousTimeoutError" in task0, task0[-3000:]
+    assert 10 <= seconds < 10 + 30, seconds
+    assert re.search(r"n1: task 0: Exited with exit code", done.stderr), done.stderr
