@@ -159,7 +159,7 @@ def destroy_process_group() -> None:
     if dist is not None and dist.is_available() and dist.is_initialized():
         try:
             dist.destroy_process_group()
-        except Exception:  # noqa: BLE001 - ending anyway; a broken group must not hide the result
+        except Exception:
             pass
 
 
@@ -266,7 +266,7 @@ def main() -> None:
         if exit_code:
             send(Msg.EXIT, code=exit_code, step=rank_api.current_step())
         result = None
-    except BaseException as exc:  # noqa: BLE001 - every failure is reported, KeyboardInterrupt too
+    except BaseException as exc:
         send_error(exc)
         exit_code = 1
         result = None
@@ -319,7 +319,7 @@ def serve(job: dict[str, Any], run_dir: str, namespace: dict[str, Any], inbox: q
     """Join the process group, then run each cell the kernel sends until it says stop."""
     try:
         init_process_group(job["backend"], float(job["pg_timeout"]))
-    except BaseException as exc:  # noqa: BLE001 - the kernel is told, then this rank ends
+    except BaseException as exc:
         send_error(exc)
         return 1
     default_pg_timeout(float(job["pg_timeout"]))  # a cell that destroys the group and makes its own keeps the timeout
@@ -360,7 +360,7 @@ def run_cell(msg: dict[str, Any], run_dir: str, namespace: dict[str, Any], inter
     except SystemExit as exc:  # sys.exit() ends the cell, not the rank: the session lives on
         if exc.code not in (None, 0):
             failure = exc
-    except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt too: the kernel asked for it
+    except BaseException as exc:
         failure = exc
     sampler.stop()
     sys.stdout.flush()
@@ -385,7 +385,7 @@ def cut_collectives() -> None:
         for pg in list(dist.distributed_c10d._world.pg_map):
             try:
                 pg.abort()  # NCCL communicators support abort
-            except Exception:  # noqa: BLE001 - best effort; the kernel ends the session if this is not enough
+            except Exception:
                 pass
     store_port = int(os.environ.get("MASTER_PORT", "0"))
     for name in os.listdir("/proc/self/fd"):

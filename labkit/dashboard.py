@@ -168,7 +168,7 @@ class WidgetView:
             from jupyter_ui_poll import ui_events
 
             return self._ui.enter_context(ui_events())
-        except Exception:  # noqa: BLE001 - without it the Stop button works once the kernel is free
+        except Exception:
             return None
 
     def update(self, run: Run, force: bool = False) -> None:
@@ -176,7 +176,7 @@ class WidgetView:
         if self._poll is not None:
             try:
                 self._poll(5)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 self._poll = None
         if self._stop_clicked and not self._stop_shown:  # the click came from another thread: show it here
             self._stop_shown = True

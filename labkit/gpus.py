@@ -83,7 +83,7 @@ def _torch_device_count() -> int | None:
         return None
     try:
         return int(torch.cuda.device_count())
-    except Exception:  # noqa: BLE001 - a broken driver means no usable GPU, not a crash
+    except Exception:
         return 0
 
 

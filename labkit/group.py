@@ -79,14 +79,14 @@ class Job:
         return cls("serve")
 
     @classmethod
-    def make(cls, target: Any, vars: dict[str, Any], args: tuple, kwargs: dict) -> Job:  # noqa: A002
+    def make(cls, target: Any, vars: dict[str, Any], args: tuple, kwargs: dict) -> Job:
         import cloudpickle
 
         vars_blob = check_picklable(vars) if vars else None
         if callable(target):
             try:
                 payload = cloudpickle.dumps((target, tuple(args), dict(kwargs)))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 name = getattr(target, "__name__", "function")
                 raise OptionError(t("opt.vars.pickle", name=name, type="function", error=exc)) from None
             return cls("function", payload=payload, vars_blob=vars_blob)
@@ -447,7 +447,7 @@ def wait(proc: subprocess.Popen, seconds: float) -> None:
         pass
 
 
-class sigint_deferred:  # noqa: N801 - used as a statement: ``with sigint_deferred():``
+class sigint_deferred:
     """Hold SIGINT during cleanup (main thread only; elsewhere signals do not arrive anyway)."""
 
     def __enter__(self) -> None:

@@ -29,7 +29,7 @@ def torchrun(
     nproc: int | None = None,
     backend: str = "auto",
     timeout: float | None = None,
-    vars: dict[str, Any] | None = None,  # noqa: A002 - the name of the magic's option
+    vars: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     quiet: bool = False,
     args: tuple[Any, ...] = (),

@@ -164,7 +164,7 @@ def check_picklable(values: dict[str, Any]) -> bytes:
     for name, value in values.items():
         try:
             cloudpickle.dumps(value)
-        except Exception as exc:  # noqa: BLE001 - any pickling failure is the user's to see
+        except Exception as exc:
             raise OptionError(t("opt.vars.pickle", name=name, type=type(value).__name__, error=exc)) from None
     return cloudpickle.dumps(values)
 

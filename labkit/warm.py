@@ -283,7 +283,7 @@ class Session:
         self,
         code: str,
         timeout: float | None = None,
-        vars: dict[str, Any] | None = None,  # noqa: A002 - the name of the magic's option
+        vars: dict[str, Any] | None = None,
         quiet: bool | None = None,
         display: str | None = None,
         raise_on_error: bool = True,
@@ -383,7 +383,7 @@ class Session:
             raise SessionEnded(t("warm.not_running", why=self._why_down))
         return group
 
-    def _write_vars(self, group: RankGroup, vars: dict[str, Any] | None, n: int) -> str | None:  # noqa: A002
+    def _write_vars(self, group: RankGroup, vars: dict[str, Any] | None, n: int) -> str | None:
         return group.write_file(f"vars{n}.pkl", check_picklable(vars)) if vars else None
 
     def _new_run(self, group: RankGroup, n: int) -> Run:

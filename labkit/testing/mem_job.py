@@ -36,7 +36,7 @@ BATCH = 2
 HSDP_SHARD = 2  # ranks per shard group in the HYBRID_SHARD configurations
 
 
-def mesh_2d(world: int, shard: int):  # noqa: ANN201 - a DeviceMesh
+def mesh_2d(world: int, shard: int):
     """(replicate, shard) mesh: ``shard`` ranks hold one copy of the sharded states."""
     from torch.distributed.device_mesh import init_device_mesh
 

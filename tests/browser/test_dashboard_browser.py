@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]  # a busy 2-core ma
 
 
 def t_en(key: str, **fields: object) -> str:
-    import labkit.dashboard  # noqa: F401 - registers the catalogs the dashboard uses
+    import labkit.dashboard
     import labkit.launcher  # noqa: F401
     from labkit.i18n import t
 
