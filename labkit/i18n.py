@@ -38,14 +38,22 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "cli": ("labkit.cli", "labkit.grading.cli"),
     "course": ("labkit.course.build", "labkit.course.show"),
     "dash": ("labkit.dashboard",),
+    "diag": ("labkit.diagnose",),
     "est": ("labkit.estimate",),
     "export": ("labkit.export", "labkit.export_cells"),
     "grade": ("labkit.grading.report",),
-    "launch": ("labkit.launcher",),
-    "mm": ("labkit.memory_model",),
+    "launch": ("labkit.launcher", "labkit.diagnose", "labkit.group"),
+    "magic": ("labkit.options", "labkit.magic"),  # option help lives with the options
+    "memtrack": ("labkit.memtrack", "labkit.memory_view"),
+    "mm": ("labkit.memory_model", "labkit.memory_states", "labkit.memory_view"),
     "opt": ("labkit.options",),
+    "peak": ("labkit.memory_peak",),
     "q": ("labkit.grading.registry",),  # the questions' hints, registered as the questions load
     "report": ("labkit.grading.report",),
+    "run": ("labkit.run", "labkit.runview", "labkit.logs"),
+    "simulate": ("labkit.simulate", "labkit.links", "labkit.calibrate"),
+    "timeline": ("labkit.timeline", "labkit.spans", "labkit.gantt"),
+    "warm": ("labkit.warm", "labkit.magic", "labkit.options"),
 }
 
 

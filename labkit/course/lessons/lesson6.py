@@ -643,8 +643,7 @@ LESSON = Lesson(
             deployable = -(-max(min_gpus, min_gpus_gib) // gpus_per_node) * gpus_per_node  # whole nodes (section 2)
             show.table([{"model": plan_model, "gpus_gb": min_gpus, "gpus_gib": min_gpus_gib,
                          "nodes": deployable // gpus_per_node, "deployable": deployable}])
-            """,
-            pure=True,
+            """,  # not pure: its output holds exercise 5's answer, so it is printed only when a student runs it
         ),
         md(
             en="""
