@@ -19,7 +19,7 @@ def _labkit_standin_rank():
 
     mod = types.ModuleType("labkit.rank")
     mod.values = {}
-    mod._step_count = 0
+    count = [0]  # the next step's index, as labkit.rank keeps it
     mod.rank = lambda: int(os.environ.get("RANK", "0"))
     mod.local_rank = lambda: int(os.environ.get("LOCAL_RANK", "0"))
     mod.world_size = lambda: int(os.environ.get("WORLD_SIZE", "1"))
@@ -44,12 +44,18 @@ def _labkit_standin_rank():
 
     @contextlib.contextmanager
     def step(index=None):
-        i = mod._step_count if index is None else index
+        i = count[0] if index is None else index
         t0 = time.perf_counter()
         send("step_start", i=i)
         yield
-        mod._step_count = i + 1
+        count[0] = i + 1
         send("step", i=i, dt=time.perf_counter() - t0)
+
+    def current_step():
+        return count[0]
+
+    def reset_steps():
+        count[0] = 0
 
     def steps(n):
         for i in range(n):
@@ -63,6 +69,7 @@ def _labkit_standin_rank():
         return torch.device("cuda", mod.local_rank()) if nccl else torch.device("cpu")
 
     mod.send, mod.report, mod.step, mod.steps, mod.device = send, report, step, steps, device
+    mod.current_step, mod.reset_steps = current_step, reset_steps
     mod.log = lambda text: send("log", text=str(text)[:500])
     mod.phase = lambda name: send("phase", name=name)
     mod.on_phase = lambda hook: None
@@ -106,7 +113,7 @@ def _labkit_begin_cell(state, index, backend, own_init):
     os.environ["LABKIT_BACKEND"] = backend  # rank.device() reads it
     rank = state["rank"]
     rank.values.clear()
-    rank._step_count = 0
+    rank.reset_steps()
     state["cell"] = index
     if "init" not in state:
         state["init"] = dist.init_process_group

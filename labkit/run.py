@@ -14,7 +14,6 @@ from typing import Any
 
 from labkit.logs import RankLog
 from labkit.protocol import ELAPSED, TIME, TYPE, Msg, Status
-from labkit.units import fmt_bytes  # noqa: F401 - kept importable from here for labkit.memtrack
 
 __all__ = ["RankLog", "RankState", "Run"]
 

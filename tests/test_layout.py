@@ -14,8 +14,6 @@ import ast
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 LABKIT = ROOT / "labkit"
 MAX_LINES = 500
@@ -222,11 +220,6 @@ def sys_path_edits() -> list[str]:
     return out
 
 
-# The rules others' work in progress does not meet yet: the offenders found on main when this file was
-# written. Drop the mark once the list below is empty (the rule passes, and xfail shows it as XPASS).
-NOT_YET = "not yet met on main; offenders when this test was written: "
-
-
 def test_the_checks_see_the_code():
     # the rules below pass on an empty world too: make sure they read the real one
     graph = imports()
@@ -234,34 +227,15 @@ def test_the_checks_see_the_code():
     assert "labkit.i18n" in private_definitions() and "_CATALOG" in private_definitions()["labkit.i18n"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=NOT_YET + "launcher.py (681), memory_model.py (929), memtrack.py (614), comm.py (501), "
-    "estimate.py (527), simulate.py (601), timeline.py (739), warm.py (815)",
-)
 def test_no_labkit_file_is_over_500_lines():
     assert not long_files(), "split these by role: " + "; ".join(long_files())
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=NOT_YET + "warm -> launcher (Launch._prepare, _command, _teardown, _diagnose, _root_cause, "
-    "_rank_error; _kill, _sigint_deferred, _tail_file, _wait); warm -> magic._syntax_lines; "
-    "bootstrap -> rank._step_count, rank._connect; sampler -> rank._step_hooks; "
-    "export_runtime -> rank._step_count (rank has no public reset); estimate -> memory_model._group, _fmt, "
-    "_render, _markdown_to_html; simulate -> timeline._length, _union, _intersect; "
-    "dashboard -> run._main_memory_key; course.build -> i18n._forced",
-)
 def test_no_module_uses_another_modules_private_names():
     uses = private_uses()
     assert not uses, "make these public (or move the code to its owner):\n" + "\n".join(uses)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=NOT_YET + "magic <-> warm, run <-> memtrack, grading.grade <-> grading.report, "
-    "grading.registry <-> grading.questions (a string import in COURSE_MODULES)",
-)
 def test_no_import_cycles():
     edges = cycle_edges()
     assert not edges, "import cycles (edges inside each cycle):\n" + "\n".join(edges)

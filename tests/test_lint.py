@@ -113,19 +113,9 @@ def write(found: list[Source], folder: Path) -> dict[Path, Source]:
     return files
 
 
-# found by this test when it was written, in files of the course's own: drop an entry once it is fixed
-KNOWN = {
-    "05_offload_mixed_precision": "lesson5.py:69 setup() imports memtrack in the kernel, where no cell uses it "
-    "(the rank cell imports its own): setup('from labkit import memory_model', ...)",
-}
-
-
 @pytest.mark.parametrize(
     "notebook",
-    [
-        pytest.param(nb, marks=pytest.mark.xfail(strict=False, reason=KNOWN[nb.stem])) if nb.stem in KNOWN else nb
-        for nb in NOTEBOOKS
-    ],
+    NOTEBOOKS,
     ids=[nb.stem for nb in NOTEBOOKS],
 )
 def test_lesson_code_cells_pass_ruff(notebook, tmp_path):

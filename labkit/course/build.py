@@ -36,7 +36,7 @@ from labkit import i18n
 from labkit.course.cells import LANGS, Code, Lesson, Markdown
 from labkit.course.glossary import glossary_markdown, terms_table
 from labkit.errors import LabkitError
-from labkit.i18n import catalog, set_lang, t
+from labkit.i18n import catalog, t
 
 catalog(
     {
@@ -148,9 +148,7 @@ def pure_outputs(lesson: Lesson, lang: str) -> dict[int, list[dict[str, Any]]]:
     """
     namespace: dict[str, Any] = {"__name__": "__main__"}
     outputs: dict[int, list[dict[str, Any]]] = {}
-    before = i18n._forced  # restore exactly what was chosen before (None: the environment decides)
-    set_lang(lang)
-    try:
+    with i18n.language(lang):  # afterwards, exactly what was chosen before
         for i, cell in enumerate(lesson.cells):
             if not isinstance(cell, Code) or not (cell.pure or cell.language_line):
                 continue
@@ -174,8 +172,6 @@ def pure_outputs(lesson: Lesson, lang: str) -> dict[int, list[dict[str, Any]]]:
             text = out.getvalue()
             if cell.pure:
                 outputs[i] = [nbformat.v4.new_output("stream", name="stdout", text=text)] if text else []
-    finally:
-        set_lang(before)
     return outputs
 
 

@@ -67,7 +67,7 @@ LESSON = Lesson(
             au verificat-o pe astfel de măsurători.
             """,
         ),
-        setup("from labkit import memory_model, memtrack", "from labkit.course import show"),
+        setup("from labkit import memory_model", "from labkit.course import show"),
         md(
             en="""
             ## 1. What each option moves
