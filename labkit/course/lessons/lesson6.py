@@ -60,19 +60,19 @@ LESSON = Lesson(
             steps=3,
             plan_model="llama-70b",
             plan_gpus=8,
-            estimate_model="llama-1b",
+            estimate_model="llama-70b",
         ),
         md(
             en="""
             Besides the usual four, the parameters cell names the model to plan for (`plan_model`), the
             number of GPUs of the plan (`plan_gpus`), and the model the fake-tensor estimator runs
-            (`estimate_model`; section 6 says why it is not the 70B one by default).
+            (`estimate_model`: the plan's model by default; a smaller one makes section 6 faster).
             """,
             ro="""
             Pe lângă cei patru obișnuiți, celula de parametri numește modelul pentru care se face planul
             (`plan_model`), numărul de GPU-uri al planului (`plan_gpus`) și modelul pe care îl rulează
-            estimatorul cu tensori fictivi (`estimate_model`; secțiunea 6 spune de ce implicit nu este cel
-            de 70B).
+            estimatorul cu tensori fictivi (`estimate_model`: implicit modelul planului; unul mai mic face
+            secțiunea 6 mai rapidă).
             """,
         ),
         setup("from labkit import estimate, memory_model, memory_view", "from labkit.course import show"),
@@ -657,10 +657,12 @@ LESSON = Lesson(
             lesson 5. The memory it reports is what PyTorch would allocate, category by category, with
             nothing allocated at all.
 
-            It is not free in time: the step runs every operation of every layer in Python, about a minute
-            of this laptop's CPU for the 80 layers of a 70B model. So by default it runs `estimate_model`,
-            a 1B model of the same family; set `estimate_model = plan_model` in the parameters cell (or with
-            papermill) for the 70B check itself.
+            It is not free in time: the step runs every operation of every layer in Python, and a 70B model
+            has 80 layers. Its blocks are identical, though, so the estimator traces the model with a few
+            blocks (`estimate.DEPTHS`) and extrapolates each category to the full depth, linearly in the number of blocks
+            (a test checks the extrapolation against a whole trace, within 1%). The note under the table
+            says which depths were traced and how long it took. It runs `estimate_model`, the plan's model
+            unless you chose another in the parameters cell.
             """,
             ro="""
             ## 6. Verificarea planului cu tensori fictivi
@@ -673,10 +675,12 @@ LESSON = Lesson(
             măsurător de memorie ca în lecția 5. Memoria raportată este cea pe care ar aloca-o PyTorch, pe
             categorii, fără să fie alocat nimic.
 
-            Nu este gratuit ca timp: pasul rulează în Python fiecare operație a fiecărui strat, aproximativ un
-            minut de procesor pe acest laptop pentru cele 80 de straturi ale unui model de 70B. De aceea,
-            implicit rulează `estimate_model`, un model de 1B din aceeași familie; setați
-            `estimate_model = plan_model` în celula de parametri (sau cu papermill) pentru verificarea de 70B.
+            Nu este gratuit ca timp: pasul rulează în Python fiecare operație a fiecărui strat, iar un model
+            de 70B are 80 de straturi. Blocurile lui sunt însă identice, așa că estimatorul rulează modelul
+            cu câteva blocuri (`estimate.DEPTHS`) și extrapolează fiecare categorie la adâncimea întreagă, liniar în numărul
+            de blocuri (un test compară extrapolarea cu rularea modelului întreg, la 1%). Nota de sub tabel
+            spune ce adâncimi au fost rulate și cât a durat. Rulează `estimate_model`, modelul planului,
+            dacă nu ați ales altul în celula de parametri.
             """,
         ),
         code(
@@ -688,8 +692,9 @@ LESSON = Lesson(
         md(
             en="""
             The table puts the fake run beside the memory model, category by category, and the notes under
-            it say where and why they differ: the model counts the peak of each category as if they all
-            happened at once, and leaves out backward's temporaries. The totals are close, which is what a
+            it say where and why they differ: the model finds the moment of the step when the most is alive
+            and counts each term at that moment, backward's temporaries included
+            (`memory_model.peak_memory(...).explain()` lists them). The totals are close, which is what a
             plan needs; where you are near the edge of a GPU, trust the fake run, and leave a margin for the
             CUDA context and fragmentation that neither of them sees.
 
@@ -700,9 +705,10 @@ LESSON = Lesson(
             """,
             ro="""
             Tabelul pune rularea fictivă lângă modelul de memorie, categorie cu categorie, iar notele de sub el
-            spun unde și de ce diferă: modelul numără vârful fiecărei categorii ca și cum toate s-ar produce în
-            același moment și lasă deoparte valorile temporare ale trecerii inverse. Totalurile sunt apropiate,
-            și de asta are nevoie un plan; acolo unde sunteți aproape de limita unui GPU, aveți încredere în
+            spun unde și de ce diferă: modelul găsește momentul pasului în care trăiește cel mai mult și
+            numără fiecare termen în acel moment, inclusiv valorile temporare ale trecerii inverse
+            (`memory_model.peak_memory(...).explain()` le enumeră). Totalurile sunt apropiate, și de asta are
+            nevoie un plan; acolo unde sunteți aproape de limita unui GPU, aveți încredere în
             rularea fictivă și lăsați o rezervă pentru contextul CUDA și fragmentarea memoriei, pe care nu le
             vede niciuna dintre ele.
 
