@@ -50,6 +50,9 @@ class Msg(str, Enum):
     def __str__(self) -> str:  # "hello", not "Msg.HELLO", in f-strings on every Python
         return self.value
 
+    def __repr__(self) -> str:  # 'hello' in a printed list or dict, as the plain string printed before
+        return repr(self.value)
+
 
 class Status(str, Enum):
     """Where one rank stands, as the notebook sees it (``RankState.status``)."""
@@ -63,6 +66,9 @@ class Status(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 class Outcome(str, Enum):
@@ -79,6 +85,9 @@ class Outcome(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 ELAPSED = "elapsed"  # a memory sample's time: seconds since the run started (kernel side)
