@@ -89,6 +89,7 @@ def test_table_says_what_it_shows():
 # -- measured on gloo, 2 ranks -----------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config, strategy, theory_ratio",
     [
@@ -113,6 +114,7 @@ def test_measured_bytes_match_theory(config, strategy, theory_ratio):
         assert not unexpected, f"{config}: collectives theory does not have: {unexpected}"
 
 
+@pytest.mark.slow
 def test_fsdp1_full_shard_keeps_its_root():
     """FSDP1 does not gather the root again in backward: 2Ψ - Ψ_root, not 2Ψ. Theory says so when told."""
     msg = last_comm(job2(), "fsdp1:FULL_SHARD:BACKWARD_PRE")
@@ -126,6 +128,7 @@ def test_fsdp1_full_shard_keeps_its_root():
     assert msg["counts"]["all_gather"]["bytes"] < 0.9 * naive  # the root is a third of the tiny model
 
 
+@pytest.mark.slow
 def test_counts_per_call():
     """Each call is kept with its c10d operator, payload, dtype and group; calls add up to the counts."""
     msg = last_comm(job2(), "fsdp2:reshard")
@@ -136,6 +139,7 @@ def test_counts_per_call():
     assert sum(c["bytes"] for c in calls if c["op"] == "reduce_scatter") == msg["counts"]["reduce_scatter"]["bytes"]
 
 
+@pytest.mark.slow
 def test_ddp_all_reduce_is_asynchronous_fsdp_blocks():
     ddp = last_comm(job2(), "ddp")["calls"]
     fsdp = last_comm(job2(), "fsdp1:FULL_SHARD:BACKWARD_PRE")["calls"]
@@ -143,6 +147,7 @@ def test_ddp_all_reduce_is_asynchronous_fsdp_blocks():
     assert all(c["blocking"] for c in fsdp)
 
 
+@pytest.mark.slow
 def test_same_calls_as_commdebugmode():
     """torch's own CommDebugMode counts the same operators, the same number of times."""
     for config in ("ddp", "fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp2:reshard", "fsdp1:NO_SHARD"):
@@ -153,6 +158,7 @@ def test_same_calls_as_commdebugmode():
 # -- measured on gloo, 4 ranks -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_four_ranks():
     """(N-1)/N at N=4, and HYBRID_SHARD on a 2x2 mesh: shard in pairs, all-reduce across them."""
     unit = 3 / 4 * PSI * 4
@@ -172,6 +178,7 @@ def test_four_ranks():
 # -- reading back ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_from_events():
     steps = comm.from_events(of_config(job2(), "ddp")[1])
     assert [s.step for s in steps] == [0, 1, 2]

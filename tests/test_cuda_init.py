@@ -16,6 +16,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from labkit import gpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +30,7 @@ def python(code: str, env: dict[str, str], timeout: float = 120) -> subprocess.C
     )
 
 
+@pytest.mark.slow
 def test_a_cell_leaves_the_kernel_and_the_agent_without_cuda(tmp_path: Path) -> None:
     audit = tmp_path / "audit.jsonl"
     cell = "import torch, torch.distributed as dist\nfrom labkit import rank\nx = torch.ones(1)\ndist.all_reduce(x)\nrank.report(total=x.item())\n"
@@ -61,6 +64,7 @@ def test_a_cell_leaves_the_kernel_and_the_agent_without_cuda(tmp_path: Path) -> 
     assert gpus.audit_findings(records) == []
 
 
+@pytest.mark.slow
 def test_the_audit_catches_a_cuda_call_and_a_fork_inherits_it(tmp_path: Path) -> None:
     audit = tmp_path / "audit.jsonl"
     code = """

@@ -38,6 +38,7 @@ def results() -> dict[str, estimate.Estimate]:
     return dict(zip(("llama", "llama_extrapolated", "tiny", "hybrid", "grad_op"), found))
 
 
+@pytest.mark.slow
 def test_extrapolated_equals_a_whole_trace(results: dict[str, estimate.Estimate]) -> None:
     """Every category at the peak and after each phase, traced at 4-6 blocks and read off at 16."""
     whole, line = results["llama"], results["llama_extrapolated"]
@@ -72,6 +73,7 @@ def test_off_the_line_falls_back() -> None:
     assert estimate.combine(LLAMA, plan, [trace(4), trace(5), trace(6, stage="forward")]) is None
 
 
+@pytest.mark.slow
 def test_llama_1b_on_8_ranks(results: dict[str, estimate.Estimate]) -> None:
     e = results["llama"]
     cfg = get_config("llama-1b")
@@ -94,6 +96,7 @@ def test_llama_1b_on_8_ranks(results: dict[str, estimate.Estimate]) -> None:
     assert e.stage == "backward"
 
 
+@pytest.mark.slow
 def test_fake_run_matches_the_real_run(results: dict[str, estimate.Estimate]) -> None:
     """The same model, batch and wrapping, rank 0 of 2: fake tensors vs gloo on CPU."""
     e = results["tiny"]
@@ -108,6 +111,7 @@ def test_fake_run_matches_the_real_run(results: dict[str, estimate.Estimate]) ->
     assert e.total == pytest.approx(sum(real_peak.values()), rel=0.05)
 
 
+@pytest.mark.slow
 def test_hybrid_and_shard_grad_op(results: dict[str, estimate.Estimate]) -> None:
     psi = get_config("tiny").num_params()
     hybrid, grad_op = results["hybrid"], results["grad_op"]
@@ -116,6 +120,7 @@ def test_hybrid_and_shard_grad_op(results: dict[str, estimate.Estimate]) -> None
     assert grad_op.phases["forward"]["params_unsharded"] == 4 * psi == grad_op.analytical.params_unsharded
 
 
+@pytest.mark.slow
 def test_explanations_and_table(results: dict[str, estimate.Estimate]) -> None:
     e = results["llama"]
     lines = e.explain()
@@ -153,11 +158,13 @@ def test_bad_input_fails_before_any_subprocess() -> None:
     assert time.perf_counter() - t0 < 5
 
 
+@pytest.mark.slow
 def test_timeout_stops_the_subprocess() -> None:
     with pytest.raises(LabkitError, match="longer than"):
         estimate.estimate_peak("llama-1b", 8, timeout=0.5)
 
 
+@pytest.mark.slow
 def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 

@@ -111,6 +111,7 @@ def questions(rep: dict, i: int = 0) -> dict[str, dict]:
     return {q["id"]: q for q in rep["notebooks"][i]["questions"]}
 
 
+@pytest.mark.slow
 def test_gradebook(graded):
     with open(graded / "gradebook.csv") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
@@ -131,6 +132,7 @@ def test_gradebook(graded):
     assert "| student | fixture (/4) | total | % |" in table and "| ana | 4 | 4/4 | 100% |" in table
 
 
+@pytest.mark.slow
 def test_solution_scores_100_percent_under_a_new_name(graded):
     # also the solution's papermill run with its default parameters: status "ok" is no error output
     rep = report(graded, "ana")
@@ -146,6 +148,7 @@ def test_solution_scores_100_percent_under_a_new_name(graded):
             assert set(cell.outputs[0]["data"]) == {"text/plain", "text/html", "application/vnd.labkit.check+json"}
 
 
+@pytest.mark.slow
 def test_untouched_student_build_scores_zero(graded):
     rep = report(graded, "bob")
     nb = rep["notebooks"][0]
@@ -158,6 +161,7 @@ def test_untouched_student_build_scores_zero(graded):
     assert "did not run" in (graded / "bob" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_planted_wrong_answer_gets_its_hint(graded):
     rep = report(graded, "cid")
     q = questions(rep)["fixture.bytes_per_param"]
@@ -167,6 +171,7 @@ def test_planted_wrong_answer_gets_its_hint(graded):
     assert hint in md and "✗ wrong" in md and "3/4 (75%)" in md
 
 
+@pytest.mark.slow
 def test_crashing_cell_does_not_stop_later_checks(graded):
     rep = report(graded, "dan")
     nb = rep["notebooks"][0]
@@ -183,6 +188,7 @@ def test_crashing_cell_does_not_stop_later_checks(graded):
     assert shown_again[0]["data"]["text/plain"].startswith("✗ fixture.bytes_per_param")
 
 
+@pytest.mark.slow
 def test_romanian_submission_gets_romanian_feedback(graded):
     rep = report(graded, "eve")
     assert rep["lang"] == "ro" and rep["points"] == 3
@@ -195,6 +201,7 @@ def test_romanian_submission_gets_romanian_feedback(graded):
     assert f"✗ fixture.bytes_per_param: încă nu (0/1). Indiciu: {hint_ro}" in lines
 
 
+@pytest.mark.slow
 def test_timeout_keeps_the_checks_before_it(graded):
     rep = report(graded, "fay")
     nb = rep["notebooks"][0]
@@ -204,6 +211,7 @@ def test_timeout_keeps_the_checks_before_it(graded):
     assert "stopped at the time limit" in (graded / "fay" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_kernel_death_keeps_the_checks_before_it(graded):
     rep = report(graded, "gus")
     assert rep["notebooks"][0]["status"] == "died" and rep["points"] == 2
@@ -211,6 +219,7 @@ def test_kernel_death_keeps_the_checks_before_it(graded):
     assert "the kernel died" in (graded / "gus" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_unreadable_file_is_reported_not_fatal(graded):
     rep = report(graded, "ivy")
     assert rep["notebooks"][0]["status"] == "unreadable" and rep["points"] == 0 and rep["max_points"] == 0
@@ -222,6 +231,7 @@ def test_grade_a_missing_folder_is_a_usage_error(tmp_path, capsys):
     assert "no such folder" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_solution_runs_clean_under_papermill_with_4_ranks(tmp_path, monkeypatch):
     # the default parameters are ana's run above
     monkeypatch.setenv("LABKIT_QUESTIONS", str(QUESTIONS))
@@ -233,6 +243,7 @@ def test_solution_runs_clean_under_papermill_with_4_ranks(tmp_path, monkeypatch)
     assert len(injected) == 1 and "world_size = 4" in injected[0].source
 
 
+@pytest.mark.slow
 def test_parallel_grading_keeps_the_order(tmp_path):
     # cheap: unreadable files start no kernel, but they do go through the process pool
     for name in ("a", "b", "c"):
@@ -242,6 +253,7 @@ def test_parallel_grading_keeps_the_order(tmp_path):
     assert [(s.file, s.status) for s in scores] == [("a", "unreadable"), ("b", "unreadable"), ("c", "unreadable")]
 
 
+@pytest.mark.slow
 def test_nbval_lax_passes_on_the_solution(tmp_path):
     # a copy with one checked output changed must fail: the comparison is really on
     tampered = solution()

@@ -276,6 +276,7 @@ def printed_numbers(nb: nbformat.NotebookNode) -> set[float]:
     return found
 
 
+@pytest.mark.slow
 def test_the_offline_wrap_makes_the_units_fsdp_makes(tmp_path: Path):
     """lesson 3 checks a student's min_num_params on unseen models by emulating FSDP1's wrap: compare
     the emulation with FSDP1 itself (one gloo rank, in a child process) on two of them."""
@@ -370,6 +371,7 @@ def test_every_question_is_checked_in_its_lesson():
     assert ids == {q.id for q in questions()}
 
 
+@pytest.mark.slow
 def test_grading_imports_no_course_code_and_grade_does_not_import_report():
     import subprocess
     import sys

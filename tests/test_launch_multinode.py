@@ -209,6 +209,7 @@ def test_multinode_options_are_checked(tmp_path):
     assert "loopback-ul acestei mașini" in done.stderr
 
 
+@pytest.mark.slow
 def test_nproc_defaults_to_the_gpus_that_are_ours(tmp_path):
     import torch
 

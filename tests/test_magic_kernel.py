@@ -78,6 +78,7 @@ def test_rank_error_in_notebook_names_rank_and_cell_line():
     assert "RankError" in str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "magic,needle",
     [
@@ -97,6 +98,7 @@ def test_bad_options_are_one_clear_line(magic, needle):
     assert len(err.traceback) <= 4
 
 
+@pytest.mark.slow
 def test_romanian_messages_from_the_magic():
     nb = notebook("%load_ext labkit\n%labkit_lang ro", "%%torchrun -n 0\npass")
     with pytest.raises(CellExecutionError):

@@ -43,6 +43,7 @@ def step_counters(cfg, flavor: str) -> int:
 # -- FULL_SHARD at 1, 2, 4 ranks: the model within 2%, and to the byte with padding ----
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 2, 4])
 @pytest.mark.parametrize("flavor", ["fsdp1", "fsdp2"])
 def test_full_shard_states_match_the_model(n: int, flavor: str) -> None:
@@ -59,6 +60,7 @@ def test_full_shard_states_match_the_model(n: int, flavor: str) -> None:
         assert after["activations"] == 0 and after["params_unsharded"] == 0  # all freed, all resharded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flavor", ["fsdp1", "fsdp2"])
 def test_padding_is_accounted_for(flavor: str) -> None:
     config = ("fsdp1:FULL_SHARD" if flavor == "fsdp1" else "fsdp2:reshard") + "@odd"
@@ -72,6 +74,7 @@ def test_padding_is_accounted_for(flavor: str) -> None:
         assert after["optimizer"] == 8 * local["optimizer"] + step_counters(ODD, flavor)
 
 
+@pytest.mark.slow
 def test_no_shard_holds_everything_on_every_rank() -> None:
     predicted = mm.model_states(PSI, "NO_SHARD", 2, "fp32", "adamw")
     events = job(2)
@@ -81,6 +84,7 @@ def test_no_shard_holds_everything_on_every_rank() -> None:
         assert states(after) == pytest.approx(predicted.model_states, rel=0.02)
 
 
+@pytest.mark.slow
 def test_shard_grad_op_lands_where_the_model_says() -> None:
     """At rest and after the step as FULL_SHARD; between forward and backward, all units gathered."""
     events = job(2)
@@ -104,6 +108,7 @@ def test_shard_grad_op_lands_where_the_model_says() -> None:
         assert phase(events, "fsdp2:keep", r, "forward")["params_unsharded"] == 4 * PSI
 
 
+@pytest.mark.slow
 def test_one_unit_gathers_the_whole_model_at_the_peak() -> None:
     events = job(2)
     model = mm.peak_memory(TINY, "FULL_SHARD", 2, "fp32", wrap="none", convention="torch")
@@ -116,6 +121,7 @@ def test_one_unit_gathers_the_whole_model_at_the_peak() -> None:
         assert sum(one.values()) > sum(wrapped.values())
 
 
+@pytest.mark.slow
 def test_fsdp2_agrees_with_torch_fsdpmemtracker() -> None:
     for n in (1, 2, 4):
         events = job(n)
@@ -128,6 +134,7 @@ def test_fsdp2_agrees_with_torch_fsdpmemtracker() -> None:
             assert ours["optimizer"] == torch_says["OptState"]
 
 
+@pytest.mark.slow
 def test_activations_in_the_ranks_match_the_formula() -> None:
     predicted = mm.activation_memory(TINY, BATCH, precision="fp32").stored
     for n in (1, 2, 4):
@@ -137,6 +144,7 @@ def test_activations_in_the_ranks_match_the_formula() -> None:
                 assert phase(events, config, r, "forward")["activations"] == pytest.approx(predicted, rel=0.01)
 
 
+@pytest.mark.slow
 def test_peak_is_the_largest_total() -> None:
     events = job(2)
     for config in TEST_JOBS[2]:
@@ -152,6 +160,7 @@ def test_peak_is_the_largest_total() -> None:
 LATE_COLLECTIVE = 4 * max(mm.unit_sizes(TINY))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 2, 4])
 def test_peak_model_matches_every_run(n: int) -> None:
     """Every flavor, strategy, prefetch mode, checkpointing and bf16 run at N ranks: the whole peak of
@@ -271,6 +280,7 @@ def test_memcat_messages_are_sent(tmp_path, monkeypatch) -> None:
 # -- in the notebook: table, plot, live bars ------------------------------------------
 
 
+@pytest.mark.slow
 def test_table_plot_and_bars_from_a_run() -> None:
     import matplotlib
 

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 try:
@@ -40,6 +41,7 @@ def test_environment_yml_matches_pyproject():
     assert env["channels"] == ["conda-forge"]
 
 
+@pytest.mark.slow
 def test_cli_help_in_both_languages():
     # the command itself once (it starts, and --lang reaches the help), then English in-process:
     # each start of the command imports every subcommand's module, seconds on a busy machine

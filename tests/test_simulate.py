@@ -242,6 +242,7 @@ def run(config):
     return of_config(run_job(2, "tiny", 3, *CONFIGS_2), config)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS_2)
 def test_replay_of_a_measured_run(config, capsys):
     """Replayed as it ran on CPU (everything blocks the one thread), the simulator issues the same
@@ -268,6 +269,7 @@ def test_replay_of_a_measured_run(config, capsys):
         )
 
 
+@pytest.mark.slow
 def test_what_if_varies_only_the_link():
     """On another link, every compute and host span keeps its measured length; only the collectives change."""
     prof = simulate.profile_from_run(run("fsdp1:FULL_SHARD:BACKWARD_PRE"))
@@ -287,6 +289,7 @@ def test_what_if_varies_only_the_link():
     assert free.step_time == pytest.approx(prof.compute_time + prof.host_time + hooks)
 
 
+@pytest.mark.slow
 def test_profile_from_run():
     prof = simulate.profile_from_run(run("fsdp1:FULL_SHARD:BACKWARD_PRE"))
     assert [u for u, _ in prof.forward] == ["root", "layers.0", "layers.1", "root"]

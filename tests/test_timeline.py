@@ -30,6 +30,7 @@ def comm_order(config, rank=0):
 # -- what the ranks recorded ---------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", [PRE, "fsdp2:reshard", "ddp"])
 def test_every_unit_has_forward_and_backward(config):
     for r in (0, 1):
@@ -40,6 +41,7 @@ def test_every_unit_has_forward_and_backward(config):
         assert [s["kind"] for s in ss if s["unit"] == "optimizer"] == ["optimizer"]
 
 
+@pytest.mark.slow
 def test_timestamps_are_real_and_consistent():
     """Inside the step, in order, and on CPU the one thread never computes while it waits in a collective."""
     for config in (PRE, POST, NONE, "fsdp2:reshard"):
@@ -53,6 +55,7 @@ def test_timestamps_are_real_and_consistent():
         assert timeline.summary(run(config))[0]["compute_s"] > 0
 
 
+@pytest.mark.slow
 def test_forward_order_and_units():
     """Forward gathers root, then each block, each right before its compute; the root gathers first."""
     ss = [s for s in spans(PRE) if s["kind"] in ("all_gather", "forward")]
@@ -67,6 +70,7 @@ def test_forward_order_and_units():
     ]
 
 
+@pytest.mark.slow
 def test_backward_prefetch_order_as_documented():
     """BACKWARD_PRE gathers the next unit before the current reduce-scatter; None after it.
 
@@ -102,6 +106,7 @@ def test_backward_prefetch_order_as_documented():
     assert l0_gather["post"] > l1_bwd_start["post"]  # POST: after it
 
 
+@pytest.mark.slow
 def test_prefetch_holds_one_more_unit():
     """The memory price of BACKWARD_PRE, measured: root + 2 blocks held at once, against root + 1."""
     for r in (0, 1):
@@ -111,6 +116,7 @@ def test_prefetch_holds_one_more_unit():
         assert timeline.peak_held(spans("ddp", r)) == 3  # unsharded: everything, all the time
 
 
+@pytest.mark.slow
 def test_synchronized_recorder_records_the_same():
     """synchronize=True (the GPU mode) takes its times after waiting for the device; same spans."""
 
@@ -122,12 +128,14 @@ def test_synchronized_recorder_records_the_same():
     assert all(s["end"] >= s["start"] for s in spans("fsdp2:reshard:sync"))
 
 
+@pytest.mark.slow
 def test_comm_spans_carry_bytes():
     for s in spans("fsdp2:reshard"):
         if s["stream"] == "comm":
             assert s["bytes"] > 0 and s["group_size"] == 2 and s["unit"] in ("root", "layers.0", "layers.1")
 
 
+@pytest.mark.slow
 def test_describe():
     msg = timeline.spans_by_rank(run(POST))[0]
     assert msg["flavor"] == "fsdp1" and msg["strategy"] == "FULL_SHARD" and msg["backward_prefetch"] == "BACKWARD_POST"
@@ -139,6 +147,7 @@ def test_describe():
 # -- in the notebook ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_plots_from_a_run():
     fig = timeline.plot_timeline(run(PRE))
     labels = [tick.get_text() for tick in fig.axes[0].get_yticklabels()]
@@ -148,6 +157,7 @@ def test_plots_from_a_run():
     assert [ax.get_title() for ax in side.axes] == ["PRE", "POST", "None"]
 
 
+@pytest.mark.slow
 def test_chrome_trace(tmp_path):
     path = tmp_path / "trace.json"
     timeline.to_chrome_trace(run(PRE), str(path))
@@ -162,6 +172,7 @@ def test_chrome_trace(tmp_path):
     assert {e["args"]["name"] for e in meta} == {"compute", "comm", "memory"}
 
 
+@pytest.mark.slow
 def test_plain_spans_and_errors():
     fake = {
         0: [
