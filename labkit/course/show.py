@@ -152,7 +152,7 @@ catalog(  # lessons 4 to 6
         "course.col.micro_batch": {"en": "micro-batch", "ro": "micro-lot"},
         "course.col.gap": {"en": "measured - formula (B)", "ro": "măsurat - formulă (B)"},
         "course.col.checkpointed": {"en": "recomputed", "ro": "recalculat"},
-        "course.col.stored": {"en": "activations after forward", "ro": "activări după forward"},
+        "course.col.stored": {"en": "activations after forward", "ro": "activări după trecerea directă"},
         "course.col.peak_activations": {"en": "activations at the peak", "ro": "activări la vârf"},
         "course.col.grads_held": {"en": "gradients held", "ro": "gradienți ținuți"},
         "course.col.grad_diff": {"en": "max |grad difference|", "ro": "max |diferența gradienților|"},

@@ -735,7 +735,7 @@ LESSON = Lesson(
 
             def sweep():  # 1. the activations alive when the forward returns, at 3 x 2 sizes
                 model, points = fsdp2(cfg), []
-                for i, (seq_len, micro_batch) in enumerate([(s, b) for s in (32, 64, 128) for b in (4, 8)]):
+                for i, (seq_len, micro_batch) in enumerate([(s, b) for s in (32, 64, 128) for b in (2, 4)]):
                     tracker = memtrack.track(model, send=False)  # one tracker per point, each measuring its step
                     inputs, targets = synthetic_batch(replace(cfg, seq_len=seq_len), micro_batch, i, rank.rank(), device)
                     with tracker.step(0):
@@ -746,7 +746,7 @@ LESSON = Lesson(
                 return points
 
 
-            def recomputation(steps=5):  # 2. none, selective, full: activations on step 0, time on the others
+            def recomputation(steps=4):  # 2. none, selective, full: activations on step 0, time on the others
                 long = replace(cfg, seq_len=128)  # long enough for the compute to show in the time
                 kinds = {"-": None, "FeedForward": FeedForward, "TransformerBlock": TransformerBlock}
                 runs = {(api, name): make(long, kind) for api, make in (("FSDP1", fsdp1), ("FSDP2", fsdp2))
@@ -755,7 +755,7 @@ LESSON = Lesson(
                 trackers = {key: memtrack.track(model, steps=[0], send=False) for key, model in runs.items()}
                 times = {key: [] for key in runs}
                 for step in range(steps):
-                    inputs, targets = synthetic_batch(long, 8, step, rank.rank(), device)
+                    inputs, targets = synthetic_batch(long, 4, step, rank.rank(), device)
                     for key, model in runs.items():  # one step of each in turn: the machine's load falls on all alike
                         start = time.perf_counter()
                         with trackers[key].step(step):  # step 0 measured by category, and not timed
@@ -938,7 +938,7 @@ LESSON = Lesson(
             ro="""
             Citiți-l pe coloane:
 
-            - **după forward**: recalcularea completă lasă fiecărui bloc intrarea lui și nimic altceva; ce
+            - **după trecerea directă**: recalcularea completă lasă fiecărui bloc intrarea lui și nimic altceva; ce
               rămâne este în afara blocurilor (normalizarea finală și log-softmax-ul fp32 al logiților, cel
               mai mare tensor al acestui model mic). Recalcularea selectivă scoate partea rețelei feed-forward
               din fiecare bloc.
