@@ -601,8 +601,8 @@ LESSON = Lesson(
             ranks costs seconds; a measured step on them, a fraction of one).
 
             **1. `sweep()`**: the activations alive when the forward returns, measured with `memtrack` on
-            one step at each of three sequence lengths and two micro-batches, under FSDP2 with one unit per
-            block.
+            one forward at each of three sequence lengths and two micro-batches, under FSDP2 with one unit
+            per block.
 
             **2. `recomputation()`**: none, selective and full recomputation, with each API. **Full**
             recomputation checkpoints every block: each keeps its input, and backward reruns the whole
@@ -642,7 +642,8 @@ LESSON = Lesson(
             (pornirea rangurilor costă secunde; un pas măsurat pe ele, o fracțiune de secundă).
 
             **1. `sweep()`**: activările care există când se întoarce trecerea directă, măsurate cu `memtrack`
-            pe câte un pas la trei lungimi de secvență și două micro-loturi, cu FSDP2 și o unitate pe bloc.
+            pe câte o trecere directă la trei lungimi de secvență și două micro-loturi, cu FSDP2 și o unitate
+            pe bloc.
 
             **2. `recomputation()`**: fără recalculare, recalculare selectivă și completă, cu fiecare API.
             Recalcularea **completă** pune un punct de control pe fiecare bloc: fiecare își păstrează
@@ -739,7 +740,7 @@ LESSON = Lesson(
                     tracker = memtrack.track(model, send=False)  # one tracker per point, each measuring its step
                     inputs, targets = synthetic_batch(replace(cfg, seq_len=seq_len), micro_batch, i, rank.rank(), device)
                     with tracker.step(0):
-                        model(inputs, targets).backward()
+                        model(inputs, targets)  # a forward is all this needs; its graph is freed after it
                     forward = next(m for m in tracker.results if m["phase"] == "forward")
                     points.append({"seq_len": seq_len, "micro_batch": micro_batch,
                                    "measured": forward["categories"]["activations"]})
