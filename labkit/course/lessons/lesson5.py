@@ -747,7 +747,7 @@ LESSON = Lesson(
                 return points
 
 
-            def recomputation(steps=4):  # 2. none, selective, full: activations on step 0, time on the others
+            def recomputation(steps=6):  # 2. none, selective, full: activations on step 0, time on the others
                 long = replace(cfg, seq_len=128)  # long enough for the compute to show in the time
                 kinds = {"-": None, "FeedForward": FeedForward, "TransformerBlock": TransformerBlock}
                 runs = {(api, name): make(long, kind) for api, make in (("FSDP1", fsdp1), ("FSDP2", fsdp2))
