@@ -149,10 +149,10 @@ question(
         },
     },
     hint={
-        "en": "A checkpointed block keeps only what enters it, one tensor of shape (micro_batch, seq_len, dim) "
-        "in the compute precision, and rebuilds the rest in backward. Count that for every block.",
-        "ro": "Un bloc recalculat păstrează doar ce intră în el, un tensor de forma (micro_batch, seq_len, dim) "
-        "în precizia de calcul, și reface restul în trecerea inversă. Numărați asta pentru fiecare bloc.",
+        "en": "A checkpointed block keeps a single tensor until backward and rebuilds the rest: which tensor, "
+        "and of what shape? Its elements are in the compute precision.",
+        "ro": "Un bloc recalculat păstrează un singur tensor până la trecerea inversă și reface restul: care "
+        "tensor, și de ce formă? Elementele lui sunt în precizia de calcul.",
     },
 )
 def _checkpointed_blocks(micro_batch: int, seq_len: int, dim: int, n_blocks: int, precision: str) -> float:
