@@ -271,6 +271,13 @@ GLOSSARY: dict[str, Term] = {
         "activations are not kept but computed again in the backward pass",
         (),
     ),
+    "gradient_accumulation": Term(
+        "gradient accumulation",
+        "acumularea gradienților",
+        "gradienții mai multor micro-loturi se însumează înainte de un singur pas al optimizatorului",
+        "the gradients of several micro-batches are summed before one optimizer step",
+        (),
+    ),
     "meta_device": Term(
         "meta device",
         "dispozitivul meta",

@@ -1,6 +1,8 @@
 """Lesson 5: CPU offload and mixed precision. FSDP1's MixedPrecision measured by category
 (memory saved, bytes communicated, time lost on this machine); CPUOffload, which FSDP refuses
-on a machine without a GPU, from the memory model and, on a GPU node, measured."""
+on a machine without a GPU, from the memory model and, on a GPU node, measured. Then activations:
+a sequence-length and micro-batch sweep against the formula, full and selective recomputation
+(FSDP1 and FSDP2), and gradient accumulation with and without syncing."""
 
 from labkit.course.cells import Lesson, check, code, exercise, md, parameters, setup
 from labkit.course.rank_exercises import LESSON5 as RANK_EXERCISE
@@ -12,7 +14,7 @@ LESSON = Lesson(
         "en": "Lesson 5: CPU offload and mixed precision",
         "ro": "Lecția 5: descărcarea pe CPU și precizia mixtă",
     },
-    terms=("offload", "host_memory", "pinned_memory"),
+    terms=("offload", "host_memory", "pinned_memory", "gradient_accumulation"),
     cells=[
         md(
             en="""
@@ -32,7 +34,9 @@ LESSON = Lesson(
             - time the step, and see what bf16 costs or saves in time on this machine;
             - see why `CPUOffload(offload_params=True)` cannot run without a GPU, and plan it with the
               memory model: for a 70B model on one node of 8 GPUs, the GPU memory it saves and the host
-              memory it needs.
+              memory it needs;
+            - sweep the sequence length and the micro-batch and compare the activations with their formula,
+              then measure full and selective recomputation and gradient accumulation without syncing.
             """,
             ro="""
             # Lecția 5: descărcarea pe CPU și precizia mixtă
@@ -51,7 +55,9 @@ LESSON = Lesson(
             - cronometra pasul și veți vedea cât timp costă sau economisește bf16 pe această mașină;
             - vedea de ce `CPUOffload(offload_params=True)` nu poate rula fără GPU și o veți planifica cu
               modelul de memorie: pentru un model de 70B pe un nod cu 8 GPU-uri, memoria GPU pe care o
-              economisește și memoria gazdei de care are nevoie.
+              economisește și memoria gazdei de care are nevoie;
+            - varia lungimea secvenței și micro-lotul și veți compara activările cu formula lor, apoi veți
+              măsura recalcularea completă și pe cea selectivă și acumularea gradienților fără sincronizare.
             """,
         ),
         parameters(nproc=2, backend="auto", model_size="tiny", steps=3),
@@ -444,13 +450,13 @@ LESSON = Lesson(
             en="""
             On a laptop's model the numbers are small; on a large one they decide whether training is
             possible at all. A Llama-70B-shaped model on one node of 8 GPUs of 80 GB, FULL_SHARD, bf16,
-            micro-batch 1 with activation checkpointing (lesson 6): without offload and with it, per GPU
+            micro-batch 1 with activation checkpointing (section 4): without offload and with it, per GPU
             and per node.
             """,
             ro="""
             Pentru modelul unui laptop numerele sunt mici; pentru unul mare decid dacă antrenarea este
             posibilă. Un model de forma Llama-70B pe un nod cu 8 GPU-uri de 80 GB, FULL_SHARD, bf16,
-            micro-lot 1, cu recalcularea activărilor (lecția 6): fără descărcare și cu ea, pe GPU și pe nod.
+            micro-lot 1, cu recalcularea activărilor (secțiunea 4): fără descărcare și cu ea, pe GPU și pe nod.
             """,
         ),
         code(
@@ -523,18 +529,6 @@ LESSON = Lesson(
             forward and again for the backward all-gathers, and its gradient shard back, and the AdamW
             step runs on the CPU; that is why offload is the last resort, used when the model does not
             fit otherwise.
-
-            ## Recap
-
-            - `MixedPrecision(param_dtype=bf16)` halved what your run gathered, all-gathered and kept as
-              activations; `reduce_dtype=bf16` also halved the reduce-scatter. The fp32 shards, their
-              gradients and Adam's state did not change.
-            - On a CPU, bf16 usually costs time; on GPUs it saves time. Measure on the machine you train on.
-            - `CPUOffload(offload_params=True)` needs a GPU to offload from: FSDP refused it here. The
-              memory model shows what it buys: a 70B model that does not fit 8 × 80 GB fits once its
-              states move to the host, which then needs over a terabyte per node.
-
-            Next, lesson 6: FSDP2, and what it takes to start a 70B model at all.
             """,
             ro="""
             Cât costă descărcarea în timp nu poate măsura acest laptop: nu are o legătură PCIe către un GPU,
@@ -544,7 +538,494 @@ LESSON = Lesson(
             gazdă pe GPU pentru colectările din trecerea directă și din nou pentru cele din trecerea inversă,
             fragmentul de gradienți se întoarce, iar pasul AdamW rulează pe procesor; de aceea descărcarea
             este ultima soluție, folosită când modelul nu încape altfel.
+            """,
+        ),
+        md(
+            en="""
+            ## 4. Activations: what a step keeps for backward
 
+            The states of section 2 are fixed by the model and the number of ranks. **Activations** are
+            not: every tensor an operator saves for its backward lives from the forward until the backward
+            reads it, and there is one per token of the micro-batch. Korthikanti et al. (2022) count them
+            for a GPT layer with 16-bit activations: `s·b·h·(34 + 5·a·s/h)` bytes, for sequence length s,
+            micro-batch b, hidden size h and a attention heads. The `34·s·b·h` are the inputs of the linear
+            layers, the layer norms, GeLU and the dropout masks; the `5·a·s²·b` are the attention scores,
+            their softmax and its dropout mask.
+
+            `memory_model.activation_memory` applies the same count to this course's block (RMSNorm,
+            attention through `scaled_dot_product_attention`, SwiGLU, no dropout), in the precision it
+            computes in, with d the model's dimension, d_kv that of the keys and values, f the
+            feed-forward's:
+
+            - per block, (8·s·b·d + 2·s·b·d_kv + 4·s·b·f + 2·s·b) elements: the block's input and the
+              attention residual, each norm's intermediate and output, q, k and v, the attention output,
+              the SwiGLU gate, its SiLU, the up projection and their product, the norms' rsqrt; plus the
+              attention's log-sum-exp, b·a·s in fp32;
+            - outside the blocks, the final norm's tensors and the fp32 log-softmax of the logits,
+              b·s·V·4 bytes for a vocabulary of V.
+
+            There is no s² term: the fused attention kernel saves only its output and the log-sum-exp, and
+            recomputes the scores in backward.
+            """,
+            ro="""
+            ## 4. Activările: ce păstrează un pas pentru trecerea inversă
+
+            Stările din secțiunea 2 sunt fixate de model și de numărul de ranguri. **Activările** nu: fiecare
+            tensor pe care o operație îl salvează pentru trecerea ei inversă trăiește de la trecerea directă
+            până când trecerea inversă îl citește, și există câte unul pentru fiecare token al micro-lotului.
+            Korthikanti et al. (2022) le numără pentru un strat GPT cu activări de 16 biți:
+            `s·b·h·(34 + 5·a·s/h)` octeți, pentru lungimea secvenței s, micro-lotul b, dimensiunea ascunsă h și
+            a capete de atenție. Cei `34·s·b·h` sunt intrările straturilor liniare, normalizările, GeLU și
+            măștile de dropout; cei `5·a·s²·b` sunt scorurile atenției, softmax-ul lor și masca lui de dropout.
+
+            `memory_model.activation_memory` aplică aceeași numărătoare blocului acestui curs (RMSNorm, atenție
+            prin `scaled_dot_product_attention`, SwiGLU, fără dropout), în precizia în care calculează, cu d
+            dimensiunea modelului, d_kv cea a cheilor și valorilor, f cea a rețelei feed-forward:
+
+            - pe bloc, (8·s·b·d + 2·s·b·d_kv + 4·s·b·f + 2·s·b) elemente: intrarea blocului și reziduul
+              atenției, rezultatul intermediar și ieșirea fiecărei normalizări, q, k și v, ieșirea atenției,
+              poarta SwiGLU, SiLU-ul ei, proiecția în sus și produsul lor, rsqrt-ul normalizărilor; plus
+              log-sum-exp-ul atenției, b·a·s în fp32;
+            - în afara blocurilor, tensorii normalizării finale și log-softmax-ul fp32 al logiților (logits),
+              b·s·V·4 octeți pentru un vocabular de V.
+
+            Nu există termen în s²: nucleul fuzionat al atenției salvează doar ieșirea și log-sum-exp-ul, iar
+            scorurile le recalculează în trecerea inversă.
+            """,
+        ),
+        md(
+            en="""
+            ### Three measurements, one launch
+
+            The next cell measures three things, each in a function of its own, in one launch (starting
+            ranks costs seconds; a measured step on them, a fraction of one).
+
+            **1. `sweep()`**: the activations alive when the forward returns, measured with `memtrack` on
+            one forward at each of three sequence lengths and two micro-batches, under FSDP2 with one unit
+            per block.
+
+            **2. `recomputation()`**: none, selective and full recomputation, with each API. **Full**
+            recomputation checkpoints every block: each keeps its input, and backward reruns the whole
+            block. **Selective** recomputation checkpoints only a part: here the feed-forward, whose SwiGLU
+            tensors are the largest term of the block (4·s·b·f elements), while the attention keeps its
+            activations. (Korthikanti's selective recomputation reruns only the attention scores, the s²
+            term, which a fused kernel already does not store; torchtitan's "selective" by operator keeps
+            the outputs of the matrix products and reruns the cheap element-wise operators, with
+            `torch.utils.checkpoint.create_selective_checkpoint_contexts`.) The two APIs:
+
+            - FSDP1: `apply_activation_checkpointing(model, check_fn=...)`, after wrapping, puts a
+              checkpoint wrapper around every module `check_fn` accepts;
+            - FSDP2: the module's forward runs inside `torch.utils.checkpoint.checkpoint(module, x,
+              use_reentrant=False)`, set up before `fully_shard` (in the cell, a small `Recomputed` module).
+
+            It measures each combination's activations on one step (when the forward returns, and at the
+            step's peak), then times the steps after it, one step of each combination in turn, so that the
+            machine's load falls on all of them alike, and keeps the fastest (the least disturbed by other
+            work on the machine).
+
+            **3. `accumulation()`**: **gradient accumulation**, with and without syncing. With K
+            micro-batches per optimizer step, each backward adds its gradient to `.grad`, and the optimizer
+            steps once, on the sum (each loss divided by K, so that it is the mean). FSDP then has a choice:
+            reduce-scatter after every micro-batch and keep only the gradient shard, or skip the
+            reduce-scatter and let each rank sum the whole unsharded gradient locally until the last
+            micro-batch. FSDP1 skips with the context `model.no_sync()`; FSDP2 with the setting
+            `model.set_requires_gradient_sync(False)`, set back to True for the last micro-batch. The
+            function runs one optimizer step of 4 micro-batches both ways with each API, counts the bytes
+            of each collective with `comm.count`, records the most gradient memory a rank held between
+            micro-batches (`memtrack.split_by_role`: cheap, no tracking), and compares the accumulated
+            gradients of the two ways.
+            """,
+            ro="""
+            ### Trei măsurători, o singură lansare
+
+            Celula următoare măsoară trei lucruri, fiecare într-o funcție a lui, într-o singură lansare
+            (pornirea rangurilor costă secunde; un pas măsurat pe ele, o fracțiune de secundă).
+
+            **1. `sweep()`**: activările care există când se întoarce trecerea directă, măsurate cu `memtrack`
+            pe câte o trecere directă la trei lungimi de secvență și două micro-loturi, cu FSDP2 și o unitate
+            pe bloc.
+
+            **2. `recomputation()`**: fără recalculare, recalculare selectivă și completă, cu fiecare API.
+            Recalcularea **completă** pune un punct de control pe fiecare bloc: fiecare își păstrează
+            intrarea, iar trecerea inversă rulează din nou tot blocul. Recalcularea **selectivă** pune puncte
+            de control doar pe o parte: aici rețeaua feed-forward, ai cărei tensori SwiGLU sunt cel mai mare
+            termen al blocului (4·s·b·f elemente), în timp ce atenția își păstrează activările. (Recalcularea
+            selectivă a lui Korthikanti rulează din nou doar scorurile atenției, termenul în s², pe care un
+            nucleu fuzionat oricum nu le păstrează; varianta „selectivă” pe operații din torchtitan păstrează
+            ieșirile produselor de matrice și rulează din nou operațiile ieftine, element cu element, cu
+            `torch.utils.checkpoint.create_selective_checkpoint_contexts`.) Cele două API-uri:
+
+            - FSDP1: `apply_activation_checkpointing(model, check_fn=...)`, după împachetare, pune un înveliș
+              de recalculare în jurul fiecărui modul acceptat de `check_fn`;
+            - FSDP2: trecerea directă a modulului rulează în `torch.utils.checkpoint.checkpoint(module, x,
+              use_reentrant=False)`, pregătit înainte de `fully_shard` (în celulă, un mic modul `Recomputed`).
+
+            Funcția măsoară activările fiecărei combinații pe un pas (când se întoarce trecerea directă și la
+            vârful pasului), apoi cronometrează pașii următori, câte un pas din fiecare combinație pe rând, ca
+            încărcarea mașinii să cadă la fel pe toate, și îl păstrează pe cel mai rapid (cel mai puțin
+            deranjat de alte lucrări ale mașinii).
+
+            **3. `accumulation()`**: **acumularea gradienților (gradient accumulation)**, cu și fără
+            sincronizare. Cu K micro-loturi pe pasul optimizatorului, fiecare trecere inversă își adaugă
+            gradientul în `.grad`, iar optimizatorul face un singur pas, pe sumă (fiecare pierdere împărțită la
+            K, ca să fie media). FSDP are atunci de ales: reduce cu distribuire (reduce-scatter) după fiecare
+            micro-lot și păstrează doar fragmentul gradientului, sau sare peste reducere și lasă fiecare rang
+            să însumeze local gradientul întreg, nefragmentat, până la ultimul micro-lot. FSDP1 sare peste
+            reducere cu contextul `model.no_sync()`; FSDP2 cu setarea `model.set_requires_gradient_sync(False)`,
+            pusă înapoi pe True pentru ultimul micro-lot. Funcția rulează un pas al optimizatorului din 4
+            micro-loturi în ambele feluri, cu fiecare API, numără octeții fiecărei operații colective cu
+            `comm.count`, notează cea mai mare memorie de gradienți ținută de un rang între micro-loturi
+            (`memtrack.split_by_role`: ieftin, fără urmărire) și compară gradienții acumulați în cele două
+            feluri.
+            """,
+        ),
+        code(
+            """
+            %%torchrun -n 2 --backend $backend --vars model_size
+            import contextlib
+            import time
+            from dataclasses import replace
+
+            import torch
+            from torch import nn
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+            from torch.distributed.device_mesh import init_device_mesh
+            from torch.distributed.fsdp import FullyShardedDataParallel, fully_shard
+            from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+            from torch.distributed.tensor import DTensor
+            from torch.utils.checkpoint import checkpoint
+
+            from labkit import comm, memtrack, rank
+            from labkit.models import FeedForward, TransformerBlock, TransformerLM, get_config, synthetic_batch
+
+            cfg = get_config(model_size)
+            device = rank.device()
+
+
+            class Recomputed(nn.Module):  # FSDP2's way: run the module inside torch.utils.checkpoint.checkpoint
+                def __init__(self, inner):
+                    super().__init__()
+                    self.inner = inner
+
+                def forward(self, x):
+                    return checkpoint(self.inner, x, use_reentrant=False)  # keeps x; reruns inner in backward
+
+
+            def fsdp1(cfg, recompute=None):  # recompute: the module class to checkpoint, or None
+                torch.manual_seed(0)
+                model = FullyShardedDataParallel(TransformerLM(cfg), auto_wrap_policy=ModuleWrapPolicy({TransformerBlock}),
+                                                 device_id=device)
+                if recompute is not None:
+                    apply_activation_checkpointing(model, check_fn=lambda module: isinstance(module, recompute))
+                return model
+
+
+            def fsdp2(cfg, recompute=None):
+                torch.manual_seed(0)
+                model = TransformerLM(cfg).to(device)
+                mesh = init_device_mesh(device.type, (rank.world_size(),))
+                for i, block in enumerate(model.layers):
+                    if recompute is TransformerBlock:
+                        model.layers[i] = block = Recomputed(block)  # before fully_shard
+                    elif recompute is FeedForward:
+                        block.ffn = Recomputed(block.ffn)
+                    fully_shard(block, mesh=mesh)
+                fully_shard(model, mesh=mesh, reshard_after_forward=False)
+                return model
+
+
+            def sweep():  # 1. the activations alive when the forward returns, at 3 x 2 sizes
+                model, points = fsdp2(cfg), []
+                for i, (seq_len, micro_batch) in enumerate([(s, b) for s in (32, 64, 128) for b in (2, 4)]):
+                    tracker = memtrack.track(model, send=False)  # one tracker per point, each measuring its step
+                    inputs, targets = synthetic_batch(replace(cfg, seq_len=seq_len), micro_batch, i, rank.rank(), device)
+                    with tracker.step(0):
+                        model(inputs, targets)  # a forward is all this needs; its graph is freed after it
+                    forward = next(m for m in tracker.results if m["phase"] == "forward")
+                    points.append({"seq_len": seq_len, "micro_batch": micro_batch,
+                                   "measured": forward["categories"]["activations"]})
+                return points
+
+
+            def recomputation(steps=6):  # 2. none, selective, full: activations on step 0, time on the others
+                long = replace(cfg, seq_len=128)  # long enough for the compute to show in the time
+                kinds = {"-": None, "FeedForward": FeedForward, "TransformerBlock": TransformerBlock}
+                runs = {(api, name): make(long, kind) for api, make in (("FSDP1", fsdp1), ("FSDP2", fsdp2))
+                        for name, kind in kinds.items()}
+                optimizers = {key: torch.optim.AdamW(model.parameters(), lr=1e-3) for key, model in runs.items()}
+                trackers = {key: memtrack.track(model, steps=[0], send=False) for key, model in runs.items()}
+                times = {key: [] for key in runs}
+                for step in range(steps):
+                    inputs, targets = synthetic_batch(long, 4, step, rank.rank(), device)
+                    for key, model in runs.items():  # one step of each in turn: the machine's load falls on all alike
+                        start = time.perf_counter()
+                        with trackers[key].step(step):  # step 0 measured by category, and not timed
+                            loss = model(inputs, targets)
+                            loss.backward()
+                            optimizers[key].step()
+                            optimizers[key].zero_grad()
+                        if device.type == "cuda":
+                            torch.cuda.synchronize()
+                        if step > 0:
+                            times[key].append(time.perf_counter() - start)
+                rows = []
+                for (api, name), tracker in trackers.items():
+                    by_phase = {m["phase"]: m["categories"]["activations"] for m in tracker.results}
+                    rows.append({"fsdp": api, "checkpointed": name, "loss": loss.item(), "stored": by_phase["forward"],
+                                 "peak_activations": by_phase["peak"],
+                                 "step_ms": min(times[(api, name)]) * 1e3})  # the fastest: the least disturbed
+                return rows
+
+
+            def skipping_sync(model, skip):  # this micro-batch: sum the gradient locally, no reduce-scatter
+                if isinstance(model, FullyShardedDataParallel):
+                    return model.no_sync() if skip else contextlib.nullcontext()
+                model.set_requires_gradient_sync(not skip)  # FSDP2: a setting that stays until changed
+                return contextlib.nullcontext()
+
+
+            def accumulate(model, sync_every, micro_batches=4):
+                sent, held = {"all_gather": 0, "reduce_scatter": 0}, 0
+                for i in range(micro_batches):
+                    skip = not sync_every and i < micro_batches - 1  # the last micro-batch always syncs
+                    inputs, targets = synthetic_batch(cfg, 4, i, rank.rank(), device)
+                    with skipping_sync(model, skip), comm.count(send=False) as counted:
+                        (model(inputs, targets) / micro_batches).backward()
+                    for op in sent:
+                        sent[op] += counted.totals().get(op, {}).get("bytes", 0)
+                    held = max(held, memtrack.split_by_role(model)["grads"])  # kept until the next micro-batch
+                local = [p.grad.to_local() if isinstance(p.grad, DTensor) else p.grad for p in model.parameters()]
+                return {**sent, "grads_held": held}, torch.cat([g.flatten() for g in local])
+
+
+            def accumulation():  # 3. one optimizer step of 4 micro-batches, syncing each or only the last
+                rows = []
+                for api, make, skip in (("FSDP1", fsdp1, "no_sync()"), ("FSDP2", fsdp2, "set_requires_gradient_sync(False)")):
+                    synced, reference = accumulate(make(cfg), sync_every=True)
+                    skipped, grads = accumulate(make(cfg), sync_every=False)
+                    rows.append({"fsdp": api, "setting": "-", **synced, "grad_diff": 0.0})
+                    rows.append({"fsdp": api, "setting": skip, **skipped, "grad_diff": (grads - reference).abs().max().item()})
+                return rows
+
+
+            rank.report(sweep=sweep(), checkpointing=recomputation(), accumulation=accumulation())
+            """
+        ),
+        md(
+            en="""
+            **The sweep, measured.** Rank 0's activations when the forward returned, against the formula
+            (fp32, this model):
+            """,
+            ro="""
+            **Variația, măsurată.** Activările rangului 0 la întoarcerea trecerii directe, față de formulă (fp32,
+            acest model):
+            """,
+        ),
+        code(
+            """
+            from labkit.models import get_config
+            from labkit.units import fmt_number
+
+            activations = labkit.last_run.values[0]
+            rows = []
+            for point in activations["sweep"]:
+                formula = memory_model.activation_memory(get_config(model_size), point["micro_batch"], point["seq_len"],
+                                                         precision="fp32").stored
+                rows.append({**point, "formula": formula, "ratio": fmt_number(point["measured"] / formula, 4),
+                             "gap": point["measured"] - formula})
+            show.table(rows, columns=["seq_len", "micro_batch", "measured", "formula", "ratio", "gap"],
+                       units={"measured": "KiB", "formula": "KiB"})
+            """
+        ),
+        md(
+            en="""
+            The formula follows every point, and the last column says what it leaves out. That
+            difference is 8 bytes per token plus 8: the loss keeps the int64 targets for its backward (a
+            copy, 8·b·s bytes) and two 4-byte scalars (its value and its total weight). A test
+            (`tests/test_activation_formula.py`) checks the formula against such measurements to the byte,
+            in fp32 and bf16, with and without checkpointing.
+
+            Read the rows in pairs: doubling the sequence length costs what doubling the micro-batch
+            costs, because with a fused attention every term is proportional to the tokens, b·s. With an
+            attention that materializes the scores (the "math" path, or attention dropout) the s² term
+            of Korthikanti's count comes back, and a long sequence costs more than a large batch.
+
+            What the formula does not count, on purpose: what backward makes (the gradients of the
+            activations, in "other"), the temporaries an operator frees before it returns, the gathered
+            parameters and the communication buffers. And its "per rank" is per rank only because data
+            parallelism gives each rank its own micro-batch: sharding the parameters does not divide the
+            activations at all. Two tools do: recomputation, and smaller micro-batches with gradient
+            accumulation.
+
+            **Exercise 4.** Activation checkpointing (recomputation) keeps only the input of a
+            checkpointed module and reruns its forward during backward. Write
+            `checkpointed_blocks(micro_batch, seq_len, dim, n_blocks, precision)`: the bytes that
+            `n_blocks` checkpointed blocks keep for backward when the forward returns, computing in
+            `precision` (`"fp32"`, `"bf16"` or `"fp16"`). The check calls it at sizes this notebook
+            never uses.
+            """,
+            ro="""
+            Formula urmează fiecare punct, iar ultima coloană spune ce lasă deoparte. Diferența este de 8
+            octeți pe token plus 8: pierderea păstrează țintele int64 pentru trecerea ei inversă (o copie,
+            8·b·s octeți) și doi scalari de 4 octeți (valoarea ei și ponderea ei totală). Un test
+            (`tests/test_activation_formula.py`) verifică formula pe astfel de măsurători, la octet, în fp32 și
+            bf16, cu și fără recalculare.
+
+            Citiți rândurile în perechi: dublarea lungimii secvenței costă cât dublarea micro-lotului, pentru
+            că, într-o atenție fuzionată, fiecare termen este proporțional cu tokenii, b·s. Cu o atenție care
+            construiește scorurile (calea „math” sau dropout în atenție), termenul în s² din numărătoarea lui
+            Korthikanti revine, iar o secvență lungă costă mai mult decât un lot mare.
+
+            Ce nu numără formula, intenționat: ce produce trecerea inversă (gradienții activărilor, în
+            „altele”), valorile temporare pe care o operație le eliberează înainte să se termine, parametrii
+            colectați și tampoanele de comunicare. Iar „pe rang” este pe rang doar pentru că paralelismul de
+            date dă fiecărui rang micro-lotul lui: fragmentarea parametrilor nu împarte deloc activările. Două
+            unelte o fac: recalcularea și micro-loturile mai mici cu acumularea gradienților.
+
+            **Exercițiul 4.** Recalcularea activărilor (activation checkpointing) păstrează doar intrarea unui
+            modul recalculat și îi rulează din nou trecerea directă în timpul trecerii inverse. Scrieți
+            `checkpointed_blocks(micro_batch, seq_len, dim, n_blocks, precision)`: octeții pe care `n_blocks`
+            blocuri recalculate îi păstrează pentru trecerea inversă când se întoarce trecerea directă,
+            calculând în `precision` (`"fp32"`, `"bf16"` sau `"fp16"`). Verificarea o apelează la dimensiuni pe
+            care acest notebook nu le folosește niciodată.
+            """,
+        ),
+        code(
+            """
+            def checkpointed_blocks(micro_batch, seq_len, dim, n_blocks, precision):
+                ### BEGIN SOLUTION
+                dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+                element = torch.empty(0, dtype=dtype).element_size()  # bytes per element
+                return n_blocks * micro_batch * seq_len * dim * element  # each block keeps its input, (b, s, d)
+                ### END SOLUTION
+            """
+        ),
+        check('labkit.check("lesson5.checkpointed_blocks", checkpointed_blocks)'),
+        md(
+            en="""
+            **Full and selective recomputation, measured.** Rank 0's six combinations: the activations
+            when the forward returned and at the step's peak, in KiB, the fastest step time and the loss.
+            """,
+            ro="""
+            **Recalcularea completă și cea selectivă, măsurate.** Cele șase combinații ale rangului 0:
+            activările la întoarcerea trecerii directe și la vârful pasului, în KiB, durata celui mai rapid
+            pas și pierderea.
+            """,
+        ),
+        code(
+            """
+            show.table(activations["checkpointing"], units={"stored": "KiB", "peak_activations": "KiB"})
+            """
+        ),
+        md(
+            en="""
+            Read it by column:
+
+            - **after forward**: full recomputation leaves each block its input and nothing else; what
+              remains is outside the blocks (the final norm and the fp32 log-softmax of the logits, the
+              largest single tensor of this small model). Selective recomputation removes the feed-forward's
+              share of every block.
+            - **at the peak**: with recomputation, backward rebuilds one block's activations at a time, so
+              the peak is above what the forward left, by up to one block.
+            - **step**: the rerun forward is the price. Full recomputation adds one more forward of every
+              block to each step; selective recomputation reruns only the feed-forward. On this CPU the
+              times are gloo's and noisy: compare within a column, and rerun the cell if two rows disagree
+              with that order.
+            - **loss**: the same in every row: recomputation changes what is kept, not what is computed.
+
+            FSDP1 and FSDP2 keep the same activations: the choice of API decides how you ask, not what
+            is stored.
+            """,
+            ro="""
+            Citiți-l pe coloane:
+
+            - **după trecerea directă**: recalcularea completă lasă fiecărui bloc intrarea lui și nimic altceva; ce
+              rămâne este în afara blocurilor (normalizarea finală și log-softmax-ul fp32 al logiților, cel
+              mai mare tensor al acestui model mic). Recalcularea selectivă scoate partea rețelei feed-forward
+              din fiecare bloc.
+            - **la vârf**: cu recalculare, trecerea inversă reface activările câte unui bloc pe rând, așa că
+              vârful este peste ce a lăsat trecerea directă, cu cel mult un bloc.
+            - **pasul**: trecerea directă rulată din nou este prețul. Recalcularea completă adaugă fiecărui
+              pas încă o trecere directă prin fiecare bloc; recalcularea selectivă rulează din nou doar rețeaua
+              feed-forward. Pe acest procesor duratele sunt ale lui gloo și au zgomot: comparați în interiorul
+              unei coloane și rulați celula din nou dacă două rânduri contrazic această ordine.
+            - **pierderea**: aceeași pe fiecare rând: recalcularea schimbă ce se păstrează, nu ce se calculează.
+
+            FSDP1 și FSDP2 păstrează aceleași activări: alegerea API-ului decide cum cereți, nu ce se păstrează.
+            """,
+        ),
+        md(
+            en="""
+            **Gradient accumulation, measured.** Per optimizer step of 4 micro-batches, on rank 0: the
+            bytes of each collective, the most gradient memory held between micro-batches, and the largest
+            difference between the accumulated gradients and those of syncing every micro-batch.
+            """,
+            ro="""
+            **Acumularea gradienților, măsurată.** Pe un pas al optimizatorului din 4 micro-loturi, pe rangul
+            0: octeții fiecărei operații colective, cea mai mare memorie de gradienți ținută între micro-loturi
+            și cea mai mare diferență dintre gradienții acumulați și cei obținuți cu sincronizare la fiecare
+            micro-lot.
+            """,
+        ),
+        code(
+            """
+            show.table(activations["accumulation"], units={"all_gather": "KiB", "reduce_scatter": "KiB", "grads_held": "KiB"})
+            """
+        ),
+        md(
+            en="""
+            Skipping the sync divides the reduce-scatter bytes of an optimizer step by the number of
+            micro-batches: one round of reduce-scatters instead of four, each of the same size. The
+            gradients come out the same up to rounding (the sum is taken in another order). The price is the gradient memory:
+            between micro-batches each rank holds the whole unsharded gradient, N times its shard, as DDP
+            would. For a model whose gradient shard fits only because it is 1/N, that is not an option.
+            The all-gathers do not change: each micro-batch still gathers every unit for its forward and
+            its backward (FSDP2's `set_reshard_after_backward(False)` would keep them gathered between
+            micro-batches, at the memory of the whole parameters).
+
+            So the two tools for activations trade differently: recomputation pays in compute, and
+            gradient accumulation with smaller micro-batches pays in steps; skipping the sync then saves
+            communication and pays in gradient memory.
+            """,
+            ro="""
+            Sărind peste sincronizare, octeții reducerii dintr-un pas al optimizatorului se împart la numărul
+            de micro-loturi: o rundă de reduceri în loc de patru, fiecare de aceeași dimensiune. Gradienții ies
+            la fel, până la rotunjire (suma se face în altă ordine). Prețul este memoria gradienților: între micro-loturi,
+            fiecare rang ține gradientul întreg, nefragmentat, de N ori fragmentul lui, ca DDP. Pentru un model
+            al cărui fragment de gradient încape doar pentru că este 1/N, aceasta nu este o opțiune. Colectările
+            (all-gather) nu se schimbă: fiecare micro-lot colectează în continuare fiecare unitate pentru
+            trecerea lui directă și pentru cea inversă (`set_reshard_after_backward(False)` din FSDP2 le-ar
+            păstra colectate între micro-loturi, cu prețul memoriei parametrilor întregi).
+
+            Așadar, cele două unelte pentru activări plătesc diferit: recalcularea plătește în calcul, iar
+            acumularea gradienților cu micro-loturi mai mici plătește în pași; săritul peste sincronizare
+            economisește apoi comunicare și plătește în memoria gradienților.
+            """,
+        ),
+        md(
+            en="""
+            ## Recap
+
+            - `MixedPrecision(param_dtype=bf16)` halved what your run gathered, all-gathered and kept as
+              activations; `reduce_dtype=bf16` also halved the reduce-scatter. The fp32 shards, their
+              gradients and Adam's state did not change.
+            - On a CPU, bf16 usually costs time; on GPUs it saves time. Measure on the machine you train on.
+            - `CPUOffload(offload_params=True)` needs a GPU to offload from: FSDP refused it here. The
+              memory model shows what it buys: a 70B model that does not fit 8 × 80 GB fits once its
+              states move to the host, which then needs over a terabyte per node.
+            - Activations grow with the tokens of the micro-batch, b·s, and sharding does not divide them;
+              the formula of `memory_model` followed your sweep, and left out only the loss's targets.
+            - Recomputation keeps a checkpointed module's input and reruns its forward in backward: full
+              (every block) keeps the least and reruns the most, selective (the feed-forward here) sits
+              between. FSDP1 asks with `apply_activation_checkpointing`, FSDP2 with `checkpoint` before
+              `fully_shard`.
+            - Gradient accumulation with `no_sync()` (FSDP1) or `set_requires_gradient_sync(False)` (FSDP2)
+              reduce-scatters once per optimizer step instead of once per micro-batch, and holds the whole
+              gradient on every rank in between.
+
+            Next, lesson 6: FSDP2, and what it takes to start a 70B model at all.
+            """,
+            ro="""
             ## Recapitulare
 
             - `MixedPrecision(param_dtype=bf16)` a înjumătățit ce a colectat rularea voastră, ce a transmis prin
@@ -555,6 +1036,15 @@ LESSON = Lesson(
             - `CPUOffload(offload_params=True)` are nevoie de un GPU de pe care să descarce: aici FSDP a refuzat.
               Modelul de memorie arată ce obțineți cu ea: un model de 70B care nu încape în 8 × 80 GB încape
               odată ce stările lui se mută pe gazdă, care are atunci nevoie de peste un terabyte pe nod.
+            - Activările cresc cu tokenii micro-lotului, b·s, iar fragmentarea nu le împarte; formula din
+              `memory_model` a urmat măsurătorile voastre și a lăsat deoparte doar țintele pierderii.
+            - Recalcularea păstrează intrarea unui modul recalculat și îi rulează din nou trecerea directă în
+              trecerea inversă: cea completă (fiecare bloc) păstrează cel mai puțin și recalculează cel mai mult,
+              cea selectivă (aici rețeaua feed-forward) este între ele. FSDP1 o cere cu
+              `apply_activation_checkpointing`, FSDP2 cu `checkpoint` înainte de `fully_shard`.
+            - Acumularea gradienților cu `no_sync()` (FSDP1) sau `set_requires_gradient_sync(False)` (FSDP2)
+              reduce cu distribuire o dată pe pasul optimizatorului în loc de o dată pe micro-lot și ține între
+              timp gradientul întreg pe fiecare rang.
 
             Urmează lecția 6: FSDP2 și ce trebuie ca un model de 70B să poată măcar porni.
             """,
