@@ -33,6 +33,7 @@ from typing import Any
 import nbformat
 
 from labkit import i18n
+from labkit.course import lint
 from labkit.course.cells import LANGS, Code, Lesson, Markdown
 from labkit.course.glossary import glossary_markdown, terms_table
 from labkit.errors import LabkitError
@@ -61,6 +62,15 @@ catalog(
         "course.stale": {
             "en": "these files differ from a fresh build (run: python -m labkit.course.build):\n{files}",
             "ro": "aceste fișiere diferă de o construire nouă (rulați: python -m labkit.course.build):\n{files}",
+        },
+        "course.lint": {
+            "en": "the lessons' code cells do not pass ruff (fix them in labkit/course/lessons):\n{problems}",
+            "ro": "celulele de cod ale lecțiilor nu trec de ruff (corectați-le în labkit/course/lessons):\n{problems}",
+        },
+        "course.lint_missing": {
+            "en": "ruff is not installed (pip install -e '.[test]'): the lessons' code cells were not linted",
+            "ro": "ruff nu este instalat (pip install -e '.[test]'): celulele de cod ale lecțiilor nu au fost "
+            "verificate",
         },
         "course.pure_failed": {
             "en": "{lesson} ({edition}), cell {cell}: a pure cell failed while building: {error}",
@@ -228,14 +238,26 @@ def render(nb: nbformat.NotebookNode) -> str:
 
 def course_files(root: Path = ROOT, only: list[str] | None = None) -> dict[Path, str]:
     """Every file the build writes, and its content; ``only``: the notebooks of these lesson ids."""
-    files = {}
+    files, built = {}, {}
     for lesson in lessons():
         if only and lesson.id not in only:
             continue
         for lang in LANGS:
-            files[root / "notebooks" / lang / f"{lesson.file}.ipynb"] = render(notebook(lesson, lang))
+            nb = built[f"{lang}/{lesson.file}"] = notebook(lesson, lang)
+            files[root / "notebooks" / lang / f"{lesson.file}.ipynb"] = render(nb)
+    lint_code_cells(built)
     files[root / "docs" / "glossary.md"] = glossary_markdown()
     return files
+
+
+def lint_code_cells(notebooks: dict[str, nbformat.NotebookNode]) -> None:
+    """A lesson whose code cells ruff finds fault with (an undefined name, a syntax error) is not written."""
+    if not lint.available():
+        print(t("course.lint_missing"), file=sys.stderr)
+        return
+    found = lint.problems(notebooks)
+    if found:
+        raise CourseBuildError(t("course.lint", problems="\n".join(f"  {line}" for line in found)))
 
 
 def build(root: Path = ROOT, only: list[str] | None = None) -> list[Path]:
