@@ -15,6 +15,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 
 import nbformat
@@ -224,3 +225,185 @@ def test_a_rendezvous_that_never_completes_times_out(live, tmp_path):
     assert "join_timeout=10" in task0 and "RendezvousTimeoutError" in task0, task0[-3000:]
     assert 10 <= seconds < 10 + 30, seconds
     assert re.search(r"n1: task 0: Exited with exit code", done.stderr), done.stderr
+
+
+# -- %%torchrun --nnodes 2 --slurm: labkit's own launch across nodes ------------------------------
+
+# the FSDP cell as a notebook runs it: the rank API, a timeline, where each rank ran
+NODE_CELL = """
+import os
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+from labkit import rank, timeline
+from labkit.models import TransformerLM, get_config, synthetic_batch
+
+torch.manual_seed(0)
+cfg = get_config("tiny")
+model = FSDP(TransformerLM(cfg), sharding_strategy=ShardingStrategy.FULL_SHARD, device_id=torch.device("cpu"))
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+recorder = timeline.Recorder(model, optimizer)
+for step in rank.steps(2):
+    inputs, targets = synthetic_batch(cfg, 4, step, rank.rank())
+    with recorder.step(step):
+        model(inputs, targets).backward()
+        optimizer.step()
+    optimizer.zero_grad()
+held = sum(p.numel() for p in model.parameters())
+with FSDP.summon_full_params(model):
+    full = sum(p.numel() for p in model.parameters())
+    checksum = sum(p.double().sum().item() for p in model.parameters())
+rank.report(world=dist.get_world_size(), node=os.environ.get("LABKIT_NODE", "local"), local_rank=rank.local_rank(),
+            held=held, full=full, checksum=checksum)
+"""
+
+SLEEP_CELL = """
+import time
+from labkit import rank
+for step in rank.steps(3000):
+    time.sleep(0.05)
+"""
+
+
+@pytest.fixture
+def nodes_env(live, monkeypatch, tmp_path):
+    """The kernel's side: this process reaches the cluster (srun on PATH, SLURM_CONF) as a notebook on a login node would."""
+    for key in ("SLURM_CONF", "PATH", slurm.MARK_VAR):
+        monkeypatch.setenv(key, live.env[key])
+    monkeypatch.setenv("LABKIT_RUN_ROOT", str(tmp_path / "runs"))  # every node sees it (one host here)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("LABKIT_LANG", "en")
+    yield live
+    from labkit.group import find_run_processes
+
+    assert not [slurm.describe(p) for p in find_run_processes(None) if p in slurm.marked_processes(live.mark)]
+
+
+def agent_on(cluster, node: str) -> int | None:
+    """The torchrun agent (not a forked rank) that srun started on ``node``, if it runs yet."""
+    for pid in slurm.marked_processes(cluster.mark):
+        if "labkit.agent" not in slurm.describe(pid) or "labkit.agent" in slurm.describe(slurm.parent(pid)):
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"SLURMD_NODENAME={node}".encode() in f.read().split(b"\0"):
+                    return pid
+        except OSError:
+            continue
+    return None
+
+
+def in_background(action) -> threading.Thread:
+    thread = threading.Thread(target=action, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_two_node_slurm_cell_comes_back_like_a_one_node_cell(nodes_env):
+    from labkit import magic
+
+    started = time.monotonic()
+    two = magic.run_cell("--nnodes 2 --slurm -n 2 --backend gloo --timeout 120 --display none", NODE_CELL, {})
+    seconds = time.monotonic() - started
+    one = magic.run_cell("-n 2 --backend gloo --timeout 120 --display none", NODE_CELL, {})
+    print(f"%%torchrun --nnodes 2 --slurm -n 2 (FSDP FULL_SHARD): {seconds:.1f} s; 1 node x 2: {one.wall_time:.1f} s")
+    assert two.ok and one.ok and two.rejected_clients == []
+    values = two.values
+    assert sorted(values) == [0, 1, 2, 3] and {v["world"] for v in values.values()} == {4}
+    assert sorted((v["node"], v["local_rank"]) for v in values.values()) == [("n1", 0), ("n1", 1), ("n2", 0), ("n2", 1)]
+    full = values[0]["full"]
+    assert all(v["full"] == full and v["held"] == -(-full // 4) for v in values.values())  # FULL_SHARD over 4
+    assert len({round(v["checksum"], 6) for v in values.values()}) == 1
+    # the same results as a one-node cell: values, memory samples, peaks, step times, timeline
+    assert all(set(values[r]) == set(one.values[0]) for r in values)
+    assert all(two.memory[r] and set(two.memory[r][-1]) == set(one.memory[0][-1]) for r in values)
+    assert all(set(two.peak_memory[r]) == set(one.peak_memory[0]) and two.main_peak(r) > 0 for r in values)
+    assert all(len(two.step_times[r]) == len(one.step_times[0]) == 2 for r in values)
+    spans = two.timeline()
+    assert sorted(spans) == [0, 1, 2, 3] and all(set(spans[r]) == set(one.timeline()[0]) for r in spans)
+    # the summary names each rank's node and local rank; a one-node run keeps plain numbers
+    for r, v in values.items():
+        assert f"{r} ({v['node']}/{v['local_rank']})" in two.summary()
+    assert "(local/" not in one.summary()
+
+
+def test_a_node_that_dies_names_the_node_and_rank(nodes_env):
+    import labkit
+    from labkit.errors import RunError
+
+    killed: list[float] = []
+
+    def kill_node_two() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            run = labkit.last_run
+            if run is not None and run.nproc == 2 and all(s.connected for s in run.ranks.values()):
+                pid = agent_on(nodes_env, "n2")
+                if pid:
+                    os.kill(pid, 9)
+                    killed.append(time.monotonic())
+                    return
+            time.sleep(0.05)
+
+    labkit.last_run = None
+    thread = in_background(kill_node_two)
+    with pytest.raises(RunError) as failure:
+        labkit.torchrun(SLEEP_CELL, nproc=1, backend="gloo", nnodes=2, slurm=True, timeout=90, display="none")
+    thread.join(5)
+    seconds = time.monotonic() - killed[0]
+    message = str(failure.value)
+    print(f"node n2's agent killed: {type(failure.value).__name__} after {seconds:.1f} s\n{message}")
+    dead = next(r for r, v in failure.value.run.events.items() if v and v[0].get("node") == "n2")
+    assert failure.value.rank == dead and f"rank {dead} ran on node n2 (local rank 0)" in message
+    assert "srun: error: n2: task 1" in message
+    assert seconds < 30
+
+
+def test_an_srun_that_cannot_start_fails_at_once_with_srun_s_reason(nodes_env):
+    import labkit
+    from labkit.errors import LaunchError
+
+    started = time.monotonic()
+    with pytest.raises(LaunchError) as failure:
+        labkit.torchrun(
+            "pass",
+            nproc=1,
+            backend="gloo",
+            nnodes=2,
+            slurm=True,
+            slurm_args="-p nosuchpartition",
+            timeout=60,
+            display="none",
+        )
+    seconds = time.monotonic() - started
+    print(f"srun -p nosuchpartition: {seconds:.1f} s")
+    assert "invalid partition specified: nosuchpartition" in str(failure.value)
+    assert seconds < 15
+
+
+def test_a_rendezvous_that_never_completes_fails_within_its_timeout(nodes_env, monkeypatch):
+    import labkit
+    from labkit.errors import RunError
+
+    monkeypatch.setenv("LABKIT_RDZV_TIMEOUT", "10")
+    stopped: list[int] = []
+
+    def stall_node_two() -> None:  # a node stuck before torchrun joins: SIGSTOP its agent as soon as it runs
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not stopped:
+            pid = agent_on(nodes_env, "n2")
+            if pid:
+                os.kill(pid, 19)
+                stopped.append(pid)
+            time.sleep(0.01)
+
+    thread = in_background(stall_node_two)
+    started = time.monotonic()
+    with pytest.raises(RunError) as failure:
+        labkit.torchrun("pass", nproc=1, backend="gloo", nnodes=2, slurm=True, timeout=60, display="none")
+    seconds = time.monotonic() - started
+    thread.join(5)
+    message = str(failure.value)
+    print(f"rendezvous with n2 stopped: {type(failure.value).__name__} after {seconds:.1f} s\n{message}")
+    assert stopped and "the rendezvous never completed" in message
+    assert 10 <= seconds < 10 + 30
