@@ -115,8 +115,8 @@ def reports_of(tmp_path) -> dict[int, dict]:
         with open(tmp_path / "reports" / name) as f:
             for line in f:
                 msg = json.loads(line)
-                if msg["t"] == "report":
-                    out[r] = msg["values"]
+                if msg["t"] == "report":  # every cell's reports, in order (a lesson has several cells)
+                    out.setdefault(r, {}).update(msg["values"])
     return out
 
 
