@@ -250,7 +250,9 @@ def fanout(hosts: list[str], agent: list[str]) -> int:
     cwd = os.getcwd()
     procs = []
     for i, host in enumerate(hosts):
-        remote = [sys.executable, "-m", "labkit.nodes", "remote", cwd, *agent]
+        # the same Python and labkit there (a shared home or the same image); PYTHONPATH is no secret
+        where = ["env", f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
+        remote = [*where, sys.executable, "-m", "labkit.nodes", "remote", cwd, *agent]
         cmd = [*ssh, host, shlex.join(remote)] if ssh else remote  # LABKIT_SSH="": the same agent, here
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, start_new_session=True)
         proc.stdin.write((json.dumps({**env, "LABKIT_NODE_RANK": str(i)}) + "\n").encode())

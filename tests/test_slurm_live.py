@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -407,3 +409,71 @@ def test_a_rendezvous_that_never_completes_fails_within_its_timeout(nodes_env, m
     print(f"rendezvous with n2 stopped: {type(failure.value).__name__} after {seconds:.1f} s\n{message}")
     assert stopped and "the rendezvous never completed" in message
     assert 10 <= seconds < 10 + 30
+
+
+# -- %%torchrun --hosts a,b: ssh, for lab machines without a scheduler --------------------------------
+
+HOSTS_CELL = """
+import os
+import torch.distributed as dist
+from labkit import rank
+import torch
+for step in rank.steps(2):
+    dist.all_reduce(torch.ones(1))
+rank.report(world=dist.get_world_size(), node=os.environ["LABKIT_NODE"], local_rank=rank.local_rank())
+"""
+
+
+@pytest.fixture(scope="module")
+def sshd():
+    """An sshd on localhost (None, with the reason, where it cannot be installed or started)."""
+    folder = tempfile.mkdtemp(prefix="labkit-ssh-")
+    try:
+        server = slurm.start_sshd(folder)
+    except (slurm.SlurmUnavailable, OSError, subprocess.SubprocessError) as e:
+        yield None, str(e)
+    else:
+        yield server, ""
+        server.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_on_hosts(monkeypatch, tmp_path, ssh: str, hosts: tuple[str, ...]):
+    import labkit
+    from labkit.testing.processes import leftover_ranks
+
+    monkeypatch.setenv("LABKIT_SSH", ssh)
+    monkeypatch.setenv("LABKIT_RUN_ROOT", str(tmp_path / "runs"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    started = time.monotonic()
+    try:
+        return labkit.torchrun(HOSTS_CELL, nproc=1, backend="gloo", hosts=hosts, timeout=60, display="none")
+    finally:
+        print(f"--hosts {','.join(hosts)}: {time.monotonic() - started:.1f} s")
+        assert leftover_ranks() == []
+
+
+def check_two_hosts(run) -> None:
+    assert run.ok and run.rejected_clients == []
+    assert sorted((v["node"], v["local_rank"], v["world"]) for v in run.values.values()) == [
+        ("127.0.0.1", 0, 2),
+        ("localhost", 0, 2),
+    ]
+    assert "(localhost/0)" in run.summary()
+
+
+def test_hosts_agents_started_here_without_ssh(monkeypatch, tmp_path):
+    # LABKIT_SSH="": the fan-out starts each host's agent here, through the same env-on-stdin path
+    check_two_hosts(run_on_hosts(monkeypatch, tmp_path, "", ("127.0.0.1", "localhost")))
+
+
+def test_hosts_over_ssh_to_localhost(sshd, monkeypatch, tmp_path):
+    from labkit.errors import LaunchError
+
+    server, why = sshd
+    if server is None:
+        pytest.skip(f"no sshd to ssh to (the agents started here are tested above): {why}")
+    check_two_hosts(run_on_hosts(monkeypatch, tmp_path, shlex.join(server.ssh), ("127.0.0.1", "localhost")))
+    with pytest.raises(LaunchError) as failure:  # a host that cannot be reached ends the other node too
+        run_on_hosts(monkeypatch, tmp_path, shlex.join(server.ssh), ("127.0.0.1", "nosuchhost.invalid"))
+    assert "node nosuchhost.invalid exited with code 255" in str(failure.value)
