@@ -246,15 +246,21 @@ class RankGroup:
 
     def signal_ranks(self, ranks: list[int], sig: int) -> None:
         for r in ranks:
-            if r in self.pids:
+            if r in self.pids and self.here(self.pids[r]):
                 kill(self.pids[r], sig)
 
     def dump_stacks(self, pids: list[int]) -> None:
         """Ask hung ranks where they are: faulthandler prints every thread's stack to stderr."""
+        pids = [pid for pid in pids if self.here(pid)]
         for pid in pids:
             kill(pid, signal.SIGUSR1)
         if pids:
             time.sleep(0.5)
+
+    def here(self, pid: int) -> bool:
+        """Is ``pid`` a process of this run on this machine? Ranks on other nodes have pids of their
+        own there (srun and the channel's lifeline end them); here the same number is someone else."""
+        return self.nodes is None or pid in find_run_processes(self.run_id)
 
     def wait_agent(self, seconds: float) -> None:
         if self.proc is not None:
@@ -343,7 +349,7 @@ class RankGroup:
     def _sweep(self, run: Run) -> None:
         """Kill whatever of this run is left: rank process groups, then anything with our run id."""
         pids = {s.pid for s in run.ranks.values() if s.pid} | set(self.pids.values())
-        for pid in pids:
+        for pid in filter(self.here, pids):
             killpg(pid, signal.SIGKILL)
         left = find_run_processes(self.run_id)
         for pid in left:

@@ -90,7 +90,8 @@ class Launch:
                 stopped_by_us=self.group.stopped_by_us,
             )
             if error is not None and self.group.nodes is not None:  # name the node, and what srun said
-                note = failure_note(run, getattr(error, "rank", None), self.group.node_log(), self.group.nodes.nnodes)
+                log = "" if self.group.stopped_by_us else self.group.node_log()  # srun's words on our own stop: noise
+                note = failure_note(run, getattr(error, "rank", None), log, self.group.nodes.nnodes)
                 error = diagnose.with_note(error, note) if note else error
             run.error = error
             run.ended = time.time()

@@ -334,6 +334,7 @@ def test_a_node_that_dies_names_the_node_and_rank(nodes_env):
     from labkit.errors import RunError
 
     killed: list[float] = []
+    secrets_seen: list[str] = []
 
     def kill_node_two() -> None:
         deadline = time.monotonic() + 60
@@ -342,6 +343,7 @@ def test_a_node_that_dies_names_the_node_and_rank(nodes_env):
             if run is not None and run.nproc == 2 and all(s.connected for s in run.ranks.values()):
                 pid = agent_on(nodes_env, "n2")
                 if pid:
+                    secrets_seen.extend(token_on_command_lines(pid))
                     os.kill(pid, 9)
                     killed.append(time.monotonic())
                     return
@@ -359,6 +361,36 @@ def test_a_node_that_dies_names_the_node_and_rank(nodes_env):
     assert failure.value.rank == dead and f"rank {dead} ran on node n2 (local rank 0)" in message
     assert "srun: error: n2: task 1" in message
     assert seconds < 30
+    assert secrets_seen == [], f"the run's token is on a command line: {secrets_seen}"
+
+
+def token_on_command_lines(agent: int) -> list[str]:
+    """Every process whose command line (what ``ps`` shows everyone) holds the token the agent got in its env."""
+    with open(f"/proc/{agent}/environ", "rb") as f:
+        token = dict(item.partition(b"=")[::2] for item in f.read().split(b"\0"))[b"LABKIT_TOKEN"]
+    assert len(token) == 64
+    seen = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if token in f.read():
+                    seen.append(slurm.describe(int(name)))
+        except OSError:
+            continue
+    return seen
+
+
+def test_a_two_node_run_past_its_timeout_is_stopped_on_every_node(nodes_env):
+    import labkit
+    from labkit.errors import RunTimeout
+
+    started = time.monotonic()
+    with pytest.raises(RunTimeout) as failure:
+        labkit.torchrun(SLEEP_CELL, nproc=1, backend="gloo", nnodes=2, slurm=True, timeout=15, display="none")
+    seconds = time.monotonic() - started
+    print(f"--timeout 15 on 2 nodes: RunTimeout after {seconds:.1f} s\n{failure.value}")
+    assert sorted(failure.value.alive) == [0, 1] and seconds < 15 + 15
+    # the live fixture then checks that no job, slurmstepd, agent or rank is left on n1 or n2
 
 
 def test_an_srun_that_cannot_start_fails_at_once_with_srun_s_reason(nodes_env):
