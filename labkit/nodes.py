@@ -61,13 +61,21 @@ class NodeLauncher:
     def srun(self) -> list[str]:
         cmd = ["srun", f"--job-name={self.run_id}", f"--nodes={self.nnodes}", "--ntasks-per-node=1"]
         cmd += ["--kill-on-bad-exit=1", "--label", "--export=ALL", "--unbuffered"]
-        if os.environ.get("SLURM_STEP_ID"):
+        if os.environ.get("SLURM_STEP_ID") and self.in_allocation():
             cmd.append("--overlap")  # the kernel itself runs in a step (batchspawner): share its CPUs
         return cmd + shlex.split(self.slurm_args)
+
+    def in_allocation(self) -> bool:
+        """Does the kernel's own Slurm job have the nodes? If not (a batchspawner server is a 1-node
+        job), srun asks for a new allocation of ``nnodes``, as it does outside any job."""
+        nodes = os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or "0"
+        return bool(os.environ.get("SLURM_JOB_ID")) and int(nodes) >= self.nnodes
 
     def env(self, env: dict[str, str], timeout: float | None) -> dict[str, str]:
         """The agents' environment (srun --export=ALL, or the ssh fan-out, passes it on)."""
         env = dict(env)
+        if self.kind == "slurm" and not self.in_allocation():  # a job of its own, not a step of the kernel's
+            env = {k: v for k, v in env.items() if not k.startswith(("SLURM_", "SRUN_")) or k == "SLURM_CONF"}
         rdzv = min(RDZV_TIMEOUT, timeout) if timeout else RDZV_TIMEOUT
         env.update(
             LABKIT_NODES=self.kind,

@@ -91,8 +91,16 @@ def test_srun_starts_one_agent_per_node_and_no_secret_is_on_its_command_line(fak
     env = group.nodes.env({"LABKIT_TOKEN": "secret"}, timeout=30)
     assert env["LABKIT_RDZV_TIMEOUT"] == "30" and env["LABKIT_NODES"] == "slurm"
     assert not any("secret" in a for a in command)
-    monkeypatch.setenv("SLURM_STEP_ID", "0")  # a kernel inside a step (batchspawner) shares its CPUs
-    assert "--overlap" in group.nodes.srun()
+    # a kernel in a 1-node job (a batchspawner server): srun asks for a 2-node job of its own
+    monkeypatch.setenv("SLURM_JOB_ID", "41")
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "1")
+    monkeypatch.setenv("SLURM_STEP_ID", "0")
+    inside = {"SLURM_JOB_ID": "41", "SLURM_STEP_ID": "0", "SLURM_CONF": "/etc/slurm.conf"}
+    assert group.nodes.env(inside, None) == {**group.nodes.env({}, None), "SLURM_CONF": "/etc/slurm.conf"}
+    assert "--overlap" not in group.nodes.srun()
+    # a kernel in a job that holds the nodes: a step of that job, sharing the CPUs of the kernel's step
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "2")
+    assert group.nodes.env(inside, None)["SLURM_JOB_ID"] == "41" and "--overlap" in group.nodes.srun()
 
 
 def test_each_node_says_where_to_meet_and_only_the_first_hosts_the_store(monkeypatch):
