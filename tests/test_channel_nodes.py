@@ -131,7 +131,8 @@ def test_the_labelled_log_names_the_nodes():
     assert nodes.node_report(LOG, 2) == ["srun: error: n2: task 1: Killed"]
     stuck = "0: labkit: node n1 (node rank 0) agent started\n0: RendezvousTimeoutError\n"
     assert nodes.node_report(stuck, 2)[-1].startswith("the rendezvous never completed")
-    assert "missing: [1]" in nodes.node_report(stuck, 2)[-1]
+    assert "node ranks that never joined: 1 " in nodes.node_report(stuck, 2)[-1]
+    assert "nodes whose agent started: n1;" in nodes.node_report(stuck, 2)[-1]
 
 
 def test_the_channel_listens_where_the_nodes_are_reached():

@@ -440,6 +440,7 @@ def test_a_rendezvous_that_never_completes_fails_within_its_timeout(nodes_env, m
     message = str(failure.value)
     print(f"rendezvous with n2 stopped: {type(failure.value).__name__} after {seconds:.1f} s\n{message}")
     assert stopped and "the rendezvous never completed" in message
+    assert "node ranks that never joined: 1 " in message
     assert 10 <= seconds < 10 + 30
 
 
