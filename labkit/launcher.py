@@ -91,7 +91,7 @@ class Launch:
             )
             if error is not None and self.group.nodes is not None:  # name the node, and what srun said
                 log = "" if self.group.stopped_by_us else self.group.node_log()  # srun's words on our own stop: noise
-                note = failure_note(run, getattr(error, "rank", None), log, self.group.nodes.nnodes)
+                note = failure_note(run, getattr(error, "rank", None), log, self.group.nodes.nnodes, str(error))
                 error = diagnose.with_note(error, note) if note else error
             run.error = error
             run.ended = time.time()

@@ -248,14 +248,15 @@ def node_report(text: str, nnodes: int) -> list[str]:
     return lines
 
 
-def failure_note(run: Any, rank: int | None, text: str, nnodes: int) -> str:
+def failure_note(run: Any, rank: int | None, text: str, nnodes: int, said: str = "") -> str:
     """Where the failed rank ran (``node/local rank``), and what srun or the nodes said: the note a
-    multi-node error gets under ``labkit.diagnose``'s wording. ``text``: the agents' labelled log."""
+    multi-node error gets under ``labkit.diagnose``'s wording. ``text``: the agents' labelled log;
+    ``said``: the error's message (a line it already shows is not repeated)."""
     lines = []
     hello = next((m for m in run.events.get(rank, []) if m.get(TYPE) == Msg.HELLO), None) if rank is not None else None
     if hello and hello.get("node"):
         lines.append(t("nodes.ran_on", rank=rank, node=hello["node"], local=hello.get("local_rank")))
-    lines += node_report(text, nnodes)
+    lines += [line for line in node_report(text, nnodes) if line not in said]
     return "\n".join(lines)
 
 

@@ -364,6 +364,26 @@ def test_a_node_that_dies_names_the_node_and_rank(nodes_env):
     assert secrets_seen == [], f"the run's token is on a command line: {secrets_seen}"
 
 
+def test_a_rank_that_raises_on_the_second_node_is_named_with_its_node(nodes_env):
+    import labkit
+    from labkit.errors import RankError
+
+    cell = (
+        "import os\nfrom labkit import rank\nif os.environ['LABKIT_NODE'] == 'n2':\n    raise ValueError('bad shard')\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(RankError) as failure:
+        labkit.torchrun(cell, nproc=1, backend="gloo", nnodes=2, slurm=True, timeout=60, display="none")
+    message = str(failure.value)
+    print(f"a rank raising on n2: {time.monotonic() - started:.1f} s\n{message}")
+    on_n2 = next(r for r, v in failure.value.run.events.items() if v and v[0].get("node") == "n2")
+    assert failure.value.rank == on_n2 and "ValueError: bad shard" in message
+    assert (
+        f"rank {on_n2} failed (cell line 4): ValueError: bad shard\nrank {on_n2} ran on node n2 (local rank 0)"
+        in message
+    )
+
+
 def token_on_command_lines(agent: int) -> list[str]:
     """Every process whose command line (what ``ps`` shows everyone) holds the token the agent got in its env."""
     with open(f"/proc/{agent}/environ", "rb") as f:
