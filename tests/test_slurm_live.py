@@ -384,6 +384,34 @@ def test_a_rank_that_raises_on_the_second_node_is_named_with_its_node(nodes_env)
     )
 
 
+def test_a_kernel_inside_an_allocation_runs_the_cell_as_a_step_of_its_job(live, tmp_path):
+    # what a batchspawner server with --nodes=2 is: a kernel in a 2-node job; the cell becomes a step of it
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(
+        "import json, os, sys\nimport labkit\n"
+        "cell = 'import os\\nfrom labkit import rank\\n"
+        'rank.report(job=os.environ["SLURM_JOB_ID"], step=os.environ["SLURM_STEP_ID"], node=os.environ["LABKIT_NODE"])\'\n'
+        "run = labkit.torchrun(cell, nproc=1, backend='gloo', nnodes=2, slurm=True, timeout=90, display='none')\n"
+        "json.dump({'job': os.environ['SLURM_JOB_ID'], 'values': run.values}, open(sys.argv[1], 'w'))\n"
+    )
+    env = job_env(tmp_path, LABKIT_RUN_ROOT=str(tmp_path / "runs"))
+    wrap = f"{sys.executable} {kernel} {tmp_path}/result.json"
+    started = time.monotonic()
+    submitted = live.run(
+        ["sbatch", "--parsable", "-N2", "--ntasks-per-node=1", f"--output={tmp_path}/kernel.out", "--wrap", wrap],
+        cwd=ROOT,
+        env=env,
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    job = live.wait_job(submitted.stdout.strip().split(";")[0], JOB_TIMEOUT)
+    print(f"a kernel in a 2-node job, the cell a step of it: {time.monotonic() - started:.1f} s")
+    assert job["JobState"] == "COMPLETED", open(tmp_path / "kernel.out").read()[-3000:]
+    result = json.load(open(tmp_path / "result.json"))
+    values = result["values"].values()
+    assert {v["job"] for v in values} == {result["job"]}  # the kernel's own job, not a new one
+    assert sorted(v["node"] for v in values) == ["n1", "n2"]
+
+
 def token_on_command_lines(agent: int) -> list[str]:
     """Every process whose command line (what ``ps`` shows everyone) holds the token the agent got in its env."""
     with open(f"/proc/{agent}/environ", "rb") as f:
