@@ -106,7 +106,8 @@ class NodeLauncher:
         if self.kind != "slurm" or shutil.which("squeue") is None:
             return []
         found = []
-        for args in (["squeue", "-h", "-o", "%i %j"], ["squeue", "-h", "-s", "-o", "%i %j"]):
+        me = ["-u", str(os.getuid())]  # our own jobs and steps only
+        for args in (["squeue", "-h", *me, "-o", "%i %j"], ["squeue", "-h", "-s", *me, "-o", "%i %j"]):
             try:
                 out = subprocess.run(args, capture_output=True, text=True, timeout=10).stdout
             except (OSError, subprocess.TimeoutExpired):

@@ -558,3 +558,28 @@ def test_hosts_over_ssh_to_localhost(sshd, monkeypatch, tmp_path):
     with pytest.raises(LaunchError) as failure:  # a host that cannot be reached ends the other node too
         run_on_hosts(monkeypatch, tmp_path, shlex.join(server.ssh), ("127.0.0.1", "nosuchhost.invalid"))
     assert "node nosuchhost.invalid exited with code 255" in str(failure.value)
+
+
+def running_tasks(cluster) -> list[str]:
+    """The ``sleep`` tasks of a job (not the srun that started them, whose command line names them too)."""
+    return [
+        line for line in map(slurm.describe, cluster.job_processes()) if os.path.basename(line.split()[1]) == "sleep"
+    ]
+
+
+def test_an_srun_killed_outright_leaves_its_job_and_cleanup_cancels_it(nodes_env):
+    # why teardown ends with scancel: srun SIGKILLed (after its SIGTERM grace) cannot end its own job
+    from labkit.nodes import NodeLauncher
+
+    srun_proc = subprocess.Popen(
+        ["srun", "--job-name=run-cleanup-test", "-N2", "sleep", "100"], env=os.environ, start_new_session=True
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not running_tasks(nodes_env):
+        time.sleep(0.1)
+    srun_proc.kill()
+    srun_proc.wait()
+    assert nodes_env.active_jobs(), "the job should outlive a SIGKILLed srun"
+    job = nodes_env.active_jobs()[0]
+    assert sorted(NodeLauncher("slurm", 2, "run-cleanup-test").cleanup()) == [job, f"{job}.0"]  # the job and its step
+    # the live fixture then checks that no job and no process of it is left on n1 or n2

@@ -9,6 +9,9 @@ accounting, and a munge key and socket of their own, so nothing in ``/etc`` is u
     done = cluster.run(["srun", "-N2", "hostname"])
     cluster.stop()
 
+``start_sshd`` does the same for ``%%torchrun --hosts``: an sshd of its own on a free port of
+localhost (openssh-server from apt when missing), with host and user keys in a temporary folder.
+
 Every daemon, and every job the cluster's ``env`` submits, carries the cluster's marker in its
 environment (srun and sbatch pass the submitter's environment on), so ``job_processes`` finds
 what a job left behind on any of its nodes, and ``stop`` removes it all.
