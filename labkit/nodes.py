@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from labkit.channel import parse_tcp, tcp_address
 from labkit.i18n import catalog, t
 from labkit.protocol import TYPE, Msg
 
@@ -99,7 +100,17 @@ class NodeLauncher:
         )
         if self.kind == "hosts":
             env["LABKIT_HOSTS"] = ",".join(self.hosts)
+        if env.get("LABKIT_SOCKET"):
+            env["LABKIT_SOCKET"] = self.reachable(env["LABKIT_SOCKET"])
         return env
+
+    def reachable(self, address: str) -> str:
+        """The channel's address as the nodes dial it: a wildcard listener (``--channel-host 0.0.0.0``,
+        asked for explicitly) is reached at the address that faces the nodes."""
+        tcp = parse_tcp(address)
+        if tcp is None or tcp[0] not in ("0.0.0.0", "::"):
+            return address
+        return tcp_address(channel_host(self.kind, self.hosts, None), tcp[1])
 
     def cleanup(self) -> list[str]:
         """After srun is gone: cancel the job or step of this run if Slurm still has it; what was cancelled."""

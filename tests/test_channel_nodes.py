@@ -139,6 +139,10 @@ def test_the_channel_listens_where_the_nodes_are_reached():
     assert nodes.route_to("127.0.0.1") == "127.0.0.1"
     assert nodes.channel_host("hosts", ("127.0.0.1",), None) == "127.0.0.1"
     assert nodes.channel_host("hosts", ("127.0.0.1",), "10.9.8.7") == "10.9.8.7"  # the user's choice wins
+    hosts = nodes.NodeLauncher("hosts", 2, "run-x", hosts=("127.0.0.1", "localhost"))
+    # listening on every interface (asked for), the nodes still get an address they can dial
+    assert hosts.env({"LABKIT_SOCKET": "tcp://0.0.0.0:4242"}, None)["LABKIT_SOCKET"] == "tcp://127.0.0.1:4242"
+    assert hosts.env({"LABKIT_SOCKET": "tcp://10.1.1.1:4242"}, None)["LABKIT_SOCKET"] == "tcp://10.1.1.1:4242"
 
 
 def test_a_remote_agent_ends_when_its_ssh_goes_away(tmp_path):
