@@ -275,10 +275,13 @@ def nodes_env(live, monkeypatch, tmp_path):
     monkeypatch.setenv("LABKIT_RUN_ROOT", str(tmp_path / "runs"))  # every node sees it (one host here)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("LABKIT_LANG", "en")
-    yield live
     from labkit.group import find_run_processes
+    from labkit.testing.processes import check_leftovers, listening_sockets
 
+    before = listening_sockets()
+    yield live
     assert not [slurm.describe(p) for p in find_run_processes(None) if p in slurm.marked_processes(live.mark)]
+    check_leftovers(before)  # no rank of ours anywhere, and the channel's TCP listener is closed
 
 
 def agent_on(cluster, node: str) -> int | None:
@@ -521,17 +524,17 @@ def sshd():
 
 def run_on_hosts(monkeypatch, tmp_path, ssh: str, hosts: tuple[str, ...]):
     import labkit
-    from labkit.testing.processes import leftover_ranks
+    from labkit.testing.processes import leftover_ranks, listening_sockets
 
     monkeypatch.setenv("LABKIT_SSH", ssh)
     monkeypatch.setenv("LABKIT_RUN_ROOT", str(tmp_path / "runs"))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    started = time.monotonic()
+    started, before = time.monotonic(), listening_sockets()
     try:
         return labkit.torchrun(HOSTS_CELL, nproc=1, backend="gloo", hosts=hosts, timeout=60, display="none")
     finally:
         print(f"--hosts {','.join(hosts)}: {time.monotonic() - started:.1f} s")
-        assert leftover_ranks() == []
+        assert leftover_ranks() == [] and listening_sockets() == before  # the channel's listener too
 
 
 def check_two_hosts(run) -> None:
