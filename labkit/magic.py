@@ -185,7 +185,6 @@ def ranks_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
             vars=pick_vars(opts.vars, namespace),
             quiet=opts.quiet,
             display="none" if opts.quiet else opts.display,
-            **node_options(opts),
         )
     except SyntaxError as exc:
         raise CellSyntaxError("\n".join(syntax_lines(exc))) from None
