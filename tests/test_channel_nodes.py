@@ -13,7 +13,7 @@ import pytest
 from labkit import nodes
 from labkit.errors import OptionError
 from labkit.group import Job, RankGroup
-from labkit.magic import parse_line
+from labkit.magic import parse_line, ranks_parser
 from labkit.options import RunConfig, node_options, resolve
 
 
@@ -66,6 +66,8 @@ def test_the_magic_line_reaches_the_run_config(fake_srun):
     )
     assert cfg(hosts="a, b").nnodes == 2 and cfg(hosts="a,b").hosts == ("a", "b")
     assert cfg().nnodes == 1
+    with pytest.raises(OptionError):  # warm ranks stay on one node: %%ranks has no such option
+        parse_line("--nnodes 2", ranks_parser())
 
 
 def test_srun_starts_one_agent_per_node_and_no_secret_is_on_its_command_line(fake_srun, monkeypatch):
@@ -168,3 +170,21 @@ def test_a_remote_agent_ends_when_its_ssh_goes_away(tmp_path):
     started = time.monotonic()
     proc.stdin.close()
     assert proc.wait(timeout=10) != 0 and time.monotonic() - started < 5
+
+
+def test_ranks_are_labelled_node_and_local_rank_only_across_nodes(tmp_path):
+    from labkit.protocol import TYPE, Msg
+    from labkit.run import Run
+    from labkit.runview import rank_label, rows
+
+    def run_on(*placed: tuple[str, int]) -> Run:
+        run = Run("run-x", len(placed), "gloo", str(tmp_path))
+        for r, (node, local) in enumerate(placed):
+            run.ingest({TYPE: Msg.HELLO, "rank": r, "pid": 100 + r, "node": node, "local_rank": local})
+        return run
+
+    two = run_on(("n2", 0), ("n2", 1), ("n1", 0), ("n1", 1))
+    assert [rank_label(two, r) for r in two.ranks] == ["0 (n2/0)", "1 (n2/1)", "2 (n1/0)", "3 (n1/1)"]
+    assert rows(two)[2]["rank"] == "2 (n1/0)"
+    one = run_on(("", 0), ("", 1))  # one node: the bootstrap sends no node name
+    assert [rank_label(one, r) for r in one.ranks] == ["0", "1"]
