@@ -15,6 +15,7 @@ with an error when the failure was seen gets a line ``labkit: local_rank N exitc
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import traceback
 from typing import Any
@@ -62,7 +63,12 @@ def main() -> None:
     gpus.prepare_agent()  # torchrun must not start CUDA here: the ranks are forked from this process
     for name in LOGGERS:
         logging.getLogger(name).addFilter(PlainTraceback())
-    report_every_failed_rank()
+    if os.environ.get("LABKIT_NODES"):  # one of several nodes: where they meet, and who hosts the store
+        from labkit.nodes import agent_args
+
+        sys.argv[1:1] = agent_args()
+    else:  # its lines name local ranks, which are the ranks on one node only
+        report_every_failed_rank()
     torchrun_main()
 
 

@@ -239,6 +239,7 @@ def main() -> None:
         "world_size": int(os.environ.get("WORLD_SIZE", "1")),
         "pid": os.getpid(),
         "host": socket.gethostname(),
+        "node": os.environ.get("LABKIT_NODE", ""),  # several nodes: its name (labkit.nodes), for node/local rank
     }
     token = os.environ.pop("LABKIT_TOKEN", "")  # out of the environment of anything we start
     inbox: queue.SimpleQueue = queue.SimpleQueue()  # messages from the kernel, for the main thread

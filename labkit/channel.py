@@ -1,18 +1,30 @@
 """The metrics channel between the ranks and the notebook kernel.
 
 A Unix domain socket in a private 0700 folder, JSON lines, one connection per
-rank. Why this and not TCP: a filesystem socket is protected by Unix
+rank. Why this and not TCP on one node: a filesystem socket is protected by Unix
 permissions, and the kernel also checks the peer's uid (SO_PEERCRED) and a
 random per-run token that travels only in the environment (never on argv,
 which ``ps`` shows to everyone). Nothing received is ever unpickled.
+
+Ranks on other machines (``%%torchrun --nnodes N``) cannot reach a Unix socket:
+the server then also listens on TCP, at an address the caller chooses (never
+0.0.0.0 unless asked). Anyone on the network can connect there, and a network
+may be sniffed, so the token itself never crosses it: the server sends each new
+connection a random nonce, the rank answers HMAC-SHA256(token, nonce), and a
+connection that answers wrong, or not within ``HELLO_WAIT``, is dropped and logged.
+A rank names its channel in ``LABKIT_SOCKET``: a path, or ``tcp://HOST:PORT``.
 
 This module must stay cheap to import: the rank side imports it before torch.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import logging
 import os
+import secrets
 import selectors
 import socket
 import struct
@@ -25,10 +37,30 @@ from labkit.protocol import TIME, TYPE, Msg
 
 MAX_LINE = 4 * 1024 * 1024  # a longer line is a broken or hostile client: drop it
 HELLO_WAIT = 5.0  # seconds a new connection has to say hello with the right token
+TCP_PREFIX = "tcp://"
+log = logging.getLogger("labkit.channel")
 
 
 def encode(msg: dict[str, Any]) -> bytes:
     return (json.dumps(msg, separators=(",", ":"), default=repr) + "\n").encode()
+
+
+def answer(token: str, nonce: str) -> str:
+    """The proof that a TCP client holds the run's token, without sending it: HMAC-SHA256(token, nonce)."""
+    return hmac.new(token.encode(), nonce.encode(), hashlib.sha256).hexdigest()
+
+
+def tcp_address(host: str, port: int) -> str:
+    """The ``LABKIT_SOCKET`` value of a TCP channel (IPv6 hosts in brackets)."""
+    return f"{TCP_PREFIX}[{host}]:{port}" if ":" in host else f"{TCP_PREFIX}{host}:{port}"
+
+
+def parse_tcp(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of a ``tcp://HOST:PORT`` address; None for a Unix socket path."""
+    if not address.startswith(TCP_PREFIX):
+        return None
+    host, _, port = address[len(TCP_PREFIX) :].rpartition(":")
+    return host.strip("[]"), int(port)
 
 
 class ChannelServer:
@@ -38,10 +70,12 @@ class ChannelServer:
     is also the only thread that touches widgets.
     """
 
-    def __init__(self, path: str, token: str) -> None:
+    def __init__(self, path: str, token: str, tcp_host: str | None = None, tcp_port: int = 0) -> None:
+        """A Unix socket at ``path``; with ``tcp_host``, a TCP listener too (``address`` says where)."""
         self.path = path
         self.token = token
         self.rejected: list[str] = []  # why each foreign or broken client was dropped
+        self.address: str | None = None  # tcp://HOST:PORT when listening on TCP
         old = os.umask(0o077)  # the socket file is created 0600
         try:
             self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -54,6 +88,25 @@ class ChannelServer:
         self._sel.register(self._listener, selectors.EVENT_READ, None)
         self._clients: dict[socket.socket, _Conn] = {}
         self.by_rank: dict[int, socket.socket] = {}
+        self._tcp: socket.socket | None = None
+        if tcp_host is not None:
+            self._listen_tcp(tcp_host, tcp_port)
+
+    def _listen_tcp(self, host: str, port: int) -> None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        tcp = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            tcp.bind((host, port))
+            tcp.listen(256)
+            tcp.setblocking(False)
+        except OSError:
+            tcp.close()
+            self.close()
+            raise
+        self._tcp = tcp
+        self._sel.register(tcp, selectors.EVENT_READ, None)
+        self.address = tcp_address(host, tcp.getsockname()[1])
 
     def poll(self, timeout: float) -> list[dict[str, Any]]:
         """Wait up to ``timeout`` seconds; return the messages that arrived, each with its ``rank``."""
@@ -63,6 +116,8 @@ class ChannelServer:
         for key, _ in self._sel.select(timeout):
             if key.fileobj is self._listener:
                 self._accept()
+            elif key.fileobj is self._tcp:
+                self._accept_tcp()
             else:
                 self._read(key.fileobj, out)  # type: ignore[arg-type]
         now = time.monotonic()
@@ -95,11 +150,14 @@ class ChannelServer:
             return  # closed already
         for sock in list(self._clients):
             self._drop(sock, None)
-        try:
-            self._sel.unregister(self._listener)
-        except (KeyError, ValueError):
-            pass
-        self._listener.close()
+        for listener in (self._listener, self._tcp):
+            if listener is None:
+                continue
+            try:
+                self._sel.unregister(listener)
+            except (KeyError, ValueError):
+                pass
+            listener.close()  # the TCP port is free again from here on
         self._sel.close()
         try:
             os.unlink(self.path)
@@ -121,6 +179,31 @@ class ChannelServer:
             return
         self._clients[sock] = _Conn()
         self._sel.register(sock, selectors.EVENT_READ, None)
+
+    def _accept_tcp(self) -> None:
+        """A rank from another machine: it gets a nonce, and must answer with its HMAC before anything else."""
+        try:
+            sock, peer = self._tcp.accept()
+        except (BlockingIOError, OSError):
+            return
+        conn = _Conn()
+        conn.nonce, conn.peer = secrets.token_hex(32), f"{peer[0]}:{peer[1]}"
+        try:
+            sock.sendall(encode({TYPE: "challenge", "nonce": conn.nonce}))  # a few bytes: fits the fresh buffer
+        except OSError:
+            sock.close()
+            return
+        sock.setblocking(False)
+        self._clients[sock] = conn
+        self._sel.register(sock, selectors.EVENT_READ, None)
+
+    def _authentic(self, conn: _Conn, msg: dict[str, Any]) -> bool:
+        if msg.get(TYPE) != Msg.HELLO:
+            return False
+        if conn.nonce is None:  # the Unix socket: a same-uid peer showing the token
+            return msg.get("token") == self.token
+        proof = msg.get("auth")
+        return isinstance(proof, str) and hmac.compare_digest(proof, answer(self.token, conn.nonce))
 
     def _read(self, sock: socket.socket, out: list[dict[str, Any]]) -> None:
         conn = self._clients.get(sock)
@@ -156,7 +239,7 @@ class ChannelServer:
                 self._drop(sock, "malformed message")
                 return
             if conn.rank is None:
-                if msg.get(TYPE) != Msg.HELLO or msg.get("token") != self.token:
+                if not self._authentic(conn, msg):
                     self._drop(sock, "bad hello or wrong token")
                     return
                 try:
@@ -166,13 +249,17 @@ class ChannelServer:
                     return
                 self.by_rank[conn.rank] = sock
                 msg.pop("token", None)
+                msg.pop("auth", None)
             msg["rank"] = conn.rank
             out.append(msg)
 
     def _drop(self, sock: socket.socket, why: str | None) -> None:
         conn = self._clients.pop(sock, None)
         if why:
+            if conn is not None and conn.peer:
+                why = f"{why} (from {conn.peer})"
             self.rejected.append(why)
+            log.warning("labkit channel: dropped a connection: %s", why)
         if conn is not None and conn.rank is not None and self.by_rank.get(conn.rank) is sock:
             del self.by_rank[conn.rank]
         try:
@@ -187,6 +274,8 @@ class _Conn:
         self.buf = bytearray()
         self.rank: int | None = None
         self.opened = time.monotonic()
+        self.nonce: str | None = None  # TCP: the challenge this client must answer
+        self.peer = ""  # TCP: host:port, for the log of dropped connections
 
 
 def _peer_uid(sock: socket.socket) -> int | None:
@@ -216,11 +305,18 @@ class ChannelClient:
         on_message: Callable[[dict[str, Any]], None] | None = None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.connect(path)
+        tcp = parse_tcp(path)
+        if tcp is None:
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._sock.connect(path)
+            proof = {"token": token}
+        else:
+            self._sock = socket.create_connection(tcp, timeout=HELLO_WAIT)
+            proof = {"auth": answer(token, self._challenge())}
+            self._sock.settimeout(None)
         self._lock = threading.Lock()
         self.closed = False
-        self.send({TYPE: Msg.HELLO, "token": token, **hello})
+        self.send({TYPE: Msg.HELLO, **proof, **hello})
         self._on_message = on_message
         self._on_close = on_close
         self._reader = threading.Thread(target=self._read_loop, name="labkit-channel", daemon=True)
@@ -235,6 +331,20 @@ class ChannelClient:
                 self._sock.sendall(data)
             except OSError:
                 self.closed = True
+
+    def _challenge(self) -> str:
+        """The server's first line on TCP: the nonce to answer (read byte by byte: nothing after it is ours yet)."""
+        line = b""
+        while not line.endswith(b"\n") and len(line) < 1024:
+            byte = self._sock.recv(1)
+            if not byte:
+                break
+            line += byte
+        try:
+            return str(json.loads(line)["nonce"])
+        except (ValueError, KeyError, TypeError):
+            self._sock.close()
+            raise ConnectionError("the labkit channel sent no challenge") from None
 
     def close(self) -> None:
         with self._lock:

@@ -190,6 +190,8 @@ class WidgetView:
                 "dash.header", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time
             )
             self.table.value = rank_table_html(run)
+            for i, r in enumerate(run.ranks):  # node/local rank, once the hellos say where each rank runs
+                self.tabs.set_title(i, t("dash.rank", rank=runview.rank_label(run, r)))
             self._update_logs(run)
             if force or now - self._last_plot >= PLOT_PERIOD:
                 self._last_plot = now
@@ -282,7 +284,7 @@ def memory_svg(run: Run, width: int = 640, height: int = 180) -> str:
         lines.append(f"<polyline fill='none' stroke='{color}' stroke-width='1.5' points='{coords}'/>")
         lx = pad_l + 8 + 60 * (r % 8)
         lines.append(
-            f"<text x='{lx}' y='12' font-size='10' fill='{color}'>{html.escape(t('dash.rank', rank=r))}</text>"
+            f"<text x='{lx}' y='12' font-size='10' fill='{color}'>{html.escape(t('dash.rank', rank=runview.rank_label(run, r)))}</text>"
         )
     axes = (
         f"<line x1='{pad_l}' y1='{20 + plot_h}' x2='{pad_l + plot_w}' y2='{20 + plot_h}' stroke='#999'/>"

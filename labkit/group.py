@@ -39,7 +39,8 @@ from labkit.channel import ChannelServer
 from labkit.errors import LaunchError, OptionError
 from labkit.i18n import catalog, t
 from labkit.logs import tail_file
-from labkit.options import RunConfig, check_picklable
+from labkit.nodes import NodeLauncher, channel_host, launcher_for, unlabel
+from labkit.options import RunConfig, check_picklable, multinode
 from labkit.protocol import TYPE, Msg, Outcome
 from labkit.run import Run
 
@@ -138,24 +139,34 @@ class RankGroup:
         self.stopped_by_us = False  # we ended a live agent: its stops are ours, not a failure's
         self.ended = False
         self._agent_log: Any = None
+        self.nodes: NodeLauncher | None = None  # several nodes: srun or ssh starts an agent on each
+        if multinode(cfg):
+            self.nodes = launcher_for(cfg.nnodes or 1, cfg.slurm, cfg.slurm_args, cfg.hosts, self.run_id)
 
     # -- start ------------------------------------------------------------------------
 
     def start(self) -> Run:
         """The run folder, the channel and torchrun; returns the ``Run`` that its messages fill."""
-        root = runs_root()
+        root = runs_root(shared=self.nodes is not None)
         prune_runs(root)
         self.run_dir = os.path.join(root, self.run_id)
         os.mkdir(self.run_dir, 0o700)
         self.job.write(self.run_dir, self.cfg)
         sock, token = os.path.join(self.run_dir, "ch.sock"), secrets.token_hex(32)
         run = self.new_run(self.run_id)
-        self.server = ChannelServer(sock, token)
+        env, command = rank_env(self.cfg, self.run_id, self.run_dir, sock, token), self.command()
+        if self.nodes is None:
+            self.server = ChannelServer(sock, token)
+        else:  # ranks on other machines connect back over TCP (HMAC challenge; the token stays in env)
+            host = channel_host(self.nodes.kind, self.nodes.hosts, self.cfg.channel_host)
+            self.server = ChannelServer(sock, token, tcp_host=host)
+            env = self.nodes.env({**env, "LABKIT_SOCKET": self.server.address}, self.cfg.timeout)
+            command = self.nodes.command(command)
         self._agent_log = open(os.path.join(self.run_dir, "agent.log"), "wb")
         try:
             self.proc = subprocess.Popen(
-                self.command(),
-                env=rank_env(self.cfg, self.run_id, self.run_dir, sock, token),
+                command,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=self._agent_log,
                 stderr=subprocess.STDOUT,
@@ -167,14 +178,16 @@ class RankGroup:
         return run
 
     def command(self) -> list[str]:
+        # several nodes: each node's agent adds where they meet (labkit.nodes.agent_args)
+        endpoint = [] if self.nodes else ["--rdzv-endpoint=127.0.0.1:0"]  # one node: a free port, no race
         return [
             sys.executable,
             "-m",
             "labkit.agent",  # torchrun itself (torch.distributed.run's main), quicker to report a failure
-            "--nnodes=1",
+            f"--nnodes={self.cfg.nnodes or 1}",
             f"--nproc-per-node={self.cfg.nproc}",
             "--rdzv-backend=c10d",
-            "--rdzv-endpoint=127.0.0.1:0",  # a free port chosen by the store itself: no race
+            *endpoint,
             f"--rdzv-id={self.run_id}",
             "--max-restarts=0",
             "--monitor-interval=0.1",
@@ -183,7 +196,7 @@ class RankGroup:
 
     def new_run(self, run_id: str) -> Run:
         """A ``Run`` of this group's ranks (a warm cell gets one each, its pids known already)."""
-        run = Run(run_id, self.cfg.nproc or 1, self.cfg.backend, self.run_dir)
+        run = Run(run_id, (self.cfg.nproc or 1) * (self.cfg.nnodes or 1), self.cfg.backend, self.run_dir)
         for r, pid in self.pids.items():
             run.ranks[r].pid = pid
         return run
@@ -233,15 +246,21 @@ class RankGroup:
 
     def signal_ranks(self, ranks: list[int], sig: int) -> None:
         for r in ranks:
-            if r in self.pids:
+            if r in self.pids and self.here(self.pids[r]):
                 kill(self.pids[r], sig)
 
     def dump_stacks(self, pids: list[int]) -> None:
         """Ask hung ranks where they are: faulthandler prints every thread's stack to stderr."""
+        pids = [pid for pid in pids if self.here(pid)]
         for pid in pids:
             kill(pid, signal.SIGUSR1)
         if pids:
             time.sleep(0.5)
+
+    def here(self, pid: int) -> bool:
+        """Is ``pid`` a process of this run on this machine? Ranks on other nodes have pids of their
+        own there (srun and the channel's lifeline end them); here the same number is someone else."""
+        return self.nodes is None or pid in find_run_processes(self.run_id)
 
     def wait_agent(self, seconds: float) -> None:
         if self.proc is not None:
@@ -261,6 +280,11 @@ class RankGroup:
 
     def agent_log(self, lines: int = 400) -> str:
         """The end of torchrun's own output (its failure report names ranks and exit codes)."""
+        text = tail_file(os.path.join(self.run_dir, "agent.log"), lines)
+        return unlabel(text) if self.nodes else text  # srun --label's "N: " prefixes off
+
+    def node_log(self, lines: int = 400) -> str:
+        """The agents' output as srun labelled it (``N: `` = node rank N), or the ssh fan-out's."""
         return tail_file(os.path.join(self.run_dir, "agent.log"), lines)
 
     # -- tear down ----------------------------------------------------------------------
@@ -308,6 +332,8 @@ class RankGroup:
             self._drain(run, 2.0)
         run.rejected_clients = list(server.rejected)
         server.close()  # the lifeline: any rank still alive kills itself now
+        if self.nodes is not None:
+            self.nodes.cleanup()  # a job or step Slurm still runs for us (srun killed before it could end it)
         self._sweep(run)
         run.flush_logs()
 
@@ -323,7 +349,7 @@ class RankGroup:
     def _sweep(self, run: Run) -> None:
         """Kill whatever of this run is left: rank process groups, then anything with our run id."""
         pids = {s.pid for s in run.ranks.values() if s.pid} | set(self.pids.values())
-        for pid in pids:
+        for pid in filter(self.here, pids):
             killpg(pid, signal.SIGKILL)
         left = find_run_processes(self.run_id)
         for pid in left:
@@ -338,13 +364,19 @@ class RankGroup:
 # -- the run folder and the ranks' environment ----------------------------------------------
 
 
-def runs_root() -> str:
-    """A private (0700) folder of ours for run folders: the socket and logs live there."""
+def runs_root(shared: bool = False) -> str:
+    """A private (0700) folder of ours for run folders: the socket and logs live there.
+
+    ``shared``: ranks on other nodes read the job and write their logs there too, so it must be
+    a folder every node sees: LABKIT_RUN_ROOT, else under the home folder (shared on clusters).
+    """
     base = os.environ.get("XDG_RUNTIME_DIR")
     if not base or not os.access(base, os.W_OK):
         base = tempfile.gettempdir()
     root = os.path.join(base, f"labkit-{os.getuid()}")
-    if len(root) > 60:  # AF_UNIX paths are limited to 107 bytes
+    if shared:
+        root = os.environ.get("LABKIT_RUN_ROOT") or os.path.expanduser("~/.cache/labkit-runs")
+    if len(root) > 60 and not shared:  # AF_UNIX paths are limited to 107 bytes
         root = f"/tmp/labkit-{os.getuid()}"
     os.makedirs(root, mode=0o700, exist_ok=True)
     st = os.stat(root)
@@ -375,7 +407,9 @@ def rank_entry(start_method: str) -> list[str]:
 
 
 def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in SCRUB_NAMES and not k.startswith(SCRUB_PREFIXES)}
+    # srun inside an allocation finds it through SLURM_JOB_ID and the rest: keep them for srun
+    scrub = tuple(p for p in SCRUB_PREFIXES if not (cfg.slurm and p == "SLURM_"))
+    env = {k: v for k, v in os.environ.items() if k not in SCRUB_NAMES and not k.startswith(scrub)}
     env.update(
         LABKIT_RUN_ID=run_id,  # the marker the cleanup sweep looks for
         LABKIT_RUN_DIR=run_dir,
@@ -386,7 +420,7 @@ def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -
         TORCH_ELASTIC_SHUTDOWN_TIMEOUT=str(int(cfg.grace)),
     )
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, cfg.nproc or 1))))
-    if cfg.backend == "gloo":
+    if cfg.backend == "gloo" and not multinode(cfg):
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # single node: keep gloo's data sockets on loopback
     env.pop("LABKIT_REPORT_DIR", None)
     env.update(cfg.env)

@@ -17,6 +17,7 @@ import labkit
 from labkit import diagnose
 from labkit.errors import RunInterrupted
 from labkit.group import Job, RankGroup, cleanup, find_run_processes
+from labkit.nodes import failure_note
 from labkit.options import RunConfig, resolve
 from labkit.protocol import Outcome, Status
 from labkit.run import Run
@@ -88,6 +89,10 @@ class Launch:
                 source=self.job.source or "",
                 stopped_by_us=self.group.stopped_by_us,
             )
+            if error is not None and self.group.nodes is not None:  # name the node, and what srun said
+                log = "" if self.group.stopped_by_us else self.group.node_log()  # srun's words on our own stop: noise
+                note = failure_note(run, getattr(error, "rank", None), log, self.group.nodes.nnodes, str(error))
+                error = diagnose.with_note(error, note) if note else error
             run.error = error
             run.ended = time.time()
             if view is not None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from labkit.errors import CellSyntaxError, OptionError
 from labkit.i18n import catalog, set_lang, t
+from labkit.options import add_node_options, node_options
 
 if TYPE_CHECKING:
     from labkit.run import Run
@@ -70,6 +71,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--env", action="append", default=[], help=t("magic.help.env"))
     p.add_argument("--quiet", action="store_true", help=t("magic.help.quiet"))
     p.add_argument("--display", default="auto", help=t("magic.help.display"))
+    add_node_options(p)
     return p
 
 
@@ -129,6 +131,7 @@ def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
             env=parse_env(opts.env),
             quiet=opts.quiet,
             display="none" if opts.quiet else opts.display,
+            **node_options(opts),
         )
     except SyntaxError as exc:
         # IPython shows a SyntaxError from a magic as a trace through labkit; ours is just the cell line

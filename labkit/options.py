@@ -50,6 +50,42 @@ catalog(
             "en": "--env expects KEY=VALUE, got {value!r}",
             "ro": "--env așteaptă CHEIE=VALOARE, nu {value!r}",
         },
+        "opt.nnodes": {
+            "en": "nnodes must be a whole number of nodes, at least 1; got {value!r}",
+            "ro": "nnodes trebuie să fie un număr întreg de noduri, cel puțin 1; nu {value!r}",
+        },
+        "opt.nodes.how": {
+            "en": "{nnodes} nodes need a way to reach them: --slurm (srun) or --hosts a,b (ssh)",
+            "ro": "{nnodes} noduri au nevoie de o cale de a ajunge la ele: --slurm (srun) sau --hosts a,b (ssh)",
+        },
+        "opt.nodes.both": {
+            "en": "--slurm and --hosts exclude each other: Slurm chooses the nodes, --hosts names them",
+            "ro": "--slurm și --hosts se exclud: Slurm alege nodurile, --hosts le numește",
+        },
+        "opt.nodes.count": {
+            "en": "--nnodes {nnodes} but --hosts names {count} hosts ({hosts}): one agent per host",
+            "ro": "--nnodes {nnodes}, dar --hosts numește {count} gazde ({hosts}): un agent pe gazdă",
+        },
+        "opt.nodes.no_srun": {
+            "en": "--slurm needs srun, which is not on PATH here ({path}): run the kernel on a Slurm login or compute node, or load Slurm's module",
+            "ro": "--slurm are nevoie de srun, care nu este în PATH aici ({path}): porniți kernelul pe un nod de login sau de calcul Slurm, sau încărcați modulul Slurm",
+        },
+        "opt.nodes.no_ssh": {
+            "en": "--hosts needs ssh, which is not on PATH here",
+            "ro": "--hosts are nevoie de ssh, care nu este în PATH aici",
+        },
+        "opt.nodes.slurm_args": {
+            "en": "--slurm-args without --slurm: the arguments are srun's",
+            "ro": "--slurm-args fără --slurm: argumentele sunt pentru srun",
+        },
+        "opt.nodes.slurm_args_bad": {
+            "en": "--slurm-args {value!r}: {error}",
+            "ro": "--slurm-args {value!r}: {error}",
+        },
+        "opt.nodes.channel_host": {
+            "en": "--channel-host is for ranks on other nodes; with one node the channel is a Unix socket",
+            "ro": "--channel-host este pentru rangurile de pe alte noduri; pe un singur nod canalul este un socket Unix",
+        },
     }
 )
 
@@ -70,6 +106,12 @@ class RunConfig:
     # fork: ranks are copies of torchrun's agent, torch already imported (Linux); spawn: a fresh
     # interpreter per rank, as plain `torchrun script.py` does (macOS, or to rule fork out)
     start_method: str = field(default_factory=lambda: default_start_method())
+    # several nodes (labkit.nodes): one torchrun agent per node, started by srun or ssh
+    nnodes: int | None = None  # None: 1, or one per --hosts host
+    slurm: bool = False
+    slurm_args: str = ""  # srun's own options, e.g. "-p gpu -t 10"
+    hosts: tuple[str, ...] = ()
+    channel_host: str | None = None  # where the kernel listens for ranks; default: the interface facing the nodes
 
 
 START_METHODS = ("fork", "spawn")
@@ -131,7 +173,47 @@ def resolve(cfg: RunConfig) -> RunConfig:
         raise OptionError(t("opt.display", value=cfg.display))
     if cfg.start_method not in START_METHODS:
         raise OptionError(t("opt.start_method", value=cfg.start_method))
-    return replace(cfg, nproc=nproc, backend=backend, timeout=check_timeout(cfg.timeout))
+    nnodes, hosts = check_nodes(cfg)
+    return replace(cfg, nproc=nproc, backend=backend, timeout=check_timeout(cfg.timeout), nnodes=nnodes, hosts=hosts)
+
+
+def check_nodes(cfg: RunConfig) -> tuple[int, tuple[str, ...]]:
+    """``(nnodes, hosts)`` once ``--nnodes``, ``--slurm``, ``--slurm-args``, ``--hosts`` agree."""
+    import shlex
+    import shutil
+
+    hosts = cfg.hosts.split(",") if isinstance(cfg.hosts, str) else list(cfg.hosts or ())
+    hosts = tuple(h.strip() for h in hosts if h.strip())
+    nnodes = cfg.nnodes if cfg.nnodes is not None else (len(hosts) or 1)
+    if isinstance(nnodes, str) and nnodes.strip().isdigit():
+        nnodes = int(nnodes)
+    if isinstance(nnodes, bool) or not isinstance(nnodes, int) or nnodes < 1:
+        raise OptionError(t("opt.nnodes", value=cfg.nnodes))
+    if cfg.slurm and hosts:
+        raise OptionError(t("opt.nodes.both"))
+    if cfg.slurm_args and not cfg.slurm:
+        raise OptionError(t("opt.nodes.slurm_args"))
+    if hosts and nnodes != len(hosts):
+        raise OptionError(t("opt.nodes.count", nnodes=nnodes, count=len(hosts), hosts=",".join(hosts)))
+    if nnodes > 1 and not (cfg.slurm or hosts):
+        raise OptionError(t("opt.nodes.how", nnodes=nnodes))
+    if cfg.channel_host and not (cfg.slurm or hosts):
+        raise OptionError(t("opt.nodes.channel_host"))
+    if cfg.slurm:
+        if shutil.which("srun") is None:
+            raise OptionError(t("opt.nodes.no_srun", path=os.environ.get("PATH", "")))
+        try:
+            shlex.split(cfg.slurm_args)
+        except ValueError as exc:
+            raise OptionError(t("opt.nodes.slurm_args_bad", value=cfg.slurm_args, error=exc)) from None
+    if hosts and shutil.which("ssh") is None and os.environ.get("LABKIT_SSH", "x"):
+        raise OptionError(t("opt.nodes.no_ssh"))
+    return nnodes, hosts
+
+
+def multinode(cfg: RunConfig) -> bool:
+    """Ranks on other machines (srun or ssh starts the agents): the TCP channel, a shared run folder."""
+    return bool(cfg.slurm or cfg.hosts)
 
 
 def check_timeout(timeout: Any) -> float | None:
@@ -145,6 +227,26 @@ def check_timeout(timeout: Any) -> float | None:
     if not ok:
         raise OptionError(t("opt.timeout", value=timeout))
     return float(timeout)
+
+
+def add_node_options(p: Any) -> None:
+    """The multi-node options of ``%%torchrun`` (``labkit.magic``'s parser)."""
+    p.add_argument("--nnodes", default=None, help=t("magic.help.nnodes"))
+    p.add_argument("--slurm", action="store_true", help=t("magic.help.slurm"))
+    p.add_argument("--slurm-args", default="", help=t("magic.help.slurm_args"))
+    p.add_argument("--hosts", default="", help=t("magic.help.hosts"))
+    p.add_argument("--channel-host", default=None, help=t("magic.help.channel_host"))
+
+
+def node_options(opts: Any) -> dict[str, Any]:
+    """``RunConfig`` fields from the parsed multi-node options."""
+    return {
+        "nnodes": opts.nnodes,
+        "slurm": opts.slurm,
+        "slurm_args": opts.slurm_args,
+        "hosts": opts.hosts,
+        "channel_host": opts.channel_host,
+    }
 
 
 def parse_env(items: list[str] | None) -> dict[str, str]:
@@ -187,8 +289,8 @@ catalog(
 catalog(
     {
         "magic.usage": {
-            "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet]",
-            "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet]",
+            "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR]",
+            "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR]",
         },
         "warm.usage.start": {
             "en": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECONDS] [--env K=V ...]",
@@ -216,6 +318,23 @@ catalog(
             "ro": "variabilă de mediu pentru ranguri (repetabilă)",
         },
         "magic.help.quiet": {"en": "no dashboard, no summary", "ro": "fără panou și fără rezumat"},
+        "magic.help.nnodes": {
+            "en": "nodes, one torchrun agent each (needs --slurm or --hosts)",
+            "ro": "noduri, câte un agent torchrun pe fiecare (cere --slurm sau --hosts)",
+        },
+        "magic.help.slurm": {
+            "en": "start the agents with srun (inside an allocation, or srun asks for one)",
+            "ro": "pornește agenții cu srun (într-o alocare, sau srun cere una)",
+        },
+        "magic.help.slurm_args": {"en": "srun's own options, quoted", "ro": "opțiunile lui srun, între ghilimele"},
+        "magic.help.hosts": {
+            "en": "hosts to start the agents on with ssh",
+            "ro": "gazdele pe care ssh pornește agenții",
+        },
+        "magic.help.channel_host": {
+            "en": "address the ranks connect back to (default: the interface facing the nodes)",
+            "ro": "adresa la care se conectează rangurile (implicit: interfața spre noduri)",
+        },
         "magic.help.display": {
             "en": "widgets, text or none (default: auto)",
             "ro": "widgets, text sau none (implicit: auto)",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from labkit.i18n import catalog, t
-from labkit.protocol import ELAPSED, Msg, Status
+from labkit.protocol import ELAPSED, TYPE, Msg, Status
 from labkit.units import fmt_bytes, render_table
 
 if TYPE_CHECKING:
@@ -53,6 +53,15 @@ catalog(
 SUMMARY_COLUMNS = ("rank", "status", "mem", "peak", "step", "steps")
 
 
+def rank_label(run: Run, r: int) -> str:
+    """``r``, or ``r (node/local rank)`` when the run's ranks are on more than one node."""
+    hellos = {q: next((m for m in run.events[q] if m.get(TYPE) == Msg.HELLO), {}) for q in run.ranks}
+    if len({h.get("node") for h in hellos.values() if h.get("node")}) < 2:
+        return str(r)
+    hello = hellos[r]
+    return f"{r} ({hello['node']}/{hello.get('local_rank', '?')})" if hello.get("node") else str(r)
+
+
 def status_label(run: Run, r: int) -> str:
     s = run.ranks[r]
     label = t(f"run.status.{s.status}")
@@ -71,7 +80,7 @@ def rows(run: Run) -> list[dict[str, str]]:
         comm = run.last_message(r, Msg.COMM)
         out.append(
             {
-                "rank": str(r),
+                "rank": rank_label(run, r),
                 "status": status_label(run, r),
                 "mem": fmt_bytes(run.memory_now(r)),
                 "peak": fmt_bytes(run.main_peak(r)),
@@ -119,7 +128,7 @@ def plot(run: Run, ax: Any = None) -> Any:
     for r, samples in run.memory.items():
         xs = [s[ELAPSED] for s in samples if key in s]
         ys = [s[key] / 2**20 for s in samples if key in s]
-        ax_mem.plot(xs, ys, label=f"{t('run.col.rank')} {r}")
+        ax_mem.plot(xs, ys, label=f"{t('run.col.rank')} {rank_label(run, r)}")
     ax_mem.set_title(f"{t('run.plot.title')} ({label})")
     ax_mem.set_xlabel(t("run.plot.time"))
     ax_mem.set_ylabel(t("run.plot.mem"))
@@ -127,7 +136,7 @@ def plot(run: Run, ax: Any = None) -> Any:
     if ax_step is not None:
         for r, times in run.step_times.items():
             if times:
-                ax_step.plot(range(len(times)), times, marker="o", label=f"{t('run.col.rank')} {r}")
+                ax_step.plot(range(len(times)), times, marker="o", label=f"{t('run.col.rank')} {rank_label(run, r)}")
         ax_step.set_title(t("run.plot.steps"))
         ax_step.set_xlabel(t("run.plot.step"))
         ax_step.set_ylabel(t("run.plot.seconds"))

@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import nbformat
@@ -224,3 +227,362 @@ def test_a_rendezvous_that_never_completes_times_out(live, tmp_path):
     assert "join_timeout=10" in task0 and "RendezvousTimeoutError" in task0, task0[-3000:]
     assert 10 <= seconds < 10 + 30, seconds
     assert re.search(r"n1: task 0: Exited with exit code", done.stderr), done.stderr
+
+
+# -- %%torchrun --nnodes 2 --slurm: labkit's own launch across nodes ------------------------------
+
+# the FSDP cell as a notebook runs it: the rank API, a timeline, where each rank ran
+NODE_CELL = """
+import os
+import torch
+import torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+from labkit import rank, timeline
+from labkit.models import TransformerLM, get_config, synthetic_batch
+
+torch.manual_seed(0)
+cfg = get_config("tiny")
+model = FSDP(TransformerLM(cfg), sharding_strategy=ShardingStrategy.FULL_SHARD, device_id=torch.device("cpu"))
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+recorder = timeline.Recorder(model, optimizer)
+for step in rank.steps(2):
+    inputs, targets = synthetic_batch(cfg, 4, step, rank.rank())
+    with recorder.step(step):
+        model(inputs, targets).backward()
+        optimizer.step()
+    optimizer.zero_grad()
+held = sum(p.numel() for p in model.parameters())
+with FSDP.summon_full_params(model):
+    full = sum(p.numel() for p in model.parameters())
+    checksum = sum(p.double().sum().item() for p in model.parameters())
+rank.report(world=dist.get_world_size(), node=os.environ.get("LABKIT_NODE", "local"), local_rank=rank.local_rank(),
+            held=held, full=full, checksum=checksum)
+"""
+
+SLEEP_CELL = """
+import time
+from labkit import rank
+for step in rank.steps(3000):
+    time.sleep(0.05)
+"""
+
+
+@pytest.fixture
+def nodes_env(live, monkeypatch, tmp_path):
+    """The kernel's side: this process reaches the cluster (srun on PATH, SLURM_CONF) as a notebook on a login node would."""
+    for key in ("SLURM_CONF", "PATH", slurm.MARK_VAR):
+        monkeypatch.setenv(key, live.env[key])
+    monkeypatch.setenv("LABKIT_RUN_ROOT", str(tmp_path / "runs"))  # every node sees it (one host here)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("LABKIT_LANG", "en")
+    from labkit.group import find_run_processes
+    from labkit.testing.processes import check_leftovers, listening_sockets
+
+    before = listening_sockets()
+    yield live
+    assert not [slurm.describe(p) for p in find_run_processes(None) if p in slurm.marked_processes(live.mark)]
+    check_leftovers(before)  # no rank of ours anywhere, and the channel's TCP listener is closed
+
+
+def agent_on(cluster, node: str) -> int | None:
+    """The torchrun agent (not a forked rank) that srun started on ``node``, if it runs yet."""
+    for pid in slurm.marked_processes(cluster.mark):
+        if "labkit.agent" not in slurm.describe(pid) or "labkit.agent" in slurm.describe(slurm.parent(pid)):
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"SLURMD_NODENAME={node}".encode() in f.read().split(b"\0"):
+                    return pid
+        except OSError:
+            continue
+    return None
+
+
+def in_background(action) -> threading.Thread:
+    thread = threading.Thread(target=action, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_two_node_slurm_cell_comes_back_like_a_one_node_cell(nodes_env):
+    from labkit import magic
+
+    started = time.monotonic()
+    two = magic.run_cell("--nnodes 2 --slurm -n 2 --backend gloo --timeout 120 --display none", NODE_CELL, {})
+    seconds = time.monotonic() - started
+    one = magic.run_cell("-n 2 --backend gloo --timeout 120 --display none", NODE_CELL, {})
+    print(f"%%torchrun --nnodes 2 --slurm -n 2 (FSDP FULL_SHARD): {seconds:.1f} s; 1 node x 2: {one.wall_time:.1f} s")
+    assert two.ok and one.ok and two.rejected_clients == []
+    values = two.values
+    assert sorted(values) == [0, 1, 2, 3] and {v["world"] for v in values.values()} == {4}
+    assert sorted((v["node"], v["local_rank"]) for v in values.values()) == [("n1", 0), ("n1", 1), ("n2", 0), ("n2", 1)]
+    full = values[0]["full"]
+    assert all(v["full"] == full and v["held"] == -(-full // 4) for v in values.values())  # FULL_SHARD over 4
+    assert len({round(v["checksum"], 6) for v in values.values()}) == 1
+    # the same results as a one-node cell: values, memory samples, peaks, step times, timeline
+    assert all(set(values[r]) == set(one.values[0]) for r in values)
+    assert all(two.memory[r] and set(two.memory[r][-1]) == set(one.memory[0][-1]) for r in values)
+    assert all(set(two.peak_memory[r]) == set(one.peak_memory[0]) and two.main_peak(r) > 0 for r in values)
+    assert all(len(two.step_times[r]) == len(one.step_times[0]) == 2 for r in values)
+    spans = two.timeline()
+    assert sorted(spans) == [0, 1, 2, 3] and all(set(spans[r]) == set(one.timeline()[0]) for r in spans)
+    # the summary names each rank's node and local rank; a one-node run keeps plain numbers
+    for r, v in values.items():
+        assert f"{r} ({v['node']}/{v['local_rank']})" in two.summary()
+    assert "(local/" not in one.summary()
+
+
+def test_a_node_that_dies_names_the_node_and_rank(nodes_env):
+    import labkit
+    from labkit.errors import RunError
+
+    killed: list[float] = []
+    secrets_seen: list[str] = []
+
+    def kill_node_two() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            run = labkit.last_run
+            if run is not None and run.nproc == 2 and all(s.connected for s in run.ranks.values()):
+                pid = agent_on(nodes_env, "n2")
+                if pid:
+                    secrets_seen.extend(token_on_command_lines(pid))
+                    os.kill(pid, 9)
+                    killed.append(time.monotonic())
+                    return
+            time.sleep(0.05)
+
+    labkit.last_run = None
+    thread = in_background(kill_node_two)
+    with pytest.raises(RunError) as failure:
+        labkit.torchrun(SLEEP_CELL, nproc=1, backend="gloo", nnodes=2, slurm=True, timeout=90, display="none")
+    thread.join(5)
+    seconds = time.monotonic() - killed[0]
+    message = str(failure.value)
+    print(f"node n2's agent killed: {type(failure.value).__name__} after {seconds:.1f} s\n{message}")
+    dead = next(r for r, v in failure.value.run.events.items() if v and v[0].get("node") == "n2")
+    assert failure.value.rank == dead and f"rank {dead} ran on node n2 (local rank 0)" in message
+    assert "srun: error: n2: task 1" in message
+    assert seconds < 30
+    assert secrets_seen == [], f"the run's token is on a command line: {secrets_seen}"
+
+
+def test_a_rank_that_raises_on_the_second_node_is_named_with_its_node(nodes_env):
+    import labkit
+    from labkit.errors import RankError
+
+    cell = (
+        "import os\nfrom labkit import rank\nif os.environ['LABKIT_NODE'] == 'n2':\n    raise ValueError('bad shard')\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(RankError) as failure:
+        labkit.torchrun(cell, nproc=1, backend="gloo", nnodes=2, slurm=True, timeout=60, display="none")
+    message = str(failure.value)
+    print(f"a rank raising on n2: {time.monotonic() - started:.1f} s\n{message}")
+    on_n2 = next(r for r, v in failure.value.run.events.items() if v and v[0].get("node") == "n2")
+    assert failure.value.rank == on_n2 and "ValueError: bad shard" in message
+    assert (
+        f"rank {on_n2} failed (cell line 4): ValueError: bad shard\nrank {on_n2} ran on node n2 (local rank 0)"
+        in message
+    )
+
+
+def test_a_kernel_inside_an_allocation_runs_the_cell_as_a_step_of_its_job(live, tmp_path):
+    # what a batchspawner server with --nodes=2 is: a kernel in a 2-node job; the cell becomes a step of it
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(
+        "import json, os, sys\nimport labkit\n"
+        "cell = 'import os\\nfrom labkit import rank\\n"
+        'rank.report(job=os.environ["SLURM_JOB_ID"], step=os.environ["SLURM_STEP_ID"], node=os.environ["LABKIT_NODE"])\'\n'
+        "run = labkit.torchrun(cell, nproc=1, backend='gloo', nnodes=2, slurm=True, timeout=90, display='none')\n"
+        "json.dump({'job': os.environ['SLURM_JOB_ID'], 'values': run.values}, open(sys.argv[1], 'w'))\n"
+    )
+    env = job_env(tmp_path, LABKIT_RUN_ROOT=str(tmp_path / "runs"))
+    wrap = f"{sys.executable} {kernel} {tmp_path}/result.json"
+    started = time.monotonic()
+    submitted = live.run(
+        ["sbatch", "--parsable", "-N2", "--ntasks-per-node=1", f"--output={tmp_path}/kernel.out", "--wrap", wrap],
+        cwd=ROOT,
+        env=env,
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    job = live.wait_job(submitted.stdout.strip().split(";")[0], JOB_TIMEOUT)
+    print(f"a kernel in a 2-node job, the cell a step of it: {time.monotonic() - started:.1f} s")
+    assert job["JobState"] == "COMPLETED", open(tmp_path / "kernel.out").read()[-3000:]
+    result = json.load(open(tmp_path / "result.json"))
+    values = result["values"].values()
+    assert {v["job"] for v in values} == {result["job"]}  # the kernel's own job, not a new one
+    assert sorted(v["node"] for v in values) == ["n1", "n2"]
+
+
+def token_on_command_lines(agent: int) -> list[str]:
+    """Every process whose command line (what ``ps`` shows everyone) holds the token the agent got in its env."""
+    with open(f"/proc/{agent}/environ", "rb") as f:
+        token = dict(item.partition(b"=")[::2] for item in f.read().split(b"\0"))[b"LABKIT_TOKEN"]
+    assert len(token) == 64
+    seen = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if token in f.read():
+                    seen.append(slurm.describe(int(name)))
+        except OSError:
+            continue
+    return seen
+
+
+def test_a_two_node_run_past_its_timeout_is_stopped_on_every_node(nodes_env):
+    import labkit
+    from labkit.errors import RunTimeout
+
+    started = time.monotonic()
+    with pytest.raises(RunTimeout) as failure:
+        labkit.torchrun(SLEEP_CELL, nproc=1, backend="gloo", nnodes=2, slurm=True, timeout=15, display="none")
+    seconds = time.monotonic() - started
+    print(f"--timeout 15 on 2 nodes: RunTimeout after {seconds:.1f} s\n{failure.value}")
+    assert sorted(failure.value.alive) == [0, 1] and seconds < 15 + 15
+    # the live fixture then checks that no job, slurmstepd, agent or rank is left on n1 or n2
+
+
+def test_an_srun_that_cannot_start_fails_at_once_with_srun_s_reason(nodes_env):
+    import labkit
+    from labkit.errors import LaunchError
+
+    started = time.monotonic()
+    with pytest.raises(LaunchError) as failure:
+        labkit.torchrun(
+            "pass",
+            nproc=1,
+            backend="gloo",
+            nnodes=2,
+            slurm=True,
+            slurm_args="-p nosuchpartition",
+            timeout=60,
+            display="none",
+        )
+    seconds = time.monotonic() - started
+    print(f"srun -p nosuchpartition: {seconds:.1f} s")
+    assert "invalid partition specified: nosuchpartition" in str(failure.value)
+    assert seconds < 15
+
+
+def test_a_rendezvous_that_never_completes_fails_within_its_timeout(nodes_env, monkeypatch):
+    import labkit
+    from labkit.errors import RunError
+
+    monkeypatch.setenv("LABKIT_RDZV_TIMEOUT", "10")
+    stopped: list[int] = []
+
+    def stall_node_two() -> None:  # a node stuck before torchrun joins: SIGSTOP its agent as soon as it runs
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not stopped:
+            pid = agent_on(nodes_env, "n2")
+            if pid:
+                os.kill(pid, 19)
+                stopped.append(pid)
+            time.sleep(0.01)
+
+    thread = in_background(stall_node_two)
+    started = time.monotonic()
+    with pytest.raises(RunError) as failure:
+        labkit.torchrun("pass", nproc=1, backend="gloo", nnodes=2, slurm=True, timeout=60, display="none")
+    seconds = time.monotonic() - started
+    thread.join(5)
+    message = str(failure.value)
+    print(f"rendezvous with n2 stopped: {type(failure.value).__name__} after {seconds:.1f} s\n{message}")
+    assert stopped and "the rendezvous never completed" in message
+    assert "node ranks that never joined: 1 " in message
+    assert 10 <= seconds < 10 + 30
+
+
+# -- %%torchrun --hosts a,b: ssh, for lab machines without a scheduler --------------------------------
+
+HOSTS_CELL = """
+import os
+import torch.distributed as dist
+from labkit import rank
+import torch
+for step in rank.steps(2):
+    dist.all_reduce(torch.ones(1))
+rank.report(world=dist.get_world_size(), node=os.environ["LABKIT_NODE"], local_rank=rank.local_rank())
+"""
+
+
+@pytest.fixture(scope="module")
+def sshd():
+    """An sshd on localhost (None, with the reason, where it cannot be installed or started)."""
+    folder = tempfile.mkdtemp(prefix="labkit-ssh-")
+    try:
+        server = slurm.start_sshd(folder)
+    except (slurm.SlurmUnavailable, OSError, subprocess.SubprocessError) as e:
+        yield None, str(e)
+    else:
+        yield server, ""
+        server.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_on_hosts(monkeypatch, tmp_path, ssh: str, hosts: tuple[str, ...]):
+    import labkit
+    from labkit.testing.processes import leftover_ranks, listening_sockets
+
+    monkeypatch.setenv("LABKIT_SSH", ssh)
+    monkeypatch.setenv("LABKIT_RUN_ROOT", str(tmp_path / "runs"))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    started, before = time.monotonic(), listening_sockets()
+    try:
+        return labkit.torchrun(HOSTS_CELL, nproc=1, backend="gloo", hosts=hosts, timeout=60, display="none")
+    finally:
+        print(f"--hosts {','.join(hosts)}: {time.monotonic() - started:.1f} s")
+        assert leftover_ranks() == [] and listening_sockets() == before  # the channel's listener too
+
+
+def check_two_hosts(run) -> None:
+    assert run.ok and run.rejected_clients == []
+    assert sorted((v["node"], v["local_rank"], v["world"]) for v in run.values.values()) == [
+        ("127.0.0.1", 0, 2),
+        ("localhost", 0, 2),
+    ]
+    assert "(localhost/0)" in run.summary()
+
+
+def test_hosts_agents_started_here_without_ssh(monkeypatch, tmp_path):
+    # LABKIT_SSH="": the fan-out starts each host's agent here, through the same env-on-stdin path
+    check_two_hosts(run_on_hosts(monkeypatch, tmp_path, "", ("127.0.0.1", "localhost")))
+
+
+def test_hosts_over_ssh_to_localhost(sshd, monkeypatch, tmp_path):
+    from labkit.errors import LaunchError
+
+    server, why = sshd
+    if server is None:
+        pytest.skip(f"no sshd to ssh to (the agents started here are tested above): {why}")
+    check_two_hosts(run_on_hosts(monkeypatch, tmp_path, shlex.join(server.ssh), ("127.0.0.1", "localhost")))
+    with pytest.raises(LaunchError) as failure:  # a host that cannot be reached ends the other node too
+        run_on_hosts(monkeypatch, tmp_path, shlex.join(server.ssh), ("127.0.0.1", "nosuchhost.invalid"))
+    assert "node nosuchhost.invalid exited with code 255" in str(failure.value)
+
+
+def running_tasks(cluster) -> list[str]:
+    """The ``sleep`` tasks of a job (not the srun that started them, whose command line names them too)."""
+    return [
+        line for line in map(slurm.describe, cluster.job_processes()) if os.path.basename(line.split()[1]) == "sleep"
+    ]
+
+
+def test_an_srun_killed_outright_leaves_its_job_and_cleanup_cancels_it(nodes_env):
+    # why teardown ends with scancel: srun SIGKILLed (after its SIGTERM grace) cannot end its own job
+    from labkit.nodes import NodeLauncher
+
+    srun_proc = subprocess.Popen(
+        ["srun", "--job-name=run-cleanup-test", "-N2", "sleep", "100"], env=os.environ, start_new_session=True
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not running_tasks(nodes_env):
+        time.sleep(0.1)
+    srun_proc.kill()
+    srun_proc.wait()
+    assert nodes_env.active_jobs(), "the job should outlive a SIGKILLed srun"
+    job = nodes_env.active_jobs()[0]
+    assert sorted(NodeLauncher("slurm", 2, "run-cleanup-test").cleanup()) == [job, f"{job}.0"]  # the job and its step
+    # the live fixture then checks that no job and no process of it is left on n1 or n2

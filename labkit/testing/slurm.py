@@ -9,6 +9,9 @@ accounting, and a munge key and socket of their own, so nothing in ``/etc`` is u
     done = cluster.run(["srun", "-N2", "hostname"])
     cluster.stop()
 
+``start_sshd`` does the same for ``%%torchrun --hosts``: an sshd of its own on a free port of
+localhost (openssh-server from apt when missing), with host and user keys in a temporary folder.
+
 Every daemon, and every job the cluster's ``env`` submits, carries the cluster's marker in its
 environment (srun and sbatch pass the submitter's environment on), so ``job_processes`` finds
 what a job left behind on any of its nodes, and ``stop`` removes it all.
@@ -360,3 +363,78 @@ def _kill_all(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+# -- sshd on localhost, for %%torchrun --hosts -------------------------------------------------
+
+
+@dataclass
+class Sshd:
+    """An sshd of the tests' own on a free port of localhost, and the ssh command that reaches it by key."""
+
+    proc: subprocess.Popen
+    ssh: list[str]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_sshd(folder: str, timeout: float = 300) -> Sshd:
+    """sshd (Debian's openssh-server, installed as root if missing) with a host key, a user key and a
+    configuration in ``folder``; nothing in /etc or ~/.ssh is used or changed. Raises SlurmUnavailable."""
+    sshd = shutil.which("sshd", path=_sbin_path())
+    if sshd is None:
+        if os.geteuid() != 0 or shutil.which("apt-get") is None:
+            raise SlurmUnavailable("no sshd, and no root with apt-get to install openssh-server")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        done = _quiet_run(["apt-get", "install", "-y", "--no-install-recommends", "openssh-server"], env, timeout)
+        sshd = shutil.which("sshd", path=_sbin_path())
+        if done.returncode != 0 or sshd is None:
+            raise SlurmUnavailable(f"apt-get install openssh-server failed: {done.stdout.strip()[-300:]}")
+    if os.geteuid() != 0:
+        raise SlurmUnavailable("sshd must run as root to log users in, and this is not root")
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # its privilege separation folder
+    for name in ("host", "user"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", f"{folder}/{name}"], check=True)
+    os.chmod(f"{folder}/user", 0o600)
+    shutil.copy(f"{folder}/user.pub", f"{folder}/authorized_keys")
+    os.chmod(folder, 0o700)  # sshd's StrictModes: the key files' folder is not writable by others
+    port = free_ports(1)[0]
+    config = [
+        f"Port {port}",
+        "ListenAddress 127.0.0.1",
+        f"HostKey {folder}/host",
+        f"AuthorizedKeysFile {folder}/authorized_keys",
+        "PasswordAuthentication no",
+        "PermitRootLogin prohibit-password",
+        "UsePAM no",
+        "StrictModes no",  # the keys sit in a private folder under /tmp, which is world-writable
+        f"PidFile {folder}/sshd.pid",
+    ]
+    with open(f"{folder}/sshd_config", "w") as f:
+        f.write("\n".join(config) + "\n")
+    log = open(f"{folder}/sshd.log", "w")
+    proc = subprocess.Popen(
+        [sshd, "-D", "-e", "-f", f"{folder}/sshd_config"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )
+    log.close()
+    ssh = ["ssh", "-p", str(port), "-i", f"{folder}/user", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"]
+    ssh += ["-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+    deadline = time.monotonic() + 15
+    while subprocess.run([*ssh, "127.0.0.1", "true"], capture_output=True, timeout=15).returncode != 0:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise SlurmUnavailable(f"sshd did not let us in: {open(f'{folder}/sshd.log').read()[-500:]}")
+        time.sleep(0.2)
+    return Sshd(proc, ssh)
