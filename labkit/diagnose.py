@@ -104,6 +104,10 @@ catalog(
             "en": "an NCCL collective timed out: some rank never made the matching call (a rank-dependent `if`, a hang, or a failed peer); the first rank to fail is the cause.",
             "ro": "o operație colectivă NCCL a expirat: un rang nu a făcut apelul corespunzător (un `if` care depinde de rang, un blocaj sau un rang căzut); primul rang care a eșuat este cauza.",
         },
+        "diag.hint.never_joined": {
+            "en": "the ranks waited in init_process_group for a rank that never wrote its address to the store: the number at the end of the key is that rank. It did not reach init_process_group in time (stuck before it, or still starting); its log (run.logs[rank].stderr) has its stack.",
+            "ro": "rangurile au așteptat în init_process_group un rang care nu și-a scris niciodată adresa în store: numărul de la capătul cheii este acel rang. Nu a ajuns la timp la init_process_group (blocat înainte sau încă pornind); jurnalul lui (run.logs[rang].stderr) conține stiva.",
+        },
         "diag.hint.peer_lost": {
             "en": "a peer rank closed its gloo connection: it failed, was stopped, or finished before this collective.",
             "ro": "un rang pereche și-a închis conexiunea gloo: a eșuat, a fost oprit sau a terminat înaintea acestei operații colective.",
@@ -123,6 +127,8 @@ catalog(
 PEER_LOST = re.compile(
     r"Connection closed by peer|Connection reset by peer|remote process exited|Broken pipe|ECONNRESET", re.I
 )
+# init_process_group waited for ranks that never wrote their address: "keys: /default_pg/0//cpu//0/3"
+STORE_WAIT = re.compile(r"DistStoreError: wait timeout after \d+ms, keys: (.+)")
 # a collective failed this way: the group is broken, or the ranks are out of step
 BROKEN = re.compile(PEER_LOST.pattern + r"|Timed out waiting|timeout caused pair closure|ProcessGroup.*abort", re.I)
 
@@ -146,6 +152,7 @@ HINTS = (
     ),
     Hint("port_in_use", re.compile(r"Address already in use|EADDRINUSE|\[Errno 98\]"), "diag.hint.port_in_use"),
     Hint("open_files", re.compile(r"Too many open files|EMFILE|\[Errno 24\]"), "diag.hint.open_files"),
+    Hint("never_joined", STORE_WAIT, "diag.hint.never_joined"),
     Hint("peer_lost", PEER_LOST, "diag.hint.peer_lost"),
 )
 SIGNAL_HINTS = {"SIGKILL": "launch.hint.sigkill", "SIGSEGV": "launch.hint.sigsegv"}
@@ -155,6 +162,14 @@ def hint_for(text: str) -> str:
     """The first rule whose pattern is in ``text``, as its hint; "" if none."""
     rule = next((h for h in HINTS if h.pattern.search(text)), None)
     return t(rule.key) if rule else ""
+
+
+def waited_for(error: dict[str, Any] | None) -> list[int]:
+    """The ranks a store wait in init_process_group was waiting for (the last number of each key)."""
+    m = STORE_WAIT.search(f"{(error or {}).get('type', '')}: {(error or {}).get('message', '')}")
+    if not m:
+        return []
+    return sorted({int(k) for k in re.findall(r"/(\d+)(?=,|\s|$)", m.group(1))})
 
 
 def same_failure(a: RankState, b: RankState) -> bool:

@@ -101,6 +101,13 @@ class Launch:
             raise error
         return run
 
+    def _dump_the_awaited(self, run: Run) -> None:
+        """A rank failed waiting in init_process_group for ranks that never came: before torchrun
+        stops them, ask those ranks where they are (their stack goes to their stderr)."""
+        awaited = {r for s in run.ranks.values() for r in diagnose.waited_for(s.error)}
+        pids = [s.pid for r, s in run.ranks.items() if r in awaited and s.pid and s.exit_code is None]
+        self.group.dump_stacks(pids)
+
     def request_stop(self) -> None:
         self.stop_requested = True
 
@@ -118,6 +125,7 @@ class Launch:
         )
         if failed and self._first_failure is None:
             self._first_failure = now
+            self._dump_the_awaited(run)
         # torchrun stops the other ranks within a fraction of a second; give it a few seconds
         if self._first_failure is not None and now - self._first_failure > self.cfg.grace + 3:
             return Outcome.STUCK  # torchrun should have stopped everyone by now; we do it
