@@ -81,7 +81,7 @@ def plot_timeline(
                 if _lane(s) == lane and lane != "held":
                     _bar(ax, s, t0, y, label_if_wider=width / 25)
             ticks.append(y)
-            labels.append(t(f"timeline.lane.{lane}", rank=r))
+            labels.append(t(f"timeline.lane.{lane}", rank=_label(run, r)))
     ax.set_yticks(ticks, labels, fontsize="small")
     ax.set_ylim(max(ticks) + 0.6, -0.6)
     ax.set_xlabel(t("timeline.xlabel"))
@@ -121,6 +121,15 @@ def _draw_held(ax: Any, spans: Sequence[dict[str, Any]], t0: float, y: float) ->
     ys = [y + 0.4 - 0.8 * n / max(peak, 1) for _, n in curve]
     ax.fill_between(xs, ys, y + 0.4, step="post", color=COLORS["held"], alpha=0.6, linewidth=0)
     ax.text(xs[-1], y, " " + t("timeline.peak", n=peak), fontsize=6, va="center")
+
+
+def _label(run: Any, r: int) -> str:
+    """The rank as the dashboard names it: ``r``, or ``r (node/local rank)`` on several nodes."""
+    if not hasattr(run, "events") or r not in getattr(run, "ranks", {}):
+        return str(r)  # spans without a Run (a simulation, a saved trace)
+    from labkit.runview import rank_label
+
+    return rank_label(run, r)
 
 
 def _legend_handles(by_rank: Mapping[int, dict[str, Any]]) -> list[Any]:

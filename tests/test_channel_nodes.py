@@ -188,3 +188,12 @@ def test_ranks_are_labelled_node_and_local_rank_only_across_nodes(tmp_path):
     assert rows(two)[2]["rank"] == "2 (n1/0)"
     one = run_on(("", 0), ("", 1))  # one node: the bootstrap sends no node name
     assert [rank_label(one, r) for r in one.ranks] == ["0", "1"]
+
+    # the timeline's Gantt chart names its rows the same way
+    from labkit.gantt import plot_timeline
+
+    span = {"kind": "forward", "unit": "layers.0", "stream": "compute", "start": 1.0, "end": 1.5}
+    for r in two.ranks:
+        two.ingest({TYPE: Msg.SPANS, "rank": r, "step": 0, "spans": [span]})
+    labels = [x.get_text() for x in plot_timeline(two).axes[0].get_yticklabels()]
+    assert "rank 2 (n1/0) compute" in labels and "rank 0 (n2/0) comm" in labels
