@@ -116,8 +116,33 @@ def init_process_group(backend: str, timeout_s: float) -> None:
     kwargs: dict[str, Any] = {"timeout": datetime.timedelta(seconds=timeout_s)}
     if backend == "nccl":
         kwargs["device_id"] = gpus.bind_device(backend)  # cuda:LOCAL_RANK, before anything touches CUDA
+    kwargs.update(file_store())
     dist.init_process_group(backend, **kwargs)
     everyone_joined()
+
+
+_stores = 0  # process groups this rank has made: each gets a store file of its own
+
+
+def file_store() -> dict[str, Any]:
+    """On one node, the group's rendezvous through a file in the run folder, not torchrun's agent store.
+
+    A rank forked from torchrun's agent makes a TCPStore client to the agent's store in
+    init_process_group, and under load one rank in a few dozen 4-rank runs hung there until the
+    timeout (its stack: ``rendezvous._create_c10d_store``; the others then fail waiting for its
+    key). A file needs no connection and no thread of the agent. Across nodes the ranks share no
+    local folder: torchrun's store stays (``{}``: init_process_group's env:// defaults).
+    """
+    global _stores
+    if os.environ.get("LOCAL_WORLD_SIZE") != os.environ.get("WORLD_SIZE"):
+        return {}
+    _stores += 1
+    path = os.path.join(os.environ["LABKIT_RUN_DIR"], f"store-{_stores}")  # every rank counts the same
+    return {
+        "init_method": f"file://{path}",
+        "rank": int(os.environ["RANK"]),
+        "world_size": int(os.environ["WORLD_SIZE"]),
+    }
 
 
 def everyone_joined() -> None:
