@@ -171,6 +171,8 @@ def default_pg_timeout(timeout_s: float) -> None:
     @functools.wraps(original)
     def with_timeout(*args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("timeout", datetime.timedelta(seconds=timeout_s))
+        if len(args) < 2 and not {"init_method", "store", "rank", "world_size"} & set(kwargs):
+            kwargs.update(file_store())  # env:// by default: the file store instead, as labkit's own groups
         result = original(*args, **kwargs)
         if dist.get_backend() == "gloo":  # NCCL connects lazily, and a barrier there would pick a device for the cell
             everyone_joined()
