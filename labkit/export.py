@@ -181,7 +181,8 @@ def header(path: str, chosen: list[TorchrunCell], nproc: int | None, script: str
         *[f"    cell {c.index}: {MAGIC} {c.line}".rstrip() for c in chosen],
         "",
         "Each cell runs as labkit ran it: in a process group of its own (timeout LABKIT_PG_TIMEOUT)",
-        "unless the cell makes one, destroyed at the cell's end.",
+        "unless the cell makes one, destroyed at the cell's end. After the last cell the rank ends",
+        "with os._exit, as labkit's ranks end, skipping the interpreter's teardown.",
         "LABKIT_BACKEND=gloo|nccl overrides the cells' backend. rank.report() values are printed by",
         "rank 0 and, with LABKIT_REPORT_DIR set, written there as JSON lines (rank{R}.jsonl).",
     ]
@@ -212,6 +213,7 @@ def build_script(
         *[inspect.getsource(fn) for fn in RUNTIME],
         f"_LABKIT = _labkit_setup(nproc={nproc!r}, pg_timeout={RunConfig().pg_timeout!r}, messages={messages!r})\n",
         *[s + "\n" for s in sections],
+        "_labkit_exit()  # as a labkit rank ends: no interpreter teardown (see the function)\n",
     ]
     return "\n\n".join(p for p in parts if p is not None).rstrip() + "\n", [c.index for c in chosen], nproc
 

@@ -160,4 +160,27 @@ def _labkit_end_cell(state, index):
         dist.destroy_process_group()
 
 
-RUNTIME = (_labkit_standin_rank, _labkit_setup, _labkit_begin_cell, _labkit_end_cell)
+def _labkit_exit():
+    """After the last cell: end the rank as labkit ends one, without the interpreter's teardown.
+
+    In teardown torch's C++ objects (the store's client, the process groups' transports) go in no
+    set order, and under Slurm a rank now and then aborted there ("terminate called without an
+    active exception", SIGABRT) after every rank had reported, failing a job that had finished.
+    labkit's own ranks end with os._exit and never did. What Python does first at exit is kept:
+    threads the cells started and did not make daemons are waited for, then atexit handlers run.
+    """
+    import atexit
+    import os
+    import sys
+    import threading
+
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+RUNTIME = (_labkit_standin_rank, _labkit_setup, _labkit_begin_cell, _labkit_end_cell, _labkit_exit)

@@ -85,6 +85,8 @@ if [ "$max_nodes" -gt 1 ] && [[ $host == localhost || $host == 127.* || $host ==
         "labkit: rendezvous-ul %s este loopback-ul acestei mașini: agenții de pe alte mașini nu îl pot atinge" "$endpoint"
 fi
 
+export PYTHONFAULTHANDLER=${PYTHONFAULTHANDLER:-1} # a rank that crashes natively (SIGABRT, SIGSEGV) prints its Python stack
+
 py=$(labkit_python "$repo")
 if [ -z "$nproc" ]; then
     # labkit's rule: one rank per GPU that is ours (CUDA_VISIBLE_DEVICES), never more; 2 without GPUs

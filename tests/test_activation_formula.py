@@ -24,19 +24,11 @@ TOLERANCE = 0.01  # measured / formula
 
 def stored_activations(preset: str, seq_len: int, micro_batch: int, dtype: str, checkpointing: bool) -> int:
     """The activations alive when the forward returns (what backward will read), measured."""
-    import torch
-    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
-
-    from labkit.models import TransformerLM, synthetic_batch
+    from labkit.models import synthetic_batch
+    from labkit.testing.mem_job import plain_model
 
     cfg = get_config(preset)
-    torch.manual_seed(0)
-    model = TransformerLM(cfg)
-    if dtype == "bf16":
-        model = model.to(torch.bfloat16)
-    if checkpointing:
-        for i, block in enumerate(model.layers):
-            model.layers[i] = checkpoint_wrapper(block)
+    model = plain_model(preset, dtype, checkpointing)
     tracker = memtrack.track(model, send=False)
     inputs, targets = synthetic_batch(replace(cfg, seq_len=seq_len), micro_batch, 0)
     with tracker.step(0):

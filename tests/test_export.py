@@ -154,6 +154,43 @@ def test_exported_lesson_gives_the_notebook_values(notebook, tmp_path):
     assert notebook_run(notebook, 3) == values[3]
 
 
+ENDING_CELL = """\
+import atexit
+import threading
+import time
+
+folder = os.environ["LABKIT_REPORT_DIR"]
+def late():
+    time.sleep(0.5)
+    open(os.path.join(folder, "thread"), "w").close()
+
+threading.Thread(target=late).start()  # not a daemon: Python waits for it at exit
+atexit.register(lambda: open(os.path.join(folder, "atexit"), "w").close())
+print("unflushed", end="")
+"""
+
+
+@pytest.mark.slow
+def test_the_rank_ends_without_teardown_after_atexit_and_flush(tmp_path):
+    """After the last cell the rank ends with os._exit, having done what Python does first at exit."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("%%torchrun -n 1 --backend gloo\nimport os\n" + ENDING_CELL)]
+    nbformat.write(nb, str(tmp_path / "end.ipynb"))
+    script = export.export_notebook(str(tmp_path / "end.ipynb"), out=str(tmp_path / "end.py"))
+    assert script.rstrip().endswith(
+        "_labkit_exit()  # as a labkit rank ends: no interpreter teardown (see the function)"
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "LABKIT_REPORT_DIR": str(tmp_path), "LABKIT_LANG": "en"}
+    env.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    done = subprocess.run([PY, str(tmp_path / "end.py")], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("unflushed")
+    assert os.path.exists(tmp_path / "thread") and os.path.exists(tmp_path / "atexit")
+
+
 @pytest.mark.slow
 def test_exported_script_runs_without_labkit(notebook, tmp_path):
     # labkit hidden by a package that refuses to import; one process, started the way a

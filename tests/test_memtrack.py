@@ -197,18 +197,11 @@ def one_step(model, opt, cfg, steps=None, batch: int = 2):
 )
 def test_activations_plain_model(preset: str, checkpointing: bool, dtype: str) -> None:
     import torch
-    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 
-    from labkit.models import TransformerLM
+    from labkit.testing.mem_job import plain_model
 
-    torch.manual_seed(0)
     cfg = get_config(preset)
-    model = TransformerLM(cfg)
-    if dtype == "bf16":
-        model = model.to(torch.bfloat16)
-    if checkpointing:
-        for i, block in enumerate(model.layers):
-            model.layers[i] = checkpoint_wrapper(block)
+    model = plain_model(preset, dtype, checkpointing)
     opt = torch.optim.AdamW(model.parameters(), foreach=False)
     got, _ = one_step(model, opt, cfg)
     predicted = mm.activation_memory(cfg, 2, precision=dtype, checkpointing=checkpointing)

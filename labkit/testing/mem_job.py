@@ -36,6 +36,20 @@ BATCH = 2
 HSDP_SHARD = 2  # ranks per shard group in the HYBRID_SHARD configurations
 
 
+def plain_model(preset: str, dtype: str = "fp32", checkpointing: bool = False) -> TransformerLM:
+    """The seeded model, unwrapped, in fp32 or bf16, every block checkpointed if asked: the activation tests' model."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+    torch.manual_seed(0)
+    model = TransformerLM(get_config(preset))
+    if dtype == "bf16":
+        model = model.to(torch.bfloat16)
+    if checkpointing:
+        for i, block in enumerate(model.layers):
+            model.layers[i] = checkpoint_wrapper(block)
+    return model
+
+
 def mesh_2d(world: int, shard: int):
     """(replicate, shard) mesh: ``shard`` ranks hold one copy of the sharded states."""
     from torch.distributed.device_mesh import init_device_mesh

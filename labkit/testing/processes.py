@@ -48,20 +48,36 @@ def listening_sockets() -> set[str]:
     return listening & ours
 
 
+def with_env(var: str, value: str, pids: list[int] | None = None) -> list[int]:
+    """Live processes (all, or those in ``pids``) whose environment holds ``var=value``; never this one.
+
+    A marker in the environment survives fork, exec, setsid and reparenting, so this finds every
+    process a test started, however far from us it ended up; zombies are skipped (their parent reaps them).
+    """
+    needle = f"{var}={value}".encode()
+    candidates = pids if pids is not None else [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    found = []
+    for pid in candidates:
+        if pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if f.read().rsplit(b") ", 1)[-1][:1] == b"Z":
+                    continue
+        except OSError:
+            continue
+        found.append(pid)
+    return found
+
+
 def our_rank_processes() -> list[int]:
     """The labkit run processes that carry this session's marker."""
     from labkit.group import find_run_processes
 
-    mark = f"{MARK_VAR}={mark_session()}".encode()
-    mine = []
-    for pid in find_run_processes(None):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if mark in f.read().split(b"\0"):
-                    mine.append(pid)
-        except OSError:
-            pass
-    return mine
+    return with_env(MARK_VAR, mark_session(), find_run_processes(None))
 
 
 def leftover_ranks(timeout: float = 10.0) -> list[int]:

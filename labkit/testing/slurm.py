@@ -29,6 +29,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+from labkit.testing import processes
+
 PACKAGES = ("slurm-wlm", "munge")
 COMMANDS = ("munged", "slurmctld", "slurmd", "slurmstepd", "srun", "sbatch", "sinfo", "squeue", "scontrol", "scancel")
 MARK_VAR = "LABKIT_SLURM_CLUSTER"
@@ -255,22 +257,7 @@ def slurm_conf(folder: str, nodes: list[str], ctld_port: int, node_ports: list[i
 
 def marked_processes(mark: str) -> list[int]:
     """PIDs whose environment carries the cluster's marker (daemons, slurmstepd, tasks and their children)."""
-    needle = f"{MARK_VAR}={mark}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                if needle not in f.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{name}/stat", "rb") as f:
-                if f.read().rsplit(b") ", 1)[-1][:1] == b"Z":
-                    continue  # already dead; its parent reaps it
-        except OSError:
-            continue
-        found.append(int(name))
-    return found
+    return processes.with_env(MARK_VAR, mark)
 
 
 def parent(pid: int) -> int:

@@ -27,6 +27,8 @@ import time
 import urllib.request
 from typing import Any
 
+from labkit.testing import processes
+
 CHROMIUM = "/usr/bin/chromium"
 # headless and quiet: no GPU, no update checks, no sync, no first-run dialogs, no network but 127.0.0.1
 CHROMIUM_ARGS = [
@@ -54,22 +56,7 @@ SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {"jupyter_lsp": False}}}
 
 def marked_processes(marker: str) -> list[int]:
     """PIDs of our processes whose environment holds ``LABKIT_BROWSER_TEST=marker``."""
-    want = f"{MARKER}={marker}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-            with open(f"/proc/{name}/stat", "rb") as f:
-                if f.read().split(b") ")[-1][:1] == b"Z":
-                    continue
-        except OSError:
-            continue
-        if want in env:
-            found.append(int(name))
-    return found
+    return processes.with_env(MARKER, marker)
 
 
 class JupyterLab:
