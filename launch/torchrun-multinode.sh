@@ -19,7 +19,8 @@
 #   --rdzv-timeout S       [RDZV_TIMEOUT]    seconds to wait for all nodes to join (torchrun's
 #                                            join_timeout, default 600); then the job fails
 #   --dry-run              [LABKIT_DRY_RUN=1] print the torchrun command and stop
-# Then the script and its arguments (or -m MODULE and its arguments).
+# Then the script and its arguments (or -m MODULE and its arguments). The ranks get
+# PYTHONFAULTHANDLER=1 unless it is set: a rank that crashes natively prints its Python stack.
 #
 # The rendezvous is torchrun's c10d: a store on one node that every agent joins. With
 # --node-rank, node 0 hosts it (rdzv-conf is_host), so a host name that does not match what

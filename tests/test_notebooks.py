@@ -13,7 +13,8 @@ soon as it is built):
   code: status ok, no cell error, every question of the lesson correct (100%).
 
 Then: the seed's Example 1 cell, run directly, reports each rank's loss; and a student
-edition with one planted wrong answer scores 0 and gets that answer's hint.
+edition (lesson 1, in English and in Romanian) with one planted wrong answer scores 0 and gets
+that answer's hint.
 
 `launch/test.sh` runs them two at a time (`-n 2`, pytest-xdist). Each kernel gets a tag in its
 environment, which its ranks inherit, so a test can check that nothing it started
@@ -37,6 +38,7 @@ import pytest
 from labkit.grading import registry
 from labkit.grading.build import student_notebook
 from labkit.grading.grade import grade_notebook
+from labkit.testing import processes
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(ROOT.glob("notebooks/en/*.ipynb")) + sorted(ROOT.glob("notebooks/ro/*.ipynb"))
@@ -52,18 +54,7 @@ def nb_id(path: Path) -> str:
 
 def tagged_processes(tag: str) -> list[int]:
     """PIDs of processes whose environment carries this test's tag (the kernel's ranks, torchrun)."""
-    found = []
-    marker = f"COURSE_TEST_TAG={tag}".encode()
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                if marker in f.read().split(b"\0"):
-                    found.append(int(name))
-        except OSError:
-            continue
-    return found
+    return processes.with_env("COURSE_TEST_TAG", tag)
 
 
 @pytest.fixture
@@ -154,8 +145,9 @@ def test_example1_runs_fsdp_on_two_ranks_and_reports_each_loss(tag: str):
     assert [len(run.step_times[r]) for r in (0, 1)] == [3, 3]
 
 
-def test_student_edition_scores_zero_and_a_planted_wrong_answer_gets_its_hint(tag: str, tmp_path: Path):
-    path = ROOT / "notebooks" / "en" / "01_ddp_memory_wall.ipynb"
+@pytest.mark.parametrize("edition", ["en", "ro"])
+def test_student_edition_scores_zero_and_a_planted_wrong_answer_gets_its_hint(edition: str, tag: str, tmp_path: Path):
+    path = ROOT / "notebooks" / edition / "01_ddp_memory_wall.ipynb"
     solution = nbformat.read(path, as_version=4)
     i = next(i for i, c in enumerate(solution.cells) if c.source.startswith("def mixed_state_bytes("))
     student = student_notebook(solution, path.name)

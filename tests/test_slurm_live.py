@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from labkit import export
-from labkit.testing import slurm
+from labkit.testing import processes, slurm
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(240)]
 
@@ -296,15 +296,9 @@ def nodes_env(live, monkeypatch, tmp_path):
 
 def agent_on(cluster, node: str) -> int | None:
     """The torchrun agent (not a forked rank) that srun started on ``node``, if it runs yet."""
-    for pid in slurm.marked_processes(cluster.mark):
-        if "labkit.agent" not in slurm.describe(pid) or "labkit.agent" in slurm.describe(slurm.parent(pid)):
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if f"SLURMD_NODENAME={node}".encode() in f.read().split(b"\0"):
-                    return pid
-        except OSError:
-            continue
+    for pid in processes.with_env("SLURMD_NODENAME", node, slurm.marked_processes(cluster.mark)):
+        if "labkit.agent" in slurm.describe(pid) and "labkit.agent" not in slurm.describe(slurm.parent(pid)):
+            return pid
     return None
 
 
