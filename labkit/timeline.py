@@ -330,7 +330,8 @@ class Recorder:
         if self._device() == "cpu":  # one thread: it was not computing while it waited in a collective
             compute = cut(compute, [(c.issued, c.done or c.returned) for c in counter.calls if c.blocking])
             compute = _one_thread(compute)
-        self.spans = compute + self._extra + [_comm_span(c) for c in counter.calls]
+        comms = _waited_for_by_optimizer([_comm_span(c) for c in counter.calls], self._extra)
+        self.spans = compute + self._extra + comms
         self.spans.sort(key=lambda s: s["start"])
         if send:
             _rank.send(Msg.SPANS, step=i, start=t0, end=t1, spans=self.spans, **self.describe(), **fields)
@@ -401,6 +402,23 @@ def _comm_span(c: Any) -> dict[str, Any]:
     done = c.done if c.done is not None else c.returned
     extra = {"bytes": c.bytes, "wire_bytes": c.wire_bytes, "group_size": c.group_size, "blocking": c.blocking}
     return span(c.unit or "", c.op, c.issued, done, "comm", **extra)
+
+
+def _waited_for_by_optimizer(comms: list[dict[str, Any]], extra: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A collective issued before the optimizer began ended, at the latest, when it began.
+
+    The optimizer waits for every gradient's collective (DDP's reducer waits on each bucket's
+    work before backward returns). But an async collective's end is stamped by a Python
+    callback on the backend's thread, which must first take the GIL from the main thread: on
+    a CPU run it was stamped up to several ms late, after the optimizer had started, and the
+    replay (labkit.calibrate) then made the optimizer wait for a collective long finished.
+    """
+    starts = [s["start"] for s in extra if s["kind"] == "optimizer"]
+    for c in comms:
+        later = [t for t in starts if t >= c["start"]]
+        if later and c["end"] > min(later):
+            c["end"] = min(later)
+    return comms
 
 
 def _one_thread(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -193,3 +193,20 @@ def test_cut():
     s = [timeline.span("a", "backward", 0.0, 10.0, "compute")]
     out = timeline.cut(s, [(2.0, 3.0), (5.0, 6.0), (9.0, 12.0)])
     assert [(x["start"], x["end"]) for x in out] == [(0.0, 2.0), (3.0, 5.0), (6.0, 9.0)]
+
+
+def test_a_collective_stamped_after_the_optimizer_began_ended_when_it_began():
+    """DDP's bucket all-reduce, stamped late by its Python callback, ends where the optimizer
+    (which waited for it) begins; one issued after the optimizer began, or a step without an
+    optimizer, keeps its stamp."""
+    from labkit.spans import span
+    from labkit.timeline import _waited_for_by_optimizer
+
+    optimizer = [span("optimizer", "optimizer", 10.0, 12.0, "compute")]
+    late = span("", "all_reduce", 4.0, 13.0, "comm")
+    on_time = span("", "all_reduce", 2.0, 3.0, "comm")
+    after = span("", "all_gather", 11.0, 14.0, "comm")
+    out = _waited_for_by_optimizer([late, on_time, after], optimizer)
+    assert [(s["start"], s["end"]) for s in out] == [(4.0, 10.0), (2.0, 3.0), (11.0, 14.0)]
+    alone = _waited_for_by_optimizer([span("", "all_reduce", 4.0, 13.0, "comm")], [])
+    assert alone[0]["end"] == 13.0
