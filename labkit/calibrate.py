@@ -177,14 +177,19 @@ def step_segments(msg: dict[str, Any]) -> dict[str, Any]:
     """One step's compute segments (unit, seconds, host seconds before) and its host overhead.
 
     Walks the rank's thread: compute spans and the collectives that blocked it. DDP's
-    all-reduces run in the background, so they are not on the thread; the optimizer waits
-    for them, so its gap counts from the last one's end.
+    all-reduces run in the background: only their issue is on the thread (the time since the
+    last span before it is the reducer's, charged to the collective as the simulator charges
+    it); the optimizer waits for them, so its gap counts from the last one's end.
     """
     spans = msg["spans"]
-    thread = sorted(
-        (s for s in spans if s["stream"] == "compute" or (s["stream"] == "comm" and s.get("blocking"))),
-        key=lambda s: s["start"],
-    )
+    ddp = msg.get("strategy") == "DDP"  # its reducer issues each bucket from an autograd hook, on this thread
+
+    def on_thread(s: dict[str, Any]) -> bool:
+        if s["stream"] == "compute" or (s["stream"] == "comm" and s.get("blocking")):
+            return True
+        return ddp and s["stream"] == "comm" and s["kind"] in REPLAYED  # only the bucket's issue, not its run
+
+    thread = sorted((s for s in spans if on_thread(s)), key=lambda s: s["start"])
     background = [s["end"] for s in spans if s["stream"] == "comm" and not s.get("blocking")]
     fwd: list[list[Any]] = []
     bwd: list[list[Any]] = []
@@ -193,6 +198,11 @@ def step_segments(msg: dict[str, Any]) -> dict[str, Any]:
     opt = opt_host = 0.0
     prev_end, prev = msg["start"], None
     for s in thread:
+        if s["stream"] == "comm" and not s.get("blocking"):  # a DDP bucket: the reducer's work before it is sent
+            hook_total[s["kind"]] = hook_total.get(s["kind"], 0.0) + max(s["start"] - prev_end, 0.0)
+            hook_calls[s["kind"]] = hook_calls.get(s["kind"], 0) + 1
+            prev_end = max(prev_end, s["start"])
+            continue
         ready = prev_end
         if s["kind"] == "optimizer":
             ready = max([ready, *(e for e in background if e <= s["start"])])
