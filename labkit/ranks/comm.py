@@ -1,4 +1,4 @@
-"""Collectives counted inside the ranks, and what theory says they should be.
+"""Collectives counted inside the ranks (what theory says they should be: ``labkit.timing.theory``).
 
     from labkit import comm
     for i in rank.steps(3):
@@ -39,48 +39,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from labkit import rank as _rank
-from labkit.fsdp_units import padded_numel, padded_units, unit_name
-from labkit.i18n import catalog, t
-from labkit.protocol import TYPE, Msg
-from labkit.units import fmt_bytes, render_table
+from labkit.ranks import rank as _rank
+from labkit.ranks.fsdp_units import padded_numel, padded_units, unit_name
+from labkit.wire.protocol import Msg
+from labkit.wire.records import ring_factor
 
-__all__ = [
-    "KINDS",
-    "STRATEGIES",
-    "Call",
-    "CommCounter",
-    "StepCounts",
-    "count",
-    "from_events",
-    "padded_numel",
-    "padded_units",
-    "ring_factor",
-    "steps",
-    "table",
-    "theory_bytes",
-    "total",
-    "unit_name",
-]
+__all__ = ["Call", "CommCounter", "count", "padded_numel", "padded_units", "steps", "unit_name"]
 
-catalog(
-    {
-        "comm.unknown_strategy": {
-            "en": "unknown strategy {name!r}; choose one of {choices}",
-            "ro": "strategie necunoscută {name!r}; alegeți una dintre {choices}",
-        },
-        "comm.bad_shard_size": {
-            "en": "HYBRID_SHARD needs shard_size dividing world_size ({world_size}); got {shard_size}",
-            "ro": "HYBRID_SHARD are nevoie de un shard_size care să dividă world_size ({world_size}); primit {shard_size}",
-        },
-        "comm.table.op": {"en": "collective", "ro": "colectivă"},
-        "comm.table.calls": {"en": "calls", "ro": "apeluri"},
-        "comm.table.bytes": {"en": "payload", "ro": "încărcătură"},
-        "comm.table.wire": {"en": "sent per rank (ring)", "ro": "trimis per rang (inel)"},
-    }
-)
 
-KINDS = ("all_gather", "reduce_scatter", "all_reduce", "broadcast")
 
 # c10d operator -> (collective, index of the argument holding the full-size payload).
 # Schemas: torch.ops.c10d.<name>.default._schema. Output-first for all-gather ops,
@@ -117,18 +83,6 @@ FUNCTIONAL_OPS: dict[str, str] = {
     "_c10d_functional::broadcast": "broadcast",
     "_c10d_functional::all_to_all_single": "all_to_all",
 }
-
-
-def ring_factor(kind: str, group_size: int) -> float:
-    """Bytes a rank sends per payload byte under the ring algorithm."""
-    n = max(group_size, 1)
-    if kind == "all_reduce":
-        return 2 * (n - 1) / n  # reduce-scatter, then all-gather
-    if kind in ("barrier", "recv"):
-        return 0.0
-    if kind == "send":
-        return 1.0
-    return (n - 1) / n
 
 
 @dataclass
@@ -371,109 +325,3 @@ def _wait_for_completions(counter: CommCounter, timeout: float = 5.0) -> None:
     for c in counter.calls:
         if c.done is None:
             c.done = c.returned
-
-
-# -- theory -------------------------------------------------------------------
-
-STRATEGIES = ("DDP", "NO_SHARD", "FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
-
-
-def _strategy_name(strategy: Any) -> str:
-    name = getattr(strategy, "name", str(strategy)).upper()
-    if name not in STRATEGIES:
-        raise ValueError(t("comm.unknown_strategy", name=name, choices=", ".join(STRATEGIES)))
-    return name
-
-
-def theory_bytes(
-    num_params: int,
-    strategy: Any,
-    world_size: int,
-    dtype_bytes: int = 4,
-    *,
-    reduce_dtype_bytes: int | None = None,
-    unsharded_root_params: int = 0,
-    shard_size: int | None = None,
-) -> dict[str, dict[str, float]]:
-    """Per rank and per step: payload and ring wire bytes of each collective, in theory.
-
-    ``num_params`` is Ψ as the collectives see it (padding included, see ``padded_units``).
-    ``unsharded_root_params``: parameters FSDP keeps gathered between forward and backward,
-    so they are not gathered again (FSDP1 FULL_SHARD keeps its root unit: measured 1.814Ψ
-    gathered instead of 2Ψ on the small model). ``shard_size``: HYBRID_SHARD's shard group.
-
-        DDP, NO_SHARD       all_reduce Ψ                      wire 2(N-1)/N Ψ
-        FULL_SHARD          all_gather 2Ψ (fwd + bwd), RS Ψ   wire 3(N-1)/N Ψ
-        SHARD_GRAD_OP       all_gather Ψ (fwd only),   RS Ψ   wire 2(N-1)/N Ψ
-        HYBRID_SHARD (S)    FULL_SHARD within S ranks, then all_reduce of Ψ/S across N/S groups
-    """
-    name = _strategy_name(strategy)
-    rb = reduce_dtype_bytes or dtype_bytes
-    n = world_size
-    if name in ("DDP", "NO_SHARD"):
-        return _rows({"all_reduce": (num_params * rb, n)})
-    gathered = 2 * num_params - unsharded_root_params
-    if name in ("SHARD_GRAD_OP", "_HYBRID_SHARD_ZERO2"):
-        gathered = num_params
-    if name in ("FULL_SHARD", "SHARD_GRAD_OP"):
-        return _rows({"all_gather": (gathered * dtype_bytes, n), "reduce_scatter": (num_params * rb, n)})
-    s = shard_size or n
-    if s < 1 or n % s:
-        raise ValueError(t("comm.bad_shard_size", world_size=n, shard_size=shard_size))
-    return _rows(
-        {
-            "all_gather": (gathered * dtype_bytes, s),
-            "reduce_scatter": (num_params * rb, s),
-            "all_reduce": (num_params / s * rb, n // s),  # each shard across its replicas
-        }
-    )
-
-
-def _rows(spec: dict[str, tuple[float, int]]) -> dict[str, dict[str, float]]:
-    out = {}
-    for kind, (payload, group) in spec.items():
-        if group > 1:  # a group of one rank does not communicate
-            out[kind] = {"bytes": float(payload), "wire_bytes": payload * ring_factor(kind, group)}
-    return out
-
-
-def total(rows: dict[str, dict[str, float]], key: str = "wire_bytes") -> float:
-    """Sum one column (``bytes`` or ``wire_bytes``) over the collectives in a counts/theory dict."""
-    return float(sum(r.get(key, 0) for r in rows.values()))
-
-
-def table(rows: dict[str, dict[str, float]], theory: dict[str, dict[str, float]] | None = None) -> str:
-    """A small text table of counts (and theory beside them, if given)."""
-    head = [t("comm.table.op"), t("comm.table.calls"), t("comm.table.bytes"), t("comm.table.wire")]
-    lines = [head]
-    for kind in sorted(set(rows) | set(theory or {})):
-        r = rows.get(kind, {})
-        cells = [kind, str(int(r.get("calls", 0))), _mib(r.get("bytes")), _mib(r.get("wire_bytes"))]
-        if theory is not None and kind in theory:
-            cells[2] += f" / {_mib(theory[kind]['bytes'])}"
-            cells[3] += f" / {_mib(theory[kind]['wire_bytes'])}"
-        lines.append(cells)
-    return render_table(lines, align="lrrr")
-
-
-def _mib(n: float | None) -> str:
-    return fmt_bytes(n, "MiB", decimals=3)
-
-
-@dataclass
-class StepCounts:
-    """The ``comm`` messages of one rank, per step, as read back on the kernel side."""
-
-    step: int | None
-    counts: dict[str, dict[str, float]]
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    world_size: int = 1
-
-
-def from_events(events: Sequence[dict[str, Any]]) -> list[StepCounts]:
-    """The ``comm`` messages in one rank's event list (``run.events[r]``), in order."""
-    return [
-        StepCounts(m.get("step"), m.get("counts", {}), m.get("calls", []), m.get("world_size", 1))
-        for m in events
-        if m.get(TYPE) == Msg.COMM
-    ]

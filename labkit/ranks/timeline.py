@@ -46,22 +46,11 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from labkit import rank as _rank
-from labkit.fsdp_units import find_units, fsdp2_group, unit_bytes
-from labkit.gantt import COLORS, LANES, plot_timeline, plot_timelines
 from labkit.i18n import catalog, t
-from labkit.protocol import Msg
-from labkit.spans import (
-    held_curve,
-    intersect,
-    length,
-    peak_held,
-    span,
-    spans_by_rank,
-    summary,
-    to_chrome_trace,
-    union,
-)
+from labkit.ranks import rank as _rank
+from labkit.ranks.fsdp_units import find_units, fsdp2_group, unit_bytes
+from labkit.timing.spans import span
+from labkit.wire.protocol import Msg
 
 catalog(
     {
@@ -72,25 +61,7 @@ catalog(
     }
 )
 
-__all__ = [
-    "COLORS",
-    "LANES",
-    "Recorder",
-    "cut",
-    "find_units",
-    "held_curve",
-    "intersect",
-    "length",
-    "peak_held",
-    "plot_timeline",
-    "plot_timelines",
-    "span",
-    "spans_by_rank",
-    "summary",
-    "to_chrome_trace",
-    "union",
-    "unit_bytes",
-]
+__all__ = ["Recorder", "cut"]
 
 COMPUTE_KINDS = ("forward", "backward", "optimizer")
 
