@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import argparse
 
-from labkit import comm, simulate
-from labkit.models import get_config
-from labkit.protocol import TYPE, Msg
+from labkit.fmt import render_table
+from labkit.models.config import get_config
+from labkit.ranks import comm
 from labkit.testing.comm_launch import of_config, run_job
-from labkit.units import render_table
+from labkit.timing import simulate
+from labkit.wire.protocol import TYPE, Msg
 
 CONFIGS = {
     "ddp": "DDP",

@@ -19,8 +19,8 @@ import os
 import resource
 import time
 
-from labkit import estimate
-from labkit.units import fmt_bytes, render_table
+from labkit.fmt import fmt_bytes, render_table
+from labkit.memory import estimate
 
 
 def timed(spec: estimate.Spec, extrapolate: bool) -> tuple[estimate.Estimate, float, float]:

@@ -54,8 +54,8 @@ from typing import Any
 
 import nbformat
 
-from labkit import gpus
-from labkit.protocol import TYPE, Msg
+from labkit.wire import devices as gpus
+from labkit.wire.protocol import TYPE, Msg
 
 ROOT = Path(__file__).resolve().parents[1]
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
@@ -183,9 +183,10 @@ from torch.distributed.fsdp import fully_shard
 from torch.nn.parallel import DistributedDataParallel
 from torch.profiler import ProfilerActivity, profile
 
-from labkit import comm, memtrack, rank, timeline
-from labkit.models import TransformerLM, get_config, synthetic_batch
-from labkit.protocol import Msg
+from labkit.ranks import comm, memtrack, rank, timeline
+from labkit.models.transformer import TransformerLM, synthetic_batch
+from labkit.models.config import get_config
+from labkit.wire.protocol import Msg
 
 dev = rank.device()
 cuda = dev.type == "cuda"
@@ -278,8 +279,8 @@ def run_rank_job(plan: Plan) -> Any:
 
 
 def check_memory(plan: Plan, run: Any) -> Result:
-    from labkit import memory_model as mm
-    from labkit.units import fmt_bytes
+    from labkit.fmt import fmt_bytes
+    from labkit.memory import model as mm
 
     psi = run.values[0]["num_params"]
     predicted = mm.model_states(psi, "FULL_SHARD", plan.nproc, "fp32", "adamw").model_states
@@ -305,7 +306,7 @@ def check_memory(plan: Plan, run: Any) -> Result:
 
 
 def check_comm(plan: Plan, run: Any) -> Result:
-    from labkit import comm
+    from labkit.ranks import comm
 
     n, psi = plan.nproc, run.values[0]["num_params"]
     msgs = {m["config"]: m for m in run.events[0] if m.get(TYPE) == Msg.COMM and m.get("config")}
@@ -416,7 +417,7 @@ def check_timeline(plan: Plan, run: Any) -> Result:
 FAULT = """
 import os, signal, time
 import torch, torch.distributed as dist
-from labkit import rank
+from labkit.ranks import rank
 x = torch.ones(1, device=rank.device())
 dist.all_reduce(x)
 x.item()  # NCCL returns before the collective ends; wait for it, so every rank is past it

@@ -22,7 +22,7 @@ import textwrap
 import time
 
 import labkit
-from labkit.magic import run_cell
+from labkit.launch.magic import run_cell
 
 TRIVIAL = """
 import torch.distributed as dist
@@ -42,8 +42,8 @@ import functools, time, torch
 import torch.distributed as dist
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
-from labkit import rank
-from labkit.models import TransformerLM, TransformerBlock, synthetic_batch
+from labkit.ranks import rank
+from labkit.models.transformer import TransformerLM, TransformerBlock, synthetic_batch
 
 torch.manual_seed(0)
 model = FSDP(

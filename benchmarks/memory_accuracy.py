@@ -19,10 +19,10 @@ import argparse
 import json
 from pathlib import Path
 
-from labkit import estimate
-from labkit import memory_model as mm
+from labkit.fmt import render_table
+from labkit.memory import estimate
+from labkit.memory import model as mm
 from labkit.testing.mem_launch import MATRIX, model_args, phase, run_job
-from labkit.units import render_table
 
 WORLDS = (1, 2, 4)
 VARIANTS = (

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 
 import labkit
-from labkit.warm import Session
+from labkit.launch.warm import Session
 
 TRIVIAL = "from labkit import rank\nrank.report(r=rank.rank())"
 

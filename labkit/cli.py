@@ -40,14 +40,14 @@ catalog(
 CONTRIBUTED = [
     "labkit.grading.cli",
     "labkit.export",
-    "labkit.estimate",
+    "labkit.memory.estimate",
     "labkit.course.build",
 ]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from labkit.errors import RunError
-    from labkit.launcher import torchrun
+    from labkit.launch.cold import torchrun
+    from labkit.wire.errors import RunError
 
     try:
         run = torchrun(args.file, nproc=args.nproc, backend=args.backend, timeout=args.timeout, display="text")
@@ -60,7 +60,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from labkit.launcher import cleanup
+    from labkit.launch.group import cleanup
 
     print(t("cli.cleanup.done", n=len(cleanup())))
     return 0

@@ -37,23 +37,23 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "check": ("labkit.grading.checks", "labkit.grading.registry"),
     "cli": ("labkit.cli", "labkit.grading.cli"),
     "course": ("labkit.course.build", "labkit.course.show"),
-    "dash": ("labkit.dashboard",),
-    "diag": ("labkit.diagnose",),
-    "est": ("labkit.estimate",),
-    "export": ("labkit.export", "labkit.export_cells"),
+    "dash": ("labkit.views.dashboard",),
+    "diag": ("labkit.launch.diagnose",),
+    "est": ("labkit.memory.estimate",),
+    "export": ("labkit.export", "labkit.export.cells"),
     "grade": ("labkit.grading.report",),
-    "launch": ("labkit.launcher", "labkit.diagnose", "labkit.group"),
-    "magic": ("labkit.options", "labkit.magic"),  # option help lives with the options
-    "memtrack": ("labkit.memtrack", "labkit.memory_view"),
-    "mm": ("labkit.memory_model", "labkit.memory_states", "labkit.memory_view"),
-    "opt": ("labkit.options",),
-    "peak": ("labkit.memory_peak",),
+    "launch": ("labkit.launch.cold", "labkit.launch.diagnose", "labkit.launch.group"),
+    "magic": ("labkit.launch.options", "labkit.launch.magic"),  # option help lives with the options
+    "memtrack": ("labkit.ranks.memtrack", "labkit.views.memory"),
+    "mm": ("labkit.memory.model", "labkit.memory.states", "labkit.views.memory"),
+    "opt": ("labkit.launch.options",),
+    "peak": ("labkit.memory.peak",),
     "q": ("labkit.grading.registry",),  # the questions' hints, registered as the questions load
     "report": ("labkit.grading.report",),
-    "run": ("labkit.run", "labkit.runview", "labkit.logs"),
-    "simulate": ("labkit.simulate", "labkit.links", "labkit.calibrate"),
-    "timeline": ("labkit.timeline", "labkit.spans", "labkit.gantt"),
-    "warm": ("labkit.warm", "labkit.magic", "labkit.options"),
+    "run": ("labkit.launch.run", "labkit.views.runview", "labkit.launch.logs"),
+    "simulate": ("labkit.timing.simulate", "labkit.timing.links", "labkit.timing.calibrate"),
+    "timeline": ("labkit.ranks.timeline", "labkit.timing.spans", "labkit.views.gantt"),
+    "warm": ("labkit.launch.warm", "labkit.launch.magic", "labkit.launch.options"),
 }
 
 

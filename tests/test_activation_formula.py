@@ -14,9 +14,9 @@ from dataclasses import replace
 
 import pytest
 
-from labkit import memory_model as mm
-from labkit import memtrack
-from labkit.models import get_config
+from labkit.memory import model as mm
+from labkit.models.config import get_config
+from labkit.ranks import memtrack
 
 SWEEP = [(16, 2), (32, 2), (32, 4), (64, 2)]  # (seq_len, micro_batch): activations grow with s·b
 TOLERANCE = 0.01  # measured / formula
@@ -24,7 +24,7 @@ TOLERANCE = 0.01  # measured / formula
 
 def stored_activations(preset: str, seq_len: int, micro_batch: int, dtype: str, checkpointing: bool) -> int:
     """The activations alive when the forward returns (what backward will read), measured."""
-    from labkit.models import synthetic_batch
+    from labkit.models.transformer import synthetic_batch
     from labkit.testing.mem_job import plain_model
 
     cfg = get_config(preset)

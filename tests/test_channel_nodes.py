@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from labkit import nodes
-from labkit.errors import OptionError
-from labkit.group import Job, RankGroup
-from labkit.magic import parse_line, ranks_parser
-from labkit.options import RunConfig, node_options, resolve
+from labkit.launch import nodes
+from labkit.launch.group import Job, RankGroup
+from labkit.launch.magic import parse_line, ranks_parser
+from labkit.launch.options import RunConfig, node_options, resolve
+from labkit.wire.errors import OptionError
 
 
 @pytest.fixture
@@ -153,7 +153,7 @@ def test_a_remote_agent_ends_when_its_ssh_goes_away(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "labkit.nodes",
+        "labkit.launch.nodes",
         "remote",
         str(tmp_path),
         "sh",
@@ -173,9 +173,9 @@ def test_a_remote_agent_ends_when_its_ssh_goes_away(tmp_path):
 
 
 def test_ranks_are_labelled_node_and_local_rank_only_across_nodes(tmp_path):
-    from labkit.protocol import TYPE, Msg
-    from labkit.run import Run
-    from labkit.runview import rank_label, rows
+    from labkit.launch.run import Run
+    from labkit.views.runview import rank_label, rows
+    from labkit.wire.protocol import TYPE, Msg
 
     def run_on(*placed: tuple[str, int]) -> Run:
         run = Run("run-x", len(placed), "gloo", str(tmp_path))
@@ -190,7 +190,7 @@ def test_ranks_are_labelled_node_and_local_rank_only_across_nodes(tmp_path):
     assert [rank_label(one, r) for r in one.ranks] == ["0", "1"]
 
     # the timeline's Gantt chart names its rows the same way
-    from labkit.gantt import plot_timeline
+    from labkit.views.gantt import plot_timeline
 
     span = {"kind": "forward", "unit": "layers.0", "stream": "compute", "start": 1.0, "end": 1.5}
     for r in two.ranks:

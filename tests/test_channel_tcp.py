@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from labkit.channel import ChannelClient, ChannelServer, answer, parse_tcp
-from labkit.protocol import TYPE, Msg
 from labkit.testing.processes import listening_sockets
+from labkit.wire.channel import ChannelClient, ChannelServer, answer, parse_tcp
+from labkit.wire.protocol import TYPE, Msg
 
 TOKEN = "ab" * 32
 

@@ -13,10 +13,10 @@ import os
 
 import pytest
 
-from labkit import diagnose
 from labkit.i18n import set_lang
-from labkit.protocol import Outcome, Status
-from labkit.run import RankState, Run
+from labkit.launch import diagnose
+from labkit.launch.run import RankState, Run
+from labkit.wire.protocol import Outcome, Status
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "diagnose")
 CASES = sorted(d for d in os.listdir(FIXTURES) if os.path.isfile(os.path.join(FIXTURES, d, "case.json")))
@@ -176,7 +176,7 @@ def test_stuck_at_reads_the_main_threads_frames():
         '  File "/x/threading.py", line 1 in wait',
         "Current thread 0x02 (most recent call first):",
         '  File "<cell>", line 2 in <module>',
-        '  File "/x/labkit/bootstrap.py", line 9 in execute',
+        '  File "/x/labkit/ranks/bootstrap.py", line 9 in execute',
         "",
     ]
     assert diagnose.stuck_at(dump, ["import time", "time.sleep(9)"]) == ["cell line 2: time.sleep(9)"]
@@ -193,7 +193,7 @@ def test_a_recorded_run_is_shown_as_the_cell_would_show_it():
     assert text.splitlines()[0].startswith("Run f1_raise_at_step: 2 ranks, backend gloo") and "FAILED" in text
     assert "failed" in text.splitlines()[4], "rank 1's row says it failed"
 
-    from labkit import dashboard
+    from labkit.views import dashboard
 
     table = dashboard.rank_table_html(run)
     assert table.count("<tr class='labkit-rank'") == 2 and "color:#d62728" in table
@@ -210,6 +210,6 @@ def test_memory_samples_are_kept_with_their_elapsed_time_and_drawn():
     assert run.main_memory_key() == "rss" and run.main_peak(1) == 3 * 2**20
     assert run.peak_memory[0] == {"rss": 3 * 2**20}, "the time is not a quantity"
 
-    from labkit import dashboard
+    from labkit.views import dashboard
 
     assert dashboard.memory_svg(run).count("<polyline") == 2

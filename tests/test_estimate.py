@@ -18,12 +18,12 @@ import time
 
 import pytest
 
-from labkit import estimate, faketrace
-from labkit import memory_model as mm
-from labkit.errors import LabkitError, OptionError
-from labkit.models import get_config
+from labkit.memory import estimate, faketrace
+from labkit.memory import model as mm
+from labkit.models.config import get_config
 from labkit.testing.mem_job import BATCH
 from labkit.testing.mem_launch import phase, test_job
+from labkit.wire.errors import LabkitError, OptionError
 
 LLAMA = estimate.Spec("llama-1b", 8, "bf16", checkpointing=True)
 TINY = estimate.Spec("tiny", 2, "fp32", checkpointing=False, micro_batch=BATCH)

@@ -16,9 +16,10 @@ import sys
 import nbformat
 import pytest
 
-from labkit import export, export_cells
-from labkit.errors import OptionError
+from labkit import export
+from labkit.export import cells as export_cells
 from labkit.i18n import set_lang
+from labkit.wire.errors import OptionError
 
 PY = sys.executable
 TIMEOUT = 120  # seconds for one torchrun launch; a healthy one takes 3-8 s here
@@ -26,7 +27,7 @@ TIMEOUT = 120  # seconds for one torchrun launch; a healthy one takes 3-8 s here
 CELL_REDUCE = """\
 import torch
 import torch.distributed as dist
-from labkit import rank
+from labkit.ranks import rank
 
 x = torch.tensor([float(rank.rank() + 1)])
 for i in rank.steps(STEPS):
@@ -42,7 +43,7 @@ import torch
 import torch.distributed as dist
 
 dist.init_process_group("gloo")  # the cell makes its own group: the export must not make another
-from labkit import rank
+from labkit.ranks import rank
 
 ranks = [None, None]
 dist.all_gather_object(ranks, dist.get_rank())
@@ -85,7 +86,7 @@ EXPECTED_CELL4 = {"world": 2, "backend": "gloo", "ranks": [0, 1]}
 
 def run_torchrun(script: str, report_dir: str, extra_env: dict | None = None) -> subprocess.CompletedProcess:
     """``torchrun --nproc-per-node=2 script`` with a hard timeout; every process it made is gone after."""
-    from labkit.launcher import find_run_processes
+    from labkit.launch.group import find_run_processes
 
     mark = "exporttest-" + secrets.token_hex(4)  # found in /proc by the sweep below
     env = {**os.environ, "LABKIT_REPORT_DIR": report_dir, "LABKIT_RUN_ID": mark, **(extra_env or {})}
@@ -123,7 +124,7 @@ def reported(report_dir: str) -> dict[int, dict[int, dict]]:
 
 def notebook_run(path: str, index: int) -> dict[int, dict]:
     """The cell run as %%torchrun runs it, after the kernel ran the cells above it."""
-    from labkit import magic
+    from labkit.launch import magic
 
     cells = nbformat.read(path, as_version=4).cells
     namespace: dict = {}

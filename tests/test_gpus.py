@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from labkit import gpus
-from labkit.errors import OptionError
 from labkit.i18n import set_lang
+from labkit.wire import devices as gpus
+from labkit.wire.errors import OptionError
 
 UUID_A = "GPU-8f6c1a2b-1111-2222-3333-444455556666"
 UUID_B = "GPU-0d3e9f10-aaaa-bbbb-cccc-ddddeeeeffff"
@@ -174,7 +174,7 @@ def test_resolve_backend_prints_the_reason_only_when_gpus_go_unused(monkeypatch,
 
 
 def test_run_options_use_the_decision(monkeypatch) -> None:
-    from labkit.options import RunConfig, resolve
+    from labkit.launch.options import RunConfig, resolve
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     monkeypatch.setattr(gpus, "_torch_device_count", lambda: 2)

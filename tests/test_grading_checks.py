@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from labkit.errors import OptionError
 from labkit.grading import registry
 from labkit.grading.checks import MIME, CheckResult, check
 from labkit.grading.registry import compare, question
 from labkit.i18n import set_lang, t
+from labkit.wire.errors import OptionError
 
 FIXTURE_QUESTIONS = Path(__file__).parent / "fixtures" / "grading" / "fixture_questions.py"
 

@@ -39,7 +39,7 @@ def questions() -> list[registry.Question]:
 
 def a_profile() -> Any:
     """A small step profile for the simulator (what lesson 4's check receives as profile=)."""
-    from labkit import simulate
+    from labkit.timing import simulate
 
     ms = 1e-3
     units = ["root", "layers.0", "layers.1", "layers.2"]
@@ -51,7 +51,7 @@ def a_profile() -> Any:
 
 def a_context(q: registry.Question) -> dict[str, Any]:
     """A context for the questions whose answer depends on more than the value."""
-    from labkit import simulate
+    from labkit.timing import simulate
 
     if q.id == "lesson4.saved_ms":
         return {"profile": a_profile(), "link": simulate.link(2e9, 20e-6)}
@@ -93,7 +93,7 @@ def _line(qid: str, value: Any, **context: Any) -> str:
 
 
 def test_the_four_common_mistakes_get_their_hints(capsys: pytest.CaptureFixture[str]):
-    from labkit import simulate
+    from labkit.timing import simulate
 
     # seconds instead of milliseconds
     prof, link = a_profile(), simulate.link(2e9, 20e-6)
@@ -284,9 +284,10 @@ def test_the_offline_wrap_makes_the_units_fsdp_makes(tmp_path: Path):
 import functools, json, os, torch, torch.distributed as dist
 from torch.distributed.fsdp import FullyShardedDataParallel
 from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy
-from labkit import comm
+from labkit.ranks import comm
 from labkit.course.questions.lesson3 import UNSEEN_CONFIGS
-from labkit.models import ModelConfig, TransformerLM
+from labkit.models.config import ModelConfig
+from labkit.models.transformer import TransformerLM
 dist.init_process_group("gloo", init_method="file://" + os.environ["STORE"], rank=0, world_size=1)
 out = []
 for config, m in ((UNSEEN_CONFIGS[1], 90000), (UNSEEN_CONFIGS[1], 102401), (UNSEEN_CONFIGS[2], 18433)):

@@ -147,9 +147,9 @@ def test_a_message_of_a_module_not_yet_imported_loads_it():
     code = (
         "import sys\n"
         "from labkit.i18n import t\n"
-        "assert 'labkit.options' not in sys.modules\n"
+        "assert 'labkit.launch.options' not in sys.modules\n"
         "print(t('opt.timeout', 'en', value='x'))\n"
-        "assert 'labkit.options' in sys.modules\n"
+        "assert 'labkit.launch.options' in sys.modules\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1]

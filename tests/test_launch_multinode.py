@@ -35,7 +35,7 @@ CELL = """\
 import os
 import torch
 import torch.distributed as dist
-from labkit import rank
+from labkit.ranks import rank
 
 x = torch.tensor([float(rank.rank() + 1)])
 dist.all_reduce(x)
@@ -96,7 +96,7 @@ class Processes:
         return codes
 
     def stop(self) -> None:
-        from labkit.launcher import find_run_processes
+        from labkit.launch.group import find_run_processes
 
         for proc in self.procs:
             if proc.poll() is None:

@@ -223,7 +223,7 @@ def sys_path_edits() -> list[str]:
 def test_the_checks_see_the_code():
     # the rules below pass on an empty world too: make sure they read the real one
     graph = imports()
-    assert "labkit.launcher" in graph and "labkit.options" in graph["labkit.launcher"]
+    assert "labkit.launch.cold" in graph and "labkit.launch.options" in graph["labkit.launch.cold"]
     assert "labkit.i18n" in private_definitions() and "_CATALOG" in private_definitions()["labkit.i18n"]
 
 

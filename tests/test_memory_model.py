@@ -13,11 +13,11 @@ import math
 
 import pytest
 
-from labkit import memory_model as mm
-from labkit import memory_view
-from labkit.errors import OptionError
 from labkit.i18n import set_lang
-from labkit.models import get_config
+from labkit.memory import model as mm
+from labkit.models.config import get_config
+from labkit.views import memory as memory_view
+from labkit.wire.errors import OptionError
 
 GB = 1e9
 
@@ -128,7 +128,8 @@ def test_romanian_table() -> None:
 def test_units_match_the_real_module(preset: str) -> None:
     import torch
 
-    from labkit.models import TransformerLM, get_config
+    from labkit.models.config import get_config
+    from labkit.models.transformer import TransformerLM
 
     with torch.device("meta"):
         model = TransformerLM(preset)
@@ -142,7 +143,7 @@ def test_units_match_the_real_module(preset: str) -> None:
 
 
 def test_padding_hand_computed() -> None:
-    from labkit.models import ModelConfig
+    from labkit.models.config import ModelConfig
 
     # one unit of two parameters: 10 x 3 and 5 (no blocks)
     cfg = ModelConfig(vocab_size=10, dim=3, n_layers=0, n_heads=1, tied_embeddings=True)

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import pytest
 
-from labkit import memory_model as mm
-from labkit import memory_view, memtrack
-from labkit.models import get_config
+from labkit.memory import model as mm
+from labkit.models.config import get_config
+from labkit.ranks import memtrack
 from labkit.testing.mem_job import BATCH, ODD
 from labkit.testing.mem_launch import TEST_JOBS, model_args, phase, test_job
+from labkit.views import memory as memory_view
 
 TINY = get_config("tiny")
 PSI = TINY.num_params()
@@ -179,7 +180,7 @@ def test_peak_model_matches_every_run(n: int) -> None:
 
 
 def one_step(model, opt, cfg, steps=None, batch: int = 2):
-    from labkit.models import synthetic_batch
+    from labkit.models.transformer import synthetic_batch
 
     tracker = memtrack.track(model, opt, steps=steps, send=False)
     for i in range(2):
@@ -217,7 +218,7 @@ def test_only_the_chosen_steps_are_measured() -> None:
     import torch
     from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-    from labkit.models import TransformerLM
+    from labkit.models.transformer import TransformerLM
 
     cfg = get_config("tiny")
     model = TransformerLM(cfg)
@@ -237,7 +238,8 @@ def test_only_the_chosen_steps_are_measured() -> None:
 def test_split_by_role_counts_each_storage_once() -> None:
     import torch
 
-    from labkit.models import ModelConfig, TransformerLM
+    from labkit.models.config import ModelConfig
+    from labkit.models.transformer import TransformerLM
 
     cfg = ModelConfig(vocab_size=64, dim=16, n_layers=1, n_heads=2, seq_len=8, tied_embeddings=True)
     model = TransformerLM(cfg)
@@ -252,7 +254,7 @@ def test_memcat_messages_are_sent(tmp_path, monkeypatch) -> None:
 
     import torch
 
-    from labkit.models import TransformerLM, synthetic_batch
+    from labkit.models.transformer import TransformerLM, synthetic_batch
 
     monkeypatch.setenv("LABKIT_REPORT_DIR", str(tmp_path))
     cfg = get_config("tiny")

@@ -10,8 +10,9 @@ import random
 
 import pytest
 
-from labkit import calibrate, comm, simulate, timeline
+from labkit.ranks import comm, timeline
 from labkit.testing.comm_launch import CONFIGS_2, of_config, run_job
+from labkit.timing import calibrate, simulate
 
 MS = 1e-3
 

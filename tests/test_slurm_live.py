@@ -38,8 +38,9 @@ import os
 import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
-from labkit import rank
-from labkit.models import TransformerLM, get_config, synthetic_batch
+from labkit.ranks import rank
+from labkit.models.transformer import TransformerLM, synthetic_batch
+from labkit.models.config import get_config
 
 torch.manual_seed(0)
 cfg = get_config("tiny")
@@ -247,8 +248,9 @@ import os
 import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
-from labkit import rank, timeline
-from labkit.models import TransformerLM, get_config, synthetic_batch
+from labkit.ranks import rank, timeline
+from labkit.models.transformer import TransformerLM, synthetic_batch
+from labkit.models.config import get_config
 
 torch.manual_seed(0)
 cfg = get_config("tiny")
@@ -271,7 +273,7 @@ rank.report(world=dist.get_world_size(), node=os.environ.get("LABKIT_NODE", "loc
 
 SLEEP_CELL = """
 import time
-from labkit import rank
+from labkit.ranks import rank
 for step in rank.steps(3000):
     time.sleep(0.05)
 """
@@ -285,7 +287,7 @@ def nodes_env(live, monkeypatch, tmp_path):
     monkeypatch.setenv("LABKIT_RUN_ROOT", str(tmp_path / "runs"))  # every node sees it (one host here)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("LABKIT_LANG", "en")
-    from labkit.group import find_run_processes
+    from labkit.launch.group import find_run_processes
     from labkit.testing.processes import check_leftovers, listening_sockets
 
     before = listening_sockets()
@@ -297,7 +299,9 @@ def nodes_env(live, monkeypatch, tmp_path):
 def agent_on(cluster, node: str) -> int | None:
     """The torchrun agent (not a forked rank) that srun started on ``node``, if it runs yet."""
     for pid in processes.with_env("SLURMD_NODENAME", node, slurm.marked_processes(cluster.mark)):
-        if "labkit.agent" in slurm.describe(pid) and "labkit.agent" not in slurm.describe(slurm.parent(pid)):
+        if "labkit.launch.agent" in slurm.describe(pid) and "labkit.launch.agent" not in slurm.describe(
+            slurm.parent(pid)
+        ):
             return pid
     return None
 
@@ -309,7 +313,7 @@ def in_background(action) -> threading.Thread:
 
 
 def test_a_two_node_slurm_cell_comes_back_like_a_one_node_cell(nodes_env):
-    from labkit import magic
+    from labkit.launch import magic
 
     started = time.monotonic()
     two = magic.run_cell("--nnodes 2 --slurm -n 2 --backend gloo --timeout 120 --display none", NODE_CELL, {})
@@ -338,7 +342,7 @@ def test_a_two_node_slurm_cell_comes_back_like_a_one_node_cell(nodes_env):
 
 def test_a_node_that_dies_names_the_node_and_rank(nodes_env):
     import labkit
-    from labkit.errors import RunError
+    from labkit.wire.errors import RunError
 
     killed: list[float] = []
     secrets_seen: list[str] = []
@@ -373,7 +377,7 @@ def test_a_node_that_dies_names_the_node_and_rank(nodes_env):
 
 def test_a_rank_that_raises_on_the_second_node_is_named_with_its_node(nodes_env):
     import labkit
-    from labkit.errors import RankError
+    from labkit.wire.errors import RankError
 
     cell = (
         "import os\nfrom labkit import rank\nif os.environ['LABKIT_NODE'] == 'n2':\n    raise ValueError('bad shard')\n"
@@ -437,7 +441,7 @@ def token_on_command_lines(agent: int) -> list[str]:
 
 def test_a_two_node_run_past_its_timeout_is_stopped_on_every_node(nodes_env):
     import labkit
-    from labkit.errors import RunTimeout
+    from labkit.wire.errors import RunTimeout
 
     started = time.monotonic()
     with pytest.raises(RunTimeout) as failure:
@@ -450,7 +454,7 @@ def test_a_two_node_run_past_its_timeout_is_stopped_on_every_node(nodes_env):
 
 def test_an_srun_that_cannot_start_fails_at_once_with_srun_s_reason(nodes_env):
     import labkit
-    from labkit.errors import LaunchError
+    from labkit.wire.errors import LaunchError
 
     started = time.monotonic()
     with pytest.raises(LaunchError) as failure:
@@ -472,7 +476,7 @@ def test_an_srun_that_cannot_start_fails_at_once_with_srun_s_reason(nodes_env):
 
 def test_a_rendezvous_that_never_completes_fails_within_its_timeout(nodes_env, monkeypatch):
     import labkit
-    from labkit.errors import RunError
+    from labkit.wire.errors import RunError
 
     monkeypatch.setenv("LABKIT_RDZV_TIMEOUT", "10")
     stopped: list[int] = []
@@ -504,7 +508,7 @@ def test_a_rendezvous_that_never_completes_fails_within_its_timeout(nodes_env, m
 HOSTS_CELL = """
 import os
 import torch.distributed as dist
-from labkit import rank
+from labkit.ranks import rank
 import torch
 for step in rank.steps(2):
     dist.all_reduce(torch.ones(1))
@@ -556,7 +560,7 @@ def test_hosts_agents_started_here_without_ssh(monkeypatch, tmp_path):
 
 
 def test_hosts_over_ssh_to_localhost(sshd, monkeypatch, tmp_path):
-    from labkit.errors import LaunchError
+    from labkit.wire.errors import LaunchError
 
     server, why = sshd
     if server is None:
@@ -576,7 +580,7 @@ def running_tasks(cluster) -> list[str]:
 
 def test_an_srun_killed_outright_leaves_its_job_and_cleanup_cancels_it(nodes_env):
     # why teardown ends with scancel: srun SIGKILLed (after its SIGTERM grace) cannot end its own job
-    from labkit.nodes import NodeLauncher
+    from labkit.launch.nodes import NodeLauncher
 
     srun_proc = subprocess.Popen(
         ["srun", "--job-name=run-cleanup-test", "-N2", "sleep", "100"], env=os.environ, start_new_session=True

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from labkit import timeline
+from labkit.ranks import timeline
 from labkit.testing.comm_launch import CONFIGS_2, of_config, run_job
 
 PRE, POST, NONE = (f"fsdp1:FULL_SHARD:{p}" for p in ("BACKWARD_PRE", "BACKWARD_POST", "NONE"))
@@ -199,8 +199,8 @@ def test_a_collective_stamped_after_the_optimizer_began_ended_when_it_began():
     """DDP's bucket all-reduce, stamped late by its Python callback, ends where the optimizer
     (which waited for it) begins; one issued after the optimizer began, or a step without an
     optimizer, keeps its stamp."""
-    from labkit.spans import span
-    from labkit.timeline import _waited_for_by_optimizer
+    from labkit.ranks.timeline import _waited_for_by_optimizer
+    from labkit.timing.spans import span
 
     optimizer = [span("optimizer", "optimizer", 10.0, 12.0, "compute")]
     late = span("", "all_reduce", 4.0, 13.0, "comm")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from labkit.protocol import Msg
-from labkit.units import GB, GiB, fmt_bytes, fmt_count, fmt_number, markdown_to_html, render_table
+from labkit.fmt import fmt_bytes, fmt_count, fmt_number, markdown_to_html, render_table
+from labkit.memory.states import GB, GiB
+from labkit.wire.protocol import Msg
 
 
 def test_numbers_in_each_language():

@@ -16,9 +16,9 @@ import time
 import pytest
 
 import labkit
-from labkit.errors import RankError, RunTimeout
-from labkit.group import find_run_processes
-from labkit.warm import CUT_WAIT, INTERRUPT_WAIT, Session, SessionEnded
+from labkit.launch.group import find_run_processes
+from labkit.launch.warm import CUT_WAIT, INTERRUPT_WAIT, Session, SessionEnded
+from labkit.wire.errors import RankError, RunTimeout
 
 pytestmark = pytest.mark.slow  # every test here starts warm ranks
 
@@ -53,7 +53,7 @@ def cell(code: str) -> str:
 
 BUILD = """
 import torch, torch.distributed as dist
-from labkit import rank
+from labkit.ranks import rank
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
 print("built", flush=True)
@@ -139,7 +139,7 @@ def test_exception_is_reported_per_rank_and_the_session_survives(session):
     with pytest.raises(RankError) as info:
         session.run(
             cell("""
-            from labkit import rank
+            from labkit.ranks import rank
             raise ValueError(f"bad {rank.rank()}")
             """)
         )
@@ -201,7 +201,7 @@ def test_state_survives_an_interrupted_collective_then_restart(session):
     r = session.run(
         cell("""
         import torch, torch.distributed as dist
-        from labkit import rank
+        from labkit.ranks import rank
         x = torch.ones(1)
         dist.all_reduce(x)
         rank.report(fresh="kept" not in globals(), total=x.item())
@@ -244,7 +244,7 @@ def test_four_ranks_stop_and_context_manager(no_leaks):
 
 STAND_IN = """
 import sys, time
-from labkit.warm import Session
+from labkit.launch.warm import Session
 s = Session(nproc=2, backend="gloo", display="none", pg_timeout=30)
 print(s.start_run.run_id, flush=True)
 {body}

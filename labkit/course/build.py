@@ -36,8 +36,8 @@ from labkit import i18n
 from labkit.course import lint
 from labkit.course.cells import LANGS, Code, Lesson, Markdown
 from labkit.course.glossary import glossary_markdown, terms_table
-from labkit.errors import LabkitError
 from labkit.i18n import catalog, t
+from labkit.wire.errors import LabkitError
 
 catalog(
     {

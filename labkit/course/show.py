@@ -13,8 +13,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from labkit.fmt import fmt_number
 from labkit.i18n import catalog, t
-from labkit.units import fmt_number
 
 catalog(
     {
@@ -238,8 +238,8 @@ def machine(backend: str = "auto") -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
-    from labkit import gpus
-    from labkit.options import max_cpu_ranks
+    from labkit.launch.options import max_cpu_ranks
+    from labkit.wire import devices as gpus
 
     visible = gpus.visible_gpus()
     chosen = backend if backend != "auto" else ("nccl" if visible else "gloo")

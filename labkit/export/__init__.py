@@ -27,10 +27,10 @@ import os
 import sys
 from typing import Any
 
-from labkit.errors import OptionError
-from labkit.export_cells import MAGIC, Bindings, Position, TorchrunCell, read_cells, torchrun_cells
-from labkit.export_runtime import RUNTIME
+from labkit.export.cells import MAGIC, Bindings, Position, TorchrunCell, read_cells, torchrun_cells
+from labkit.export.runtime import RUNTIME
 from labkit.i18n import catalog, t
+from labkit.wire.errors import OptionError
 
 catalog(
     {
@@ -107,7 +107,7 @@ def choose(found: list[TorchrunCell], cells: list[int] | None, path: str) -> lis
 
 def check_together(chosen: list[TorchrunCell]) -> tuple[int | None, dict[str, str]]:
     """The one nproc and the one environment the chosen cells can share."""
-    from labkit.options import parse_env
+    from labkit.launch.options import parse_env
 
     nprocs = {c.opts.nproc for c in chosen}
     if len(nprocs) > 1:
@@ -127,7 +127,7 @@ def check_together(chosen: list[TorchrunCell]) -> tuple[int | None, dict[str, st
 
 
 def torchrun_command(nproc: int | None, script: str) -> str:
-    from labkit.gpus import CPU_NPROC
+    from labkit.wire.devices import CPU_NPROC
 
     return f"torchrun --nproc-per-node={nproc or CPU_NPROC} {script}"
 
@@ -159,7 +159,7 @@ def cell_section(cell: TorchrunCell, bindings: Bindings) -> str:
             out.append(f"# from cell {pos[0]}{role}")
             last_cell = pos[0]
         out.append(bindings.source(pos))
-    from labkit.bootstrap import calls_init_process_group  # bootstrap's own test: the same cells make their group
+    from labkit.ranks.bootstrap import calls_init_process_group
 
     own = calls_init_process_group(cell.code)
     out.append(f"_labkit_begin_cell(_LABKIT, {cell.index}, backend={cell.opts.backend!r}, own_init={own})")
@@ -195,7 +195,7 @@ def build_script(
     path: str, cells: list[int] | None = None, script_name: str = "script.py"
 ) -> tuple[str, list[int], int | None]:
     """The script's text, the indices of the cells in it, and their nproc (None: labkit's default)."""
-    from labkit.options import RunConfig
+    from labkit.launch.options import RunConfig
 
     all_cells = read_cells(path)
     chosen = choose(torchrun_cells(all_cells), cells, path)

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.errors import OptionError
 from labkit.i18n import catalog, t
+from labkit.wire.errors import OptionError
 
 MAGIC = "%%torchrun"
 
@@ -92,7 +92,7 @@ def split_magic(source: str) -> tuple[str, str] | None:
 
 
 def torchrun_cells(cells: list[dict[str, Any]]) -> list[TorchrunCell]:
-    from labkit.magic import parse_line
+    from labkit.launch.magic import parse_line
 
     bindings = Bindings(cells)
     found = []

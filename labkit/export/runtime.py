@@ -17,7 +17,7 @@ def _labkit_standin_rank():
     import time
     import types
 
-    mod = types.ModuleType("labkit.rank")
+    mod = types.ModuleType("labkit.ranks.rank")
     mod.values = {}
     count = [0]  # the next step's index, as labkit.rank keeps it
     mod.rank = lambda: int(os.environ.get("RANK", "0"))
@@ -75,7 +75,7 @@ def _labkit_standin_rank():
     mod.on_phase = lambda hook: None
     package = types.ModuleType("labkit")
     package.rank = mod
-    sys.modules.update({"labkit": package, "labkit.rank": mod})
+    sys.modules.update({"labkit": package, "labkit.ranks.rank": mod})
     return mod
 
 
@@ -85,7 +85,7 @@ def _labkit_setup(nproc, pg_timeout, messages):
     import sys
 
     try:
-        from labkit import rank
+        from labkit.ranks import rank
     except ImportError:
         rank = _labkit_standin_rank()
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import nbformat
 
-from labkit.errors import LabkitError
 from labkit.i18n import catalog, get_lang, t
+from labkit.wire.errors import LabkitError
 
 catalog(
     {

@@ -16,9 +16,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.errors import OptionError
 from labkit.grading import registry
 from labkit.i18n import catalog, get_lang, t
+from labkit.wire.errors import OptionError
 
 MIME = "application/vnd.labkit.check+json"
 

@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from labkit.errors import OptionError
 from labkit.i18n import LANGS, catalog, t
+from labkit.wire.errors import OptionError
 
 catalog(
     {

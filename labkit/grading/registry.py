@@ -42,8 +42,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.errors import OptionError
 from labkit.i18n import LANGS, catalog, t
+from labkit.wire.errors import OptionError
 
 catalog(
     {

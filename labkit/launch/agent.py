@@ -58,13 +58,13 @@ def report_every_failed_rank() -> None:
 def main() -> None:
     from torch.distributed.run import main as torchrun_main
 
-    from labkit import gpus
+    from labkit.wire import devices as gpus
 
     gpus.prepare_agent()  # torchrun must not start CUDA here: the ranks are forked from this process
     for name in LOGGERS:
         logging.getLogger(name).addFilter(PlainTraceback())
     if os.environ.get("LABKIT_NODES"):  # one of several nodes: where they meet, and who hosts the store
-        from labkit.nodes import agent_args
+        from labkit.launch.nodes import agent_args
 
         sys.argv[1:1] = agent_args()
     else:  # its lines name local ranks, which are the ranks on one node only

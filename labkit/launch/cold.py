@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 import labkit
-from labkit import diagnose
-from labkit.errors import RunInterrupted
-from labkit.group import Job, RankGroup, cleanup, find_run_processes
-from labkit.nodes import failure_note
-from labkit.options import RunConfig, resolve
-from labkit.protocol import Outcome, Status
-from labkit.run import Run
+from labkit.launch import diagnose
+from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes
+from labkit.launch.nodes import failure_note
+from labkit.launch.options import RunConfig, resolve
+from labkit.launch.run import Run
+from labkit.wire.errors import RunInterrupted
+from labkit.wire.protocol import Outcome, Status
 
 __all__ = ["Launch", "cleanup", "find_run_processes", "torchrun"]
 
@@ -64,7 +64,7 @@ class Launch:
         return self.group.run_id
 
     def run(self, raise_on_error: bool = True) -> Run:
-        from labkit.dashboard import make_view
+        from labkit.views.dashboard import make_view
 
         run = self.group.start()
         labkit.last_run = run

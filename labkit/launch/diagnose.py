@@ -21,12 +21,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from labkit.errors import LaunchError, RankError, RunError, RunInterrupted, RunStopped, RunTimeout
 from labkit.i18n import catalog, t
-from labkit.protocol import TYPE, Msg, Outcome, Status
+from labkit.wire.errors import LaunchError, RankError, RunError, RunInterrupted, RunStopped, RunTimeout
+from labkit.wire.protocol import TYPE, Msg, Outcome, Status
 
 if TYPE_CHECKING:
-    from labkit.run import RankState, Run
+    from labkit.launch.run import RankState, Run
 
 catalog(
     {

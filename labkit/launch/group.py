@@ -35,14 +35,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.channel import ChannelServer
-from labkit.errors import LaunchError, OptionError
 from labkit.i18n import catalog, t
-from labkit.logs import tail_file
-from labkit.nodes import NodeLauncher, channel_host, launcher_for, unlabel
-from labkit.options import RunConfig, check_picklable, multinode
-from labkit.protocol import TYPE, Msg, Outcome
-from labkit.run import Run
+from labkit.launch.logs import tail_file
+from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
+from labkit.launch.options import RunConfig, check_picklable, multinode
+from labkit.launch.run import Run
+from labkit.wire.channel import ChannelServer
+from labkit.wire.errors import LaunchError, OptionError
+from labkit.wire.protocol import TYPE, Msg, Outcome
 
 catalog(
     {
@@ -183,7 +183,7 @@ class RankGroup:
         return [
             sys.executable,
             "-m",
-            "labkit.agent",  # torchrun itself (torch.distributed.run's main), quicker to report a failure
+            "labkit.launch.agent",  # torchrun itself (torch.distributed.run's main), quicker to report a failure
             f"--nnodes={self.cfg.nnodes or 1}",
             f"--nproc-per-node={self.cfg.nproc}",
             "--rdzv-backend=c10d",
@@ -400,10 +400,10 @@ def rank_entry(start_method: str) -> list[str]:
     """How torchrun starts each rank: forked from its agent (torch already imported), or a new
     interpreter per rank (``spawn``: every rank imports torch again, seconds each)."""
     if start_method == "fork":
-        import labkit.bootstrap
+        import labkit.ranks.bootstrap
 
         return ["--start-method=fork", "--run-path", os.path.abspath(labkit.bootstrap.__file__)]
-    return ["-m", "labkit.bootstrap"]
+    return ["-m", "labkit.ranks.bootstrap"]
 
 
 def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """The notebook magics: ``%%torchrun`` (one-shot ranks), the warm-rank magics, ``%labkit_lang``.
 
     %%torchrun -n 2 --timeout 60 --vars model_size,steps
-    from labkit import rank
+    from labkit.ranks import rank
     rank.report(hello=rank.rank())
 
     %torchrun_start -n 2          # warm ranks (labkit.warm.Session), kept across cells
@@ -19,13 +19,13 @@ import argparse
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from labkit.errors import CellSyntaxError, OptionError
 from labkit.i18n import catalog, set_lang, t
-from labkit.options import add_node_options, node_options
+from labkit.launch.options import add_node_options, node_options
+from labkit.wire.errors import CellSyntaxError, OptionError
 
 if TYPE_CHECKING:
-    from labkit.run import Run
-    from labkit.warm import Session
+    from labkit.launch.run import Run
+    from labkit.launch.warm import Session
 
 catalog(
     {
@@ -117,8 +117,8 @@ def pick_vars(names: str, namespace: dict[str, Any]) -> dict[str, Any]:
 
 def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
     """What ``%%torchrun`` does."""
-    from labkit.launcher import torchrun
-    from labkit.options import parse_env
+    from labkit.launch.cold import torchrun
+    from labkit.launch.options import parse_env
 
     opts = parse_line(line)
     try:
@@ -158,8 +158,8 @@ def current() -> Session | None:
 def start_line(line: str) -> Session:
     """What ``%torchrun_start`` does."""
     global _session
-    from labkit.options import parse_env
-    from labkit.warm import Session
+    from labkit.launch.options import parse_env
+    from labkit.launch.warm import Session
 
     opts = parse_line(line, start_parser())
     env = parse_env(opts.env)
@@ -173,7 +173,7 @@ def start_line(line: str) -> Session:
 
 def ranks_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
     """What ``%%ranks`` does."""
-    from labkit.warm import SessionEnded
+    from labkit.launch.warm import SessionEnded
 
     opts = parse_line(line, ranks_parser())
     if _session is None:
@@ -201,7 +201,7 @@ def stop_line() -> None:
 
 def restart_line() -> Session:
     """What ``%torchrun_restart`` does."""
-    from labkit.warm import SessionEnded
+    from labkit.launch.warm import SessionEnded
 
     if _session is None:
         raise SessionEnded(t("warm.none"))

@@ -34,9 +34,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.channel import parse_tcp, tcp_address
 from labkit.i18n import catalog, t
-from labkit.protocol import TYPE, Msg
+from labkit.wire.channel import parse_tcp, tcp_address
+from labkit.wire.protocol import TYPE, Msg
 
 catalog(
     {
@@ -71,7 +71,7 @@ class NodeLauncher:
         """The one process that starts every node's agent (``agent``: ``python -m labkit.agent ...``)."""
         if self.kind == "slurm":
             return self.srun() + agent
-        return [sys.executable, "-m", "labkit.nodes", "fanout", *self.hosts, "--", *agent]
+        return [sys.executable, "-m", "labkit.launch.nodes", "fanout", *self.hosts, "--", *agent]
 
     def srun(self) -> list[str]:
         cmd = ["srun", f"--job-name={self.run_id}", f"--nodes={self.nnodes}", "--ntasks-per-node=1"]
@@ -288,7 +288,7 @@ def fanout(hosts: list[str], agent: list[str]) -> int:
     for i, host in enumerate(hosts):
         # the same Python and labkit there (a shared home or the same image); PYTHONPATH is no secret
         where = ["env", f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
-        remote = [*where, sys.executable, "-m", "labkit.nodes", "remote", cwd, *agent]
+        remote = [*where, sys.executable, "-m", "labkit.launch.nodes", "remote", cwd, *agent]
         cmd = [*ssh, host, shlex.join(remote)] if ssh else remote  # LABKIT_SSH="": the same agent, here
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, start_new_session=True)
         proc.stdin.write((json.dumps({**env, "LABKIT_NODE_RANK": str(i)}) + "\n").encode())

@@ -8,8 +8,8 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from labkit.errors import OptionError
 from labkit.i18n import catalog, t
+from labkit.wire.errors import OptionError
 
 BACKENDS = ("auto", "gloo", "nccl")
 DISPLAYS = ("auto", "widgets", "text", "none")
@@ -147,7 +147,7 @@ def _free_memory() -> float:
 
 def resolve(cfg: RunConfig) -> RunConfig:
     """A copy of ``cfg`` with nproc and backend decided and every value checked."""
-    from labkit import gpus
+    from labkit.wire import devices as gpus
 
     backend = str(cfg.backend).lower()
     if backend not in BACKENDS:

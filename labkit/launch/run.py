@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.logs import RankLog
-from labkit.protocol import ELAPSED, TIME, TYPE, Msg, Status
+from labkit.launch.logs import RankLog
+from labkit.wire.protocol import ELAPSED, TIME, TYPE, Msg, Status
 
 __all__ = ["RankLog", "RankState", "Run"]
 
@@ -162,7 +162,7 @@ class Run:
         return {r: [m for m in ev if m.get(TYPE) == kind] for r, ev in self.events.items()}
 
     def summary(self) -> str:
-        from labkit import runview
+        from labkit.views import runview
 
         return runview.summary(self)
 
@@ -171,7 +171,7 @@ class Run:
 
     def plot(self, ax: Any = None) -> Any:
         """Memory over time for every rank, and step times: one matplotlib figure."""
-        from labkit import runview
+        from labkit.views import runview
 
         return runview.plot(self, ax)
 
@@ -179,28 +179,28 @@ class Run:
 
     def memory_breakdown(self, step: int | None = None, units: str = "MiB") -> Any:
         """Per rank and category (params, grads, optimizer, activations, ...), from ``labkit.memtrack``."""
-        from labkit.memory_view import memory_table
+        from labkit.views.memory import memory_table
 
         return memory_table(self, step=step, units=units)
 
     def plot_memory_breakdown(self, step: int | None = None) -> Any:
-        from labkit.memory_view import plot_breakdown
+        from labkit.views.memory import plot_breakdown
 
         return plot_breakdown(self, step=step)
 
     def comm(self) -> dict[int, list[Any]]:
         """Per rank, the collectives counted in each step by ``labkit.comm``."""
-        from labkit.comm import from_events
+        from labkit.timing.theory import from_events
 
         return {r: from_events(ev) for r, ev in self.events.items()}
 
     def timeline(self, step: int | None = None) -> dict[int, dict[str, Any]]:
         """Per rank, the spans ``labkit.timeline`` recorded for a step (default: the last)."""
-        from labkit.timeline import spans_by_rank
+        from labkit.timing.spans import spans_by_rank
 
         return spans_by_rank(self, step=step)
 
     def plot_timeline(self, step: int | None = None, **kw: Any) -> Any:
-        from labkit.timeline import plot_timeline
+        from labkit.views.gantt import plot_timeline
 
         return plot_timeline(self, step=step, **kw)

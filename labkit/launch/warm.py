@@ -38,14 +38,14 @@ from dataclasses import replace
 from typing import Any
 
 import labkit
-from labkit import diagnose
-from labkit.diagnose import ranks_text, with_note
-from labkit.errors import LaunchError, OptionError, RankError, RunError, RunInterrupted, RunStopped, RunTimeout
-from labkit.group import Job, RankGroup, sigint_deferred
 from labkit.i18n import catalog, t
-from labkit.options import DISPLAYS, RunConfig, check_picklable, check_timeout, resolve
-from labkit.protocol import TYPE, Msg, Outcome, Status
-from labkit.run import Run
+from labkit.launch import diagnose
+from labkit.launch.diagnose import ranks_text, with_note
+from labkit.launch.group import Job, RankGroup, sigint_deferred
+from labkit.launch.options import DISPLAYS, RunConfig, check_picklable, check_timeout, resolve
+from labkit.launch.run import Run
+from labkit.wire.errors import LaunchError, OptionError, RankError, RunError, RunInterrupted, RunStopped, RunTimeout
+from labkit.wire.protocol import TYPE, Msg, Outcome, Status
 
 catalog(
     {
@@ -327,7 +327,7 @@ class Session:
         vars_file: str | None,
         raise_on_error: bool,
     ) -> Run:
-        from labkit.dashboard import make_view
+        from labkit.views.dashboard import make_view
 
         alive = self.alive  # whatever came between cells, a closed connection included
         for msg in self._pending:

@@ -1,6 +1,6 @@
 """Peak memory per rank for models far larger than this machine, without allocating them.
 
-    from labkit import estimate
+    from labkit.memory import estimate
     e = estimate.estimate_peak("llama-7b", world_size=8, precision="bf16", checkpointing=True)
     print(e)        # the breakdown at the peak, the analytical model beside it, and why they differ
 
@@ -46,11 +46,11 @@ import subprocess
 import sys
 from typing import Any
 
-from labkit import memory_model as mm
-from labkit.errors import LabkitError, OptionError
-from labkit.faketrace import Spec, config_of, shard_group
+from labkit.fmt import fmt_bytes, markdown_to_html, render_table
 from labkit.i18n import catalog, t
-from labkit.units import fmt_bytes, markdown_to_html, render_table
+from labkit.memory import model as mm
+from labkit.memory.faketrace import Spec, config_of, shard_group
+from labkit.wire.errors import LabkitError, OptionError
 
 __all__ = ["DEPTHS", "Estimate", "Spec", "analytical", "combine", "estimate_many", "estimate_peak", "register"]
 
@@ -397,7 +397,7 @@ def _run(specs: list[Spec], timeout: float) -> list[dict[str, Any]]:
     if not specs:
         return []
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "labkit.faketrace", json.dumps([dataclasses.asdict(s) for s in specs])]
+    cmd = [sys.executable, "-m", "labkit.memory.faketrace", json.dumps([dataclasses.asdict(s) for s in specs])]
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )

@@ -16,8 +16,8 @@ import sys
 import time
 from typing import Any
 
-from labkit import memory_model as mm
-from labkit.errors import OptionError
+from labkit.memory import model as mm
+from labkit.wire.errors import OptionError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Spec:
 
 def config_of(spec: Spec) -> Any:
     """The model's config as traced: the preset, with the spec's sequence length and depth."""
-    from labkit.models import get_config
+    from labkit.models.config import get_config
 
     try:
         cfg = get_config(spec.model)
@@ -96,8 +96,8 @@ def measure(spec: Spec) -> dict[str, Any]:
     from torch.distributed.fsdp._fully_shard import _fsdp_param
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
-    from labkit import memtrack
-    from labkit.models import TransformerLM
+    from labkit.models.transformer import TransformerLM
+    from labkit.ranks import memtrack
 
     cfg = config_of(spec)
     strat = mm.resolve_strategy(spec.strategy)

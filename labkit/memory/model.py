@@ -1,6 +1,6 @@
 """Memory per rank, from arithmetic: what sharding saves, what it does not, and the peak.
 
-    from labkit import memory_model as mm
+    from labkit.memory import model as mm
     mm.model_states(7.5e9, "DDP", 64)                  # 120 GB per GPU (ZeRO paper, Fig. 1)
     mm.model_states(7.5e9, "ZERO3", 64)                # 1.9 GB
     b = mm.peak_memory("llama-7b", "FULL_SHARD", 8, micro_batch=1, checkpointing=True)
@@ -34,10 +34,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from labkit import memory_peak
+from labkit.fmt import fmt_bytes, fmt_count, render_table
 from labkit.i18n import catalog, t
-from labkit.memory_peak import StepShape
-from labkit.memory_shapes import (
+from labkit.memory import peak as memory_peak
+from labkit.memory.peak import StepShape
+from labkit.memory.shapes import (
     Activations,
     block_backward_bytes,
     config,
@@ -49,7 +50,7 @@ from labkit.memory_shapes import (
     logits_bytes,
     transformer_units,
 )
-from labkit.memory_states import (
+from labkit.memory.states import (
     CATEGORIES,
     CONVENTIONS,
     GB,
@@ -71,7 +72,6 @@ from labkit.memory_states import (
     resolve_strategy,
     shard_group,
 )
-from labkit.units import fmt_bytes, fmt_count, render_table
 
 __all__ = [
     "CATEGORIES", "CONVENTIONS", "GB", "GPUS", "OPTIMIZERS", "PRECISIONS", "STRATEGIES", "Activations", "Fit",

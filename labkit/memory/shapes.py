@@ -16,7 +16,7 @@ from typing import Any
 
 def config(model: Any) -> Any:
     if isinstance(model, str):
-        from labkit.models import get_config  # imports torch; only when a preset is named
+        from labkit.models.config import get_config
 
         return get_config(model)
     return model

@@ -1,6 +1,6 @@
 """Model states per rank: parameters, gradients and optimizer state, and what sharding divides.
 
-    from labkit import memory_model as mm
+    from labkit.memory import model as mm
     mm.model_states(7.5e9, "DDP", 64)                  # 120 GB per GPU (ZeRO paper, Fig. 1)
     mm.model_states(7.5e9, "ZERO3", 64)                # 1.9 GB
     print(mm.model_states(7.5e9, "ZERO3", 64).table())  # per category, device and host
@@ -41,10 +41,10 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.errors import OptionError
+from labkit.fmt import fmt_bytes, markdown_to_html, render_table
 from labkit.i18n import catalog, t
-from labkit.memory_peak import Phase
-from labkit.units import fmt_bytes, markdown_to_html, render_table
+from labkit.memory.peak import Phase
+from labkit.wire.errors import OptionError
 
 catalog(
     {

@@ -1,6 +1,7 @@
 """The models the lessons train: ``config`` (sizes, no torch) and ``transformer`` (the torch modules).
 
-    from labkit.models import TransformerLM, get_config     # both work: names load on first use
+from labkit.models.transformer import TransformerLM
+from labkit.models.config import get_config
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from labkit.models.config import ModelConfig
+from labkit.models.config import ModelConfig, get_config
 
 
 class RMSNorm(nn.Module):

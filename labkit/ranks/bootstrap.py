@@ -39,11 +39,11 @@ import time
 import traceback
 from typing import Any
 
-from labkit import gpus
-from labkit import rank as rank_api
-from labkit.channel import ChannelClient
-from labkit.protocol import TYPE, Msg
-from labkit.sampler import Sampler
+from labkit.ranks import rank as rank_api
+from labkit.ranks.sampler import Sampler
+from labkit.wire import devices as gpus
+from labkit.wire.channel import ChannelClient
+from labkit.wire.protocol import TYPE, Msg
 
 CELL_FILENAME = "<cell>"
 _finishing = False
@@ -436,6 +436,6 @@ def cut_collectives() -> None:
 if __name__ == "__main__":
     # run as a script (torchrun --run-path) or with -m: either way the package's module runs,
     # so there is one labkit.bootstrap in the rank, whatever else imports it
-    from labkit.bootstrap import main as package_main
+    from labkit.ranks.bootstrap import main as package_main
 
     package_main()

@@ -1,6 +1,6 @@
 """Collectives counted inside the ranks (what theory says they should be: ``labkit.timing.theory``).
 
-    from labkit import comm
+    from labkit.ranks import comm
     for i in rank.steps(3):
         with comm.count(step=i) as c:        # sends a "comm" message when the step ends
             loss = model(x, y); loss.backward(); opt.step()
@@ -33,7 +33,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -45,7 +45,6 @@ from labkit.wire.protocol import Msg
 from labkit.wire.records import ring_factor
 
 __all__ = ["Call", "CommCounter", "count", "padded_numel", "padded_units", "steps", "unit_name"]
-
 
 
 # c10d operator -> (collective, index of the argument holding the full-size payload).

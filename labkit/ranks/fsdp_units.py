@@ -1,6 +1,6 @@
 """The FSDP units of a wrapped model: their names, their modules and their padded sizes.
 
-    from labkit.fsdp_units import find_units, padded_units
+    from labkit.ranks.fsdp_units import find_units, padded_units
     flavor, units = find_units(model)      # "fsdp1" / "fsdp2" / "ddp" / "plain", [(name, unit, compute, outer)]
     padded_units(model)                    # {"root": 65600, "layers.0": 65664, ...} elements gathered
 
@@ -77,7 +77,7 @@ def find_units(
     elif any(isinstance(m, FSDPModule) for m in model.modules()):
         flavor, is_unit = "fsdp2", lambda m: isinstance(m, FSDPModule)
     else:
-        from labkit.models import TransformerBlock
+        from labkit.models.transformer import TransformerBlock
 
         types = tuple(unit_types or (TransformerBlock,))
         flavor = "ddp" if hasattr(model, "module") and type(model).__name__ == "DistributedDataParallel" else "plain"

@@ -1,7 +1,7 @@
 """Memory by category, measured inside each rank: parameters (sharded and unsharded),
 gradients, optimizer state, activations and the rest, at each phase of a step and at its peak.
 
-    from labkit import memtrack, rank
+    from labkit.ranks import memtrack, rank
     tracker = memtrack.track(model, opt, steps=[1])   # opt-in: a measured step runs 2-4x slower
     for i in rank.steps(3):
         with tracker.step(i):
@@ -51,8 +51,8 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from labkit import rank as _rank
 from labkit.i18n import catalog, t
+from labkit.ranks import rank as _rank
 
 catalog(
     {

@@ -1,6 +1,6 @@
 """The in-rank side of labkit: what a cell running on a rank calls.
 
-    from labkit import rank
+    from labkit.ranks import rank
     for step in rank.steps(10):      # times each step, streams it to the notebook
         loss = train_step()
     rank.report(loss=loss.item())    # ends up in run.values[rank]
@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from labkit.channel import ChannelClient
-from labkit.protocol import TIME, TYPE, Msg
+from labkit.wire.channel import ChannelClient
+from labkit.wire.protocol import TIME, TYPE, Msg
 
 _client: ChannelClient | None = None
 values: dict[str, Any] = {}  # everything this rank reported, as sent

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from labkit.protocol import Msg
+from labkit.wire.protocol import Msg
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -109,7 +109,7 @@ class Sampler:
 
     def start(self) -> None:
         if self.interval > 0:
-            from labkit import rank
+            from labkit.ranks import rank
 
             self._unhook = rank.on_step(self._after_step)
             self._thread.start()

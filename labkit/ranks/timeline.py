@@ -3,7 +3,7 @@ reduce-scatter, from timestamps taken in the ranks, drawn as a Gantt chart.
 
 In the rank:
 
-    from labkit import timeline
+    from labkit.ranks import timeline
     rec = timeline.Recorder(model, optimizer=opt)       # after wrapping with FSDP / DDP
     for i in rank.steps(3):
         with rec.step(i):                                # sends "spans" (and "comm") at the end
@@ -49,7 +49,7 @@ from typing import Any
 from labkit.i18n import catalog, t
 from labkit.ranks import rank as _rank
 from labkit.ranks.fsdp_units import find_units, fsdp2_group, unit_bytes
-from labkit.timing.spans import span
+from labkit.timing.spans import span, union
 from labkit.wire.protocol import Msg
 
 catalog(
@@ -278,7 +278,7 @@ class Recorder:
     @contextlib.contextmanager
     def step(self, i: int | None = None, send: bool = True, comm: bool = True, **fields: Any) -> Iterator[Recorder]:
         """Record one step; at its end send ``spans`` (and the ``comm`` counts, unless ``comm=False``)."""
-        from labkit import comm as _comm
+        from labkit.ranks import comm as _comm
 
         self._calls, self._extra = [], []
         self._last_post_backward = None
@@ -327,7 +327,7 @@ class Recorder:
 
     def describe(self) -> dict[str, Any]:
         """The run's setup as the simulator needs it: flavor, options, unit order and sizes."""
-        from labkit import comm as _comm
+        from labkit.ranks import comm as _comm
 
         info: dict[str, Any] = {"flavor": self.flavor, "world_size": _rank.world_size(), "device": self._device()}
         info["unit_bytes"] = unit_bytes(self.model, self.units)

@@ -23,10 +23,11 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from labkit import comm, timeline
-from labkit.models import TransformerBlock, TransformerLM, get_config, synthetic_batch
-from labkit.protocol import Msg
-from labkit.rank import send as rank_send
+from labkit.models.config import get_config
+from labkit.models.transformer import TransformerBlock, TransformerLM, synthetic_batch
+from labkit.ranks import comm, timeline
+from labkit.ranks.rank import send as rank_send
+from labkit.wire.protocol import Msg
 
 
 def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:

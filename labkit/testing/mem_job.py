@@ -25,9 +25,10 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from labkit import memtrack
-from labkit.models import ModelConfig, TransformerBlock, TransformerLM, get_config, synthetic_batch
-from labkit.rank import send as rank_send
+from labkit.models.config import ModelConfig, get_config
+from labkit.models.transformer import TransformerBlock, TransformerLM, synthetic_batch
+from labkit.ranks import memtrack
+from labkit.ranks.rank import send as rank_send
 
 # Every dimension odd enough that neither FSDP1's flat parameters nor FSDP2's dim-0 shards
 # divide evenly at 4 ranks: both must pad.

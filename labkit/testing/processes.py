@@ -75,7 +75,7 @@ def with_env(var: str, value: str, pids: list[int] | None = None) -> list[int]:
 
 def our_rank_processes() -> list[int]:
     """The labkit run processes that carry this session's marker."""
-    from labkit.group import find_run_processes
+    from labkit.launch.group import find_run_processes
 
     return with_env(MARK_VAR, mark_session(), find_run_processes(None))
 

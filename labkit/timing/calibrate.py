@@ -1,6 +1,6 @@
 """What the simulator replays, read off a measured step: ``Profile`` and ``profile_from_run``.
 
-    from labkit import calibrate
+    from labkit.timing import calibrate
     prof = calibrate.profile_from_run(run, config="fsdp1:FULL_SHARD:BACKWARD_PRE")
 
 Calibrated from the run (``labkit.timeline`` spans of rank 0, the mean over its typical steps:
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.i18n import catalog, t
-from labkit.links import Link
-from labkit.protocol import TYPE, Msg
-from labkit.spans import intersect, length, union
+from labkit.timing.links import Link
+from labkit.timing.spans import intersect, length, union
+from labkit.wire.protocol import TYPE, Msg
 
 catalog(
     {

@@ -1,6 +1,6 @@
 """Links between ranks for the simulator: a bandwidth and a latency, and the ring algorithm's cost.
 
-    from labkit.links import link
+    from labkit.timing.links import link
     link("pcie4").time("all_gather", 8e6, 4)       # seconds for 8 MB gathered over 4 ranks
     link(10e9, 5e-6)                               # your own: 10 GB/s, 5 µs per ring step
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from labkit.comm import ring_factor
 from labkit.i18n import catalog, t
+from labkit.timing.theory import ring_factor
 
 catalog(
     {

@@ -1,6 +1,6 @@
 """What a step would take on another interconnect: a schedule simulator (its output is *simulated*).
 
-    from labkit import simulate
+    from labkit.timing import simulate
     prof = simulate.profile_from_run(run)     # measured compute, host overhead and bytes
     simulate.simulate(prof, "pcie4", backward_prefetch=None)
     print(simulate.table(simulate.sweep(prof, links=["nvlink4", "ib100"])))
@@ -53,12 +53,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.calibrate import Profile, fit_link, profile_from_run
+from labkit.fmt import render_table
 from labkit.i18n import catalog, t
-from labkit.links import LINKS, Link, link
-from labkit.protocol import TYPE, Msg
-from labkit.spans import intersect, length, span, union
-from labkit.units import render_table
+from labkit.timing.calibrate import Profile, fit_link, profile_from_run
+from labkit.timing.links import LINKS, Link, link
+from labkit.timing.spans import intersect, length, span, union
+from labkit.wire.protocol import TYPE, Msg
 
 __all__ = [
     "LINKS",

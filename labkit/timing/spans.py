@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labkit.i18n import catalog, t
-from labkit.protocol import TYPE, Msg
+from labkit.wire.protocol import TYPE, Msg
 
 catalog(
     {

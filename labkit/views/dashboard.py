@@ -17,14 +17,14 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from labkit import runview
+from labkit.fmt import fmt_bytes
 from labkit.i18n import catalog, t
-from labkit.protocol import ELAPSED, Msg, Status
-from labkit.units import fmt_bytes
+from labkit.views import runview
+from labkit.wire.protocol import ELAPSED, Msg, Status
 
 if TYPE_CHECKING:
-    from labkit.options import RunConfig
-    from labkit.run import Run
+    from labkit.launch.options import RunConfig
+    from labkit.launch.run import Run
 
 catalog(
     {
@@ -214,7 +214,7 @@ class WidgetView:
         self.update(run, force=True)
         self._finished = True
         self.stop.disabled = True
-        from labkit.errors import RunInterrupted, RunStopped, RunTimeout
+        from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 
         stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
         self.stop.description = t(f"run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
@@ -247,7 +247,7 @@ def membars_html(run: Run) -> str:
     latest = {r: m for r in run.ranks if (m := run.last_message(r, Msg.MEMCAT)) is not None}
     if not latest:
         return ""
-    from labkit.memory_view import breakdown_html
+    from labkit.views.memory import breakdown_html
 
     return breakdown_html(latest)
 

@@ -1,6 +1,6 @@
 """Drawing a timeline: a Gantt chart per step, one row per rank and stream (matplotlib).
 
-    from labkit import gantt                # also as timeline.plot_timeline / plot_timelines
+    from labkit.views import gantt  # also as timeline.plot_timeline / plot_timelines
     gantt.plot_timeline(run)
     gantt.plot_timelines({"BACKWARD_PRE": run_a, "None": run_b})
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labkit.i18n import catalog, t
-from labkit.spans import held_curve, origin, spans_by_rank
+from labkit.timing.spans import held_curve, origin, spans_by_rank
 
 catalog(
     {
@@ -127,7 +127,7 @@ def _label(run: Any, r: int) -> str:
     """The rank as the dashboard names it: ``r``, or ``r (node/local rank)`` on several nodes."""
     if not hasattr(run, "events") or r not in getattr(run, "ranks", {}):
         return str(r)  # spans without a Run (a simulation, a saved trace)
-    from labkit.runview import rank_label
+    from labkit.views.runview import rank_label
 
     return rank_label(run, r)
 

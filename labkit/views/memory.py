@@ -2,7 +2,7 @@
 ``labkit.memtrack`` measured in the ranks. The numbers come from ``labkit.memory_model``
 (formulas) and the "memcat" messages (measurements); this module only draws them.
 
-    from labkit import memory_view
+    from labkit.views import memory as memory_view
     memory_view.plot_memory_vs_gpus("llama-13b", "H100-80GB")    # model states per GPU vs N
     memory_view.memory_table(run)                                # per rank, phase, category
     memory_view.plot_breakdown(run)                              # the same as stacked bars
@@ -16,11 +16,12 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from labkit import memory_model as mm
+from labkit.fmt import UNITS, fmt_bytes, fmt_count, markdown_to_html, render_table
 from labkit.i18n import catalog, t
-from labkit.memory_shapes import config
-from labkit.memtrack import CATEGORIES, PHASES
-from labkit.units import GB, UNITS, fmt_bytes, fmt_count, markdown_to_html, render_table
+from labkit.memory import model as mm
+from labkit.memory.shapes import config
+from labkit.memory.states import GB
+from labkit.ranks.memtrack import CATEGORIES, PHASES
 
 catalog(
     {

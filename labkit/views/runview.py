@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from labkit.fmt import fmt_bytes, render_table
 from labkit.i18n import catalog, t
-from labkit.protocol import ELAPSED, TYPE, Msg, Status
-from labkit.units import fmt_bytes, render_table
+from labkit.wire.protocol import ELAPSED, TYPE, Msg, Status
 
 if TYPE_CHECKING:
-    from labkit.run import Run
+    from labkit.launch.run import Run
 
 catalog(
     {

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from labkit.run import Run
+    from labkit.launch.run import Run
 
 
 class LabkitError(Exception):

@@ -31,8 +31,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]  # a busy 2-core ma
 
 
 def t_en(key: str, **fields: object) -> str:
-    import labkit.dashboard
-    import labkit.launcher  # noqa: F401
     from labkit.i18n import t
 
     return t(key, lang="en", **fields)
@@ -92,7 +90,7 @@ def no_rank_left(lab):
 def ranks_left(server: JupyterLab, wait: float = 10.0) -> list[int]:
     # find_run_processes(None) sees every labkit rank of this user; keep those our server started
     # (other test sessions may run ranks on the same machine)
-    from labkit.launcher import find_run_processes
+    from labkit.launch.group import find_run_processes
 
     deadline = time.monotonic() + wait
     while True:

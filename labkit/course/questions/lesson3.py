@@ -41,7 +41,8 @@ def size_policy_units(model: Any, min_num_params: int) -> list[str]:
 def _meta_model(config: dict[str, Any]) -> Any:
     import torch
 
-    from labkit.models import ModelConfig, TransformerLM
+    from labkit.models.config import ModelConfig
+    from labkit.models.transformer import TransformerLM
 
     with torch.device("meta"):  # only the shapes: nothing is allocated
         return TransformerLM(ModelConfig(**config))

@@ -94,7 +94,7 @@ def _peak_gathered_pre(root_params: int, block_params: int, precision: str) -> f
     },
 )
 def _saved_ms(profile: Any, link: Any) -> float:
-    from labkit import simulate
+    from labkit.timing import simulate
 
     without = simulate.simulate(profile, link, backward_prefetch=None)
     with_pre = simulate.simulate(profile, link, backward_prefetch="BACKWARD_PRE")

@@ -89,7 +89,7 @@ def _as_set(value: Any) -> set[str] | None:
     },
 )
 def _host_per_node(n_params: int, world_size: int, gpus_per_node: int) -> float:
-    from labkit import memory_model
+    from labkit.memory import model as memory_model
 
     states = memory_model.model_states(n_params, "FULL_SHARD", world_size, "bf16", convention="torch", offload="params")
     return states.host_total * gpus_per_node

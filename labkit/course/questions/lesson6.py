@@ -86,7 +86,7 @@ def _reloaded(value: Any, run: Any) -> bool:
     """The model handed in gives the ranks' saved loss on their probe batch (so it holds their weights)."""
     import torch
 
-    from labkit.models import synthetic_batch
+    from labkit.models.transformer import synthetic_batch
 
     probe = synthetic_batch(value.cfg, 8, 10_000, 0)  # the ranks' probe batch
     with torch.no_grad():
@@ -122,7 +122,7 @@ question(
     },
 )
 def _min_gpus(model: str) -> int:
-    from labkit import memory_model
+    from labkit.memory import model as memory_model
 
     n = memory_model.min_world_size(model, "FULL_SHARD", "H100-80GB", **PLAN)
     if n is None:
