@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import argparse
 
+from labkit import comm
 from labkit.fmt import render_table
 from labkit.models.config import get_config
-from labkit.ranks import comm
 from labkit.testing.comm_launch import of_config, run_job
 from labkit.timing import simulate
 from labkit.wire.protocol import TYPE, Msg

@@ -183,7 +183,7 @@ from torch.distributed.fsdp import fully_shard
 from torch.nn.parallel import DistributedDataParallel
 from torch.profiler import ProfilerActivity, profile
 
-from labkit.ranks import comm, memtrack, rank, timeline
+from labkit import comm, memtrack, rank, timeline
 from labkit.models.transformer import TransformerLM, synthetic_batch
 from labkit.models.config import get_config
 from labkit.wire.protocol import Msg
@@ -306,7 +306,7 @@ def check_memory(plan: Plan, run: Any) -> Result:
 
 
 def check_comm(plan: Plan, run: Any) -> Result:
-    from labkit.ranks import comm
+    from labkit import comm
 
     n, psi = plan.nproc, run.values[0]["num_params"]
     msgs = {m["config"]: m for m in run.events[0] if m.get(TYPE) == Msg.COMM and m.get("config")}

@@ -48,16 +48,16 @@ _LAZY = {
 # The short module names a notebook (and code written for the flat layout) imports, and the modules
 # that define their names. A name with one home is that module itself (``labkit.rank`` is
 # ``labkit.ranks.rank``); a name with several is a view over them, searched in order, each imported on
-# first use: ``timeline.Recorder`` on a rank loads the recorder only, ``timeline.plot_timelines`` in the
-# kernel loads the plot. Lookup only: nothing here is imported until a name is used.
+# first use, the torch-free ones first: ``comm.theory_bytes`` in the kernel never loads the in-rank
+# counter (torch), ``timeline.Recorder`` on a rank never loads the plots. Lookup only: nothing here is imported until a name is used.
 ALIASES: dict[str, tuple[str, ...]] = {
     "rank": ("labkit.ranks.rank",),
     "memtrack": ("labkit.ranks.memtrack",),
     "sampler": ("labkit.ranks.sampler",),
     "bootstrap": ("labkit.ranks.bootstrap",),
     "fsdp_units": ("labkit.ranks.fsdp_units",),
-    "comm": ("labkit.ranks.comm", "labkit.timing.theory"),
-    "timeline": ("labkit.ranks.timeline", "labkit.timing.spans", "labkit.views.gantt", "labkit.ranks.fsdp_units"),
+    "comm": ("labkit.timing.theory", "labkit.ranks.comm"),
+    "timeline": ("labkit.timing.spans", "labkit.ranks.timeline", "labkit.ranks.fsdp_units", "labkit.views.gantt"),
     "simulate": ("labkit.timing.simulate", "labkit.timing.links", "labkit.timing.calibrate"),
     "calibrate": ("labkit.timing.calibrate",),
     "links": ("labkit.timing.links",),

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from labkit import comm
 from labkit.models.config import get_config
-from labkit.ranks import comm
 from labkit.testing.comm_launch import CONFIGS_2, of_config, run_job
 
 CONFIGS_4 = ("ddp", "fsdp2:reshard", "fsdp1:HYBRID_SHARD")

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from labkit.ranks import comm, timeline
+from labkit import comm, timeline
 from labkit.testing.comm_launch import CONFIGS_2, of_config, run_job
 from labkit.timing import calibrate, simulate
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from labkit.ranks import timeline
+from labkit import timeline
 from labkit.testing.comm_launch import CONFIGS_2, of_config, run_job
 
 PRE, POST, NONE = (f"fsdp1:FULL_SHARD:{p}" for p in ("BACKWARD_PRE", "BACKWARD_POST", "NONE"))

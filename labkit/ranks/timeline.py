@@ -3,7 +3,7 @@ reduce-scatter, from timestamps taken in the ranks, drawn as a Gantt chart.
 
 In the rank:
 
-    from labkit.ranks import timeline
+    from labkit import timeline
     rec = timeline.Recorder(model, optimizer=opt)       # after wrapping with FSDP / DDP
     for i in rank.steps(3):
         with rec.step(i):                                # sends "spans" (and "comm") at the end
