@@ -417,7 +417,7 @@ def check_timeline(plan: Plan, run: Any) -> Result:
 FAULT = """
 import os, signal, time
 import torch, torch.distributed as dist
-from labkit.ranks import rank
+from labkit import rank
 x = torch.ones(1, device=rank.device())
 dist.all_reduce(x)
 x.item()  # NCCL returns before the collective ends; wait for it, so every rank is past it

@@ -42,7 +42,7 @@ import functools, time, torch
 import torch.distributed as dist
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
-from labkit.ranks import rank
+from labkit import rank
 from labkit.models.transformer import TransformerLM, TransformerBlock, synthetic_batch
 
 torch.manual_seed(0)

@@ -27,7 +27,7 @@ TIMEOUT = 120  # seconds for one torchrun launch; a healthy one takes 3-8 s here
 CELL_REDUCE = """\
 import torch
 import torch.distributed as dist
-from labkit.ranks import rank
+from labkit import rank
 
 x = torch.tensor([float(rank.rank() + 1)])
 for i in rank.steps(STEPS):
@@ -43,7 +43,7 @@ import torch
 import torch.distributed as dist
 
 dist.init_process_group("gloo")  # the cell makes its own group: the export must not make another
-from labkit.ranks import rank
+from labkit import rank
 
 ranks = [None, None]
 dist.all_gather_object(ranks, dist.get_rank())

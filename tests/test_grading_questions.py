@@ -284,7 +284,7 @@ def test_the_offline_wrap_makes_the_units_fsdp_makes(tmp_path: Path):
 import functools, json, os, torch, torch.distributed as dist
 from torch.distributed.fsdp import FullyShardedDataParallel
 from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy
-from labkit.ranks import comm
+from labkit import comm
 from labkit.course.questions.lesson3 import UNSEEN_CONFIGS
 from labkit.models.config import ModelConfig
 from labkit.models.transformer import TransformerLM

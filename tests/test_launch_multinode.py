@@ -35,7 +35,7 @@ CELL = """\
 import os
 import torch
 import torch.distributed as dist
-from labkit.ranks import rank
+from labkit import rank
 
 x = torch.tensor([float(rank.rank() + 1)])
 dist.all_reduce(x)

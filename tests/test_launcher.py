@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("no_leaks")
 
 ALLREDUCE = """
 import torch, torch.distributed as dist
-from labkit.ranks import rank
+from labkit import rank
 x = torch.ones(1) * (rank.rank() + 1)
 dist.all_reduce(x)
 rank.report(total=x.item(), world=dist.get_world_size())
@@ -75,7 +75,7 @@ def test_steps_timed_and_logs_kept_per_rank():
     r = run(
         """
         import time
-        from labkit.ranks import rank
+        from labkit import rank
         for i in rank.steps(3):
             time.sleep(0.05)
             print(f"rank {rank.rank()} step {i}")
@@ -93,7 +93,7 @@ def test_cell_that_inits_its_own_process_group():
         """
         import torch.distributed as dist
         dist.init_process_group("gloo")
-        from labkit.ranks import rank
+        from labkit import rank
         rank.report(init_by_cell=dist.is_initialized())
         dist.destroy_process_group()
         """
@@ -134,7 +134,7 @@ def test_early_clean_exit_is_the_root_cause():  # F3
         run(
             """
             import torch, torch.distributed as dist
-            from labkit.ranks import rank
+            from labkit import rank
             if rank.rank() == 1:
                 raise SystemExit(0)
             import time; time.sleep(0.5)
@@ -179,7 +179,7 @@ def test_grandchildren_are_swept():  # F16
         run(
             """
             import subprocess, time
-            from labkit.ranks import rank
+            from labkit import rank
             subprocess.Popen(["sleep", "1000"], start_new_session=True)
             time.sleep(0.5)
             if rank.rank() == 1:
@@ -200,7 +200,7 @@ def test_output_flood_and_bad_bytes():  # F29, F30
     r = run(
         """
         import os, sys
-        from labkit.ranks import rank
+        from labkit import rank
         if rank.rank() == 0:
             for i in range(0, 1_000_000, 100_000):
                 sys.stdout.write("".join(f"line {j}\\n" for j in range(i, i + 100_000)))
@@ -226,7 +226,7 @@ FAULT_CELLS = {  # rank 1 misbehaves in step 2 while rank 0 goes on to the next 
     "hang": "if rank.rank() == 1 and i == 2:\n        time.sleep(1000)",
 }
 FAULT_CODE = """import os, time, torch, torch.distributed as dist
-from labkit.ranks import rank
+from labkit import rank
 print("before the collective", flush=True)
 for i in rank.steps(4):
     {fault}
@@ -447,7 +447,7 @@ def test_rank_that_ignores_sigterm_is_killed():  # F15
         run(
             """
             import signal, time
-            from labkit.ranks import rank
+            from labkit import rank
             if rank.rank() == 1:
                 signal.signal(signal.SIGTERM, signal.SIG_IGN)
                 time.sleep(1000)
@@ -483,7 +483,7 @@ def test_tensors_are_read_between_steps_only_while_the_cell_churns_them():
     # crashed ranks with SIGSEGV (FSDP does this every step); now the thread reads counters only
     code = """
     import torch
-    from labkit.ranks import rank
+    from labkit import rank
     m = torch.nn.Linear(128, 128)
     for i in rank.steps(3):
         for _ in range(3000):

@@ -38,7 +38,7 @@ import os
 import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
-from labkit.ranks import rank
+from labkit import rank
 from labkit.models.transformer import TransformerLM, synthetic_batch
 from labkit.models.config import get_config
 
@@ -248,7 +248,7 @@ import os
 import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
-from labkit.ranks import rank, timeline
+from labkit import rank, timeline
 from labkit.models.transformer import TransformerLM, synthetic_batch
 from labkit.models.config import get_config
 
@@ -273,7 +273,7 @@ rank.report(world=dist.get_world_size(), node=os.environ.get("LABKIT_NODE", "loc
 
 SLEEP_CELL = """
 import time
-from labkit.ranks import rank
+from labkit import rank
 for step in rank.steps(3000):
     time.sleep(0.05)
 """
@@ -508,7 +508,7 @@ def test_a_rendezvous_that_never_completes_fails_within_its_timeout(nodes_env, m
 HOSTS_CELL = """
 import os
 import torch.distributed as dist
-from labkit.ranks import rank
+from labkit import rank
 import torch
 for step in rank.steps(2):
     dist.all_reduce(torch.ones(1))

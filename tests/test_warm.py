@@ -53,7 +53,7 @@ def cell(code: str) -> str:
 
 BUILD = """
 import torch, torch.distributed as dist
-from labkit.ranks import rank
+from labkit import rank
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
 print("built", flush=True)
@@ -139,7 +139,7 @@ def test_exception_is_reported_per_rank_and_the_session_survives(session):
     with pytest.raises(RankError) as info:
         session.run(
             cell("""
-            from labkit.ranks import rank
+            from labkit import rank
             raise ValueError(f"bad {rank.rank()}")
             """)
         )
@@ -201,7 +201,7 @@ def test_state_survives_an_interrupted_collective_then_restart(session):
     r = session.run(
         cell("""
         import torch, torch.distributed as dist
-        from labkit.ranks import rank
+        from labkit import rank
         x = torch.ones(1)
         dist.all_reduce(x)
         rank.report(fresh="kept" not in globals(), total=x.item())

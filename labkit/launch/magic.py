@@ -1,7 +1,7 @@
 """The notebook magics: ``%%torchrun`` (one-shot ranks), the warm-rank magics, ``%labkit_lang``.
 
     %%torchrun -n 2 --timeout 60 --vars model_size,steps
-    from labkit.ranks import rank
+    from labkit import rank
     rank.report(hello=rank.rank())
 
     %torchrun_start -n 2          # warm ranks (labkit.warm.Session), kept across cells

@@ -1,6 +1,6 @@
 """Peak memory per rank for models far larger than this machine, without allocating them.
 
-    from labkit.memory import estimate
+    from labkit import estimate
     e = estimate.estimate_peak("llama-7b", world_size=8, precision="bf16", checkpointing=True)
     print(e)        # the breakdown at the peak, the analytical model beside it, and why they differ
 

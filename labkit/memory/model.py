@@ -1,6 +1,6 @@
 """Memory per rank, from arithmetic: what sharding saves, what it does not, and the peak.
 
-    from labkit.memory import model as mm
+    from labkit import memory_model as mm
     mm.model_states(7.5e9, "DDP", 64)                  # 120 GB per GPU (ZeRO paper, Fig. 1)
     mm.model_states(7.5e9, "ZERO3", 64)                # 1.9 GB
     b = mm.peak_memory("llama-7b", "FULL_SHARD", 8, micro_batch=1, checkpointing=True)

@@ -1,6 +1,6 @@
 """Model states per rank: parameters, gradients and optimizer state, and what sharding divides.
 
-    from labkit.memory import model as mm
+    from labkit import memory_model as mm
     mm.model_states(7.5e9, "DDP", 64)                  # 120 GB per GPU (ZeRO paper, Fig. 1)
     mm.model_states(7.5e9, "ZERO3", 64)                # 1.9 GB
     print(mm.model_states(7.5e9, "ZERO3", 64).table())  # per category, device and host

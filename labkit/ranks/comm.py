@@ -1,6 +1,6 @@
 """Collectives counted inside the ranks (what theory says they should be: ``labkit.timing.theory``).
 
-    from labkit.ranks import comm
+    from labkit import comm
     for i in rank.steps(3):
         with comm.count(step=i) as c:        # sends a "comm" message when the step ends
             loss = model(x, y); loss.backward(); opt.step()

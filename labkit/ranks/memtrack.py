@@ -1,7 +1,7 @@
 """Memory by category, measured inside each rank: parameters (sharded and unsharded),
 gradients, optimizer state, activations and the rest, at each phase of a step and at its peak.
 
-    from labkit.ranks import memtrack, rank
+    from labkit import memtrack, rank
     tracker = memtrack.track(model, opt, steps=[1])   # opt-in: a measured step runs 2-4x slower
     for i in rank.steps(3):
         with tracker.step(i):

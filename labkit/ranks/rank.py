@@ -1,6 +1,6 @@
 """The in-rank side of labkit: what a cell running on a rank calls.
 
-    from labkit.ranks import rank
+    from labkit import rank
     for step in rank.steps(10):      # times each step, streams it to the notebook
         loss = train_step()
     rank.report(loss=loss.item())    # ends up in run.values[rank]

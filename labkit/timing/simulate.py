@@ -1,6 +1,6 @@
 """What a step would take on another interconnect: a schedule simulator (its output is *simulated*).
 
-    from labkit.timing import simulate
+    from labkit import simulate
     prof = simulate.profile_from_run(run)     # measured compute, host overhead and bytes
     simulate.simulate(prof, "pcie4", backward_prefetch=None)
     print(simulate.table(simulate.sweep(prof, links=["nvlink4", "ib100"])))

@@ -2,7 +2,7 @@
 ``labkit.memtrack`` measured in the ranks. The numbers come from ``labkit.memory_model``
 (formulas) and the "memcat" messages (measurements); this module only draws them.
 
-    from labkit.views import memory as memory_view
+    from labkit import memory_view
     memory_view.plot_memory_vs_gpus("llama-13b", "H100-80GB")    # model states per GPU vs N
     memory_view.memory_table(run)                                # per rank, phase, category
     memory_view.plot_breakdown(run)                              # the same as stacked bars
