@@ -8,7 +8,7 @@ module's (``"cli.run.help"``), in ``labkit.messages``. ``t`` imports a catalog t
 its keys is asked for: importing it runs no labkit code but the package's ``__init__``.
 
 The questions' hints are the one kind of message made at run time: the grading registry hands
-them to ``catalog()`` as the questions load (keys ``grading.q.<question id>.hint``).
+them to ``catalog()`` as the questions load (``grading.q.<question id>.hint``, ``.mistake<i>``).
 tests/test_i18n.py checks both languages, the fields, the Romanian letters, that every key the
 code asks for exists and that every message is asked for.
 
