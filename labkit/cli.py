@@ -14,27 +14,7 @@ import importlib
 import json
 import sys
 
-from labkit.i18n import catalog, t
-
-catalog(
-    {
-        "cli.description": {
-            "en": "fsdp-labkit: run, grade and export FSDP labs.",
-            "ro": "fsdp-labkit: rulați, notați și exportați laboratoare FSDP.",
-        },
-        "cli.run.help": {
-            "en": "run a Python file on N torchrun ranks",
-            "ro": "rulează un fișier Python pe N ranguri torchrun",
-        },
-        "cli.run.json": {"en": "print the values as JSON", "ro": "afișează valorile ca JSON"},
-        "cli.cleanup.help": {
-            "en": "kill labkit rank processes left alive by earlier runs",
-            "ro": "oprește procesele de rang labkit rămase de la rulări anterioare",
-        },
-        "cli.cleanup.done": {"en": "killed {n} process(es)", "ro": "au fost oprite {n} procese"},
-        "cli.lang.help": {"en": "language of messages (en or ro)", "ro": "limba mesajelor (en sau ro)"},
-    }
-)
+from labkit.i18n import t
 
 # subcommands contributed by other modules: each has register(subparsers)
 CONTRIBUTED = [
@@ -72,9 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help=t("cli.run.help"))
     p.add_argument("file")
-    p.add_argument("-n", "--nproc", type=int, default=None, help=t("magic.help.nproc"))
-    p.add_argument("--backend", default="auto", help=t("magic.help.backend"))
-    p.add_argument("--timeout", type=float, default=None, help=t("magic.help.timeout"))
+    p.add_argument("-n", "--nproc", type=int, default=None, help=t("launch.magic.help.nproc"))
+    p.add_argument("--backend", default="auto", help=t("launch.magic.help.backend"))
+    p.add_argument("--timeout", type=float, default=None, help=t("launch.magic.help.timeout"))
     p.add_argument("--json", action="store_true", help=t("cli.run.json"))
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("cleanup", help=t("cli.cleanup.help"))

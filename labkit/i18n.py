@@ -1,15 +1,16 @@
 """Messages in English and Romanian.
 
-Every user-facing string in labkit goes through ``t(key, **fields)``. Each
-module registers its own small catalog with ``catalog({...})`` so that the
-strings live next to the code that uses them; a test imports every module and
-fails if a key exists in one language and not in the other.
+Every user-facing string in labkit goes through ``t(key, **fields)``. The messages are data: each
+package keeps its own in ``labkit/<package>/messages.py``, one dict ``MESSAGES = {key: {"en": ...,
+"ro": ...}}``, and a key's first part is the package that holds it (``"launch.opt.timeout"`` lives in
+``labkit.launch.messages``). A key whose first part is no package with messages is a top-level
+module's (``"cli.run.help"``), in ``labkit.messages``. ``t`` imports a catalog the first time one of
+its keys is asked for: importing it runs no labkit code but the package's ``__init__``.
 
-A key's first part names the module that registers it: ``"run.status.done"``
-lives in ``labkit.run``, and the few prefixes that are not a module's name are
-listed in ``OWNERS``. ``t`` imports that module the first time one of its keys
-is asked for, so a module shows another module's message (the option errors,
-the category names) without importing it only to have its messages registered.
+The questions' hints are the one kind of message made at run time: the grading registry hands
+them to ``catalog()`` as the questions load (``grading.q.<question id>.hint``, ``.mistake<i>``).
+tests/test_i18n.py checks both languages, the fields, the Romanian letters, that every key the
+code asks for exists and that every message is asked for.
 
 The language comes from ``set_lang()``, else ``LABKIT_LANG``, else the locale
 (``ro_*`` gives Romanian), else English.
@@ -18,86 +19,73 @@ The language comes from ``set_lang()``, else ``LABKIT_LANG``, else the locale
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import inspect
 import locale
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
 
 LANGS = ("en", "ro")
-_CATALOG: dict[str, dict[str, str]] = {}
-_REGISTERED_BY: dict[str, str] = {}  # key -> the module that registered it
+TOP = "labkit.messages"  # the top-level modules' messages (labkit.cli)
+_CATALOG: dict[str, dict[str, str]] = {}  # every message loaded or registered so far
+_LOADED: set[str] = set()  # the catalog modules already read into _CATALOG
 _forced: str | None = None
 
-# key prefix -> the modules that register its keys, where the prefix is not the module's own name
-# (``labkit.<prefix>``); tests/test_i18n.py checks every registered key against this table
-OWNERS: dict[str, tuple[str, ...]] = {
-    "build": ("labkit.grading.build",),
-    "check": ("labkit.grading.checks", "labkit.grading.registry"),
-    "cli": ("labkit.cli", "labkit.grading.cli"),
-    "comm": ("labkit.timing.theory",),
-    "course": ("labkit.course.build", "labkit.course.show"),
-    "dash": ("labkit.views.dashboard",),
-    "diag": ("labkit.launch.diagnose",),
-    "est": ("labkit.memory.estimate",),
-    "export": ("labkit.export", "labkit.export.cells"),
-    "gpus": ("labkit.wire.devices",),
-    "grade": ("labkit.grading.report",),
-    "launch": ("labkit.launch.cold", "labkit.launch.diagnose", "labkit.launch.group"),
-    "magic": ("labkit.launch.options", "labkit.launch.magic"),  # option help lives with the options
-    "nodes": ("labkit.launch.nodes",),
-    "memtrack": ("labkit.ranks.memtrack", "labkit.views.memory"),
-    "mm": ("labkit.memory.model", "labkit.memory.states", "labkit.views.memory"),
-    "opt": ("labkit.launch.options",),
-    "peak": ("labkit.memory.peak",),
-    "q": ("labkit.grading.registry",),  # the questions' hints, registered as the questions load
-    "report": ("labkit.grading.report",),
-    "run": ("labkit.launch.run", "labkit.views.runview", "labkit.launch.logs"),
-    "simulate": ("labkit.timing.simulate", "labkit.timing.links", "labkit.timing.calibrate"),
-    "timeline": ("labkit.ranks.timeline", "labkit.timing.spans", "labkit.views.gantt"),
-    "warm": ("labkit.launch.warm", "labkit.launch.magic", "labkit.launch.options"),
-}
+
+@cache
+def packages() -> tuple[str, ...]:
+    """The packages that have a catalog (``labkit/<package>/messages.py``), found on disk, not imported."""
+    root = Path(__file__).parent
+    return tuple(sorted(path.parent.name for path in root.glob("*/messages.py")))
 
 
-def owners(key: str) -> tuple[str, ...]:
-    """The modules whose catalogs hold ``key`` (by its prefix)."""
+def home(key: str) -> str:
+    """The module whose ``MESSAGES`` hold ``key``: ``labkit.<first part>.messages``, else the top level's."""
     prefix = key.split(".", 1)[0]
-    return OWNERS.get(prefix, (f"labkit.{prefix}",))
+    return f"labkit.{prefix}.messages" if prefix in packages() else TOP
+
+
+def catalogs() -> tuple[str, ...]:
+    """Every catalog module, the top level's first."""
+    return (TOP, *(f"labkit.{name}.messages" for name in packages()))
+
+
+def _merge(entries: dict[str, dict[str, str]], source: str) -> None:
+    for key, texts in entries.items():
+        if key in _CATALOG and _CATALOG[key] != texts:
+            raise ValueError(f"message key {key!r} given twice with different texts ({source})")
+        _CATALOG[key] = dict(texts)
+
+
+def load(module: str) -> dict[str, dict[str, str]]:
+    """Read the catalog ``module`` (once) and return its messages."""
+    messages: dict[str, dict[str, str]] = importlib.import_module(module).MESSAGES
+    if module not in _LOADED:
+        _merge(messages, module)
+        _LOADED.add(module)
+    return messages
 
 
 def catalog(entries: dict[str, dict[str, str]]) -> None:
-    """Register ``{key: {"en": ..., "ro": ...}}``; a key may be registered once."""
-    caller = inspect.currentframe()
-    module = caller.f_back.f_globals.get("__name__", "?") if caller and caller.f_back else "?"
-    for key, texts in entries.items():
-        if key in _CATALOG and _CATALOG[key] != texts:
-            raise ValueError(f"message key registered twice with different texts: {key}")
-        _CATALOG[key] = dict(texts)
-        _REGISTERED_BY.setdefault(key, module)
+    """Register messages made at run time, ``{key: {"en": ..., "ro": ...}}``: the questions' hints.
+
+    A key may be registered again only with the same texts (a question module loaded twice)."""
+    _merge(entries, "catalog()")
 
 
-def registered_by() -> dict[str, str]:
-    """Each registered key, with the module that registered it."""
-    return dict(_REGISTERED_BY)
+def known(key: str) -> bool:
+    """Whether ``key`` is a message (its catalog is read if it was not yet)."""
+    if key not in _CATALOG:
+        load(home(key))
+    return key in _CATALOG
 
 
 def all_messages() -> dict[str, dict[str, str]]:
-    """The messages registered so far (a module's are there once it, or one of its keys, was used)."""
+    """Every catalog's messages, and those registered at run time so far (the questions' hints once loaded)."""
+    for module in catalogs():
+        load(module)
     return {k: dict(v) for k, v in _CATALOG.items()}
-
-
-def _load(key: str) -> None:
-    """Import the modules that register ``key``: importing one registers its catalog."""
-    for name in owners(key):
-        if key in _CATALOG:
-            return
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except ModuleNotFoundError:
-            found = False
-        if found:
-            importlib.import_module(name)
 
 
 def _normalize(lang: str | None) -> str | None:
@@ -147,11 +135,8 @@ def get_lang() -> str:
 
 def t(key: str, lang: str | None = None, **fields: object) -> str:
     """The message ``key`` in the current language, formatted with ``fields``."""
-    texts = _CATALOG.get(key)
-    if texts is None:
-        _load(key)
-        texts = _CATALOG.get(key)
-    if texts is None:
+    if not known(key):
         raise KeyError(f"no message registered for {key!r}")
+    texts = _CATALOG[key]
     text = texts.get(_normalize(lang) or get_lang()) or texts["en"]
     return text.format(**fields)

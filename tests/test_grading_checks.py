@@ -61,7 +61,7 @@ def test_wrong_answer_gets_the_hint_not_the_answer():
 def test_a_known_mistake_gets_its_own_hint():
     r = check("fixture.bytes_per_param", 12)
     assert r.status == "wrong"
-    assert r.feedback() == t("q.fixture.bytes_per_param.mistake0", "en")
+    assert r.feedback() == t("grading.q.fixture.bytes_per_param.mistake0", "en")
     assert r.feedback() != registry.get("fixture.bytes_per_param").hint("en")
 
 
@@ -78,9 +78,9 @@ def test_float_tolerance_and_scalar_types():
 
 def test_wrong_kind_of_value_says_so():
     r = check("fixture.bytes_per_param", "16")
-    assert r.status == "wrong" and r.key == "check.type.number"
+    assert r.status == "wrong" and r.key == "grading.check.type.number"
     assert r.feedback() == "expected a number, got str"
-    assert check("fixture.bytes_per_param", True).key == "check.type.number"  # a bool is not a count
+    assert check("fixture.bytes_per_param", True).key == "grading.check.type.number"  # a bool is not a count
 
 
 def test_ellipsis_is_not_answered_yet():
@@ -106,7 +106,7 @@ def test_verifier_gets_the_run_explicitly():
 
 def test_a_verifier_that_crashes_on_the_value_is_a_wrong_answer():
     r = check("testcheck.fragile", 3)
-    assert r.status == "wrong" and r.key == "check.crashed"
+    assert r.status == "wrong" and r.key == "grading.check.crashed"
     assert "AttributeError" in r.feedback()
 
 
@@ -128,11 +128,11 @@ def test_compare_structures():
     assert compare([1, 2.0, "a"], [1, 2, "A "]) is None
     assert compare((1, 2), [1, 2]) is None
     assert compare([1, 2], [1, 3]).key is None  # same shape, wrong values: the question's hint
-    assert compare([1], [1, 2]).key == "check.type.sequence"
+    assert compare([1], [1, 2]).key == "grading.check.type.sequence"
     assert compare({"a": 1, "b": 2.0}, {"b": 2, "a": 1}) is None
-    assert compare({"a": 1}, {"a": 1, "b": 2}).key == "check.type.mapping"
+    assert compare({"a": 1}, {"a": 1, "b": 2}).key == "grading.check.type.mapping"
     assert compare({"x", "y"}, {"y", "x"}) is None
-    assert compare(1, True).key == "check.type.bool"
+    assert compare(1, True).key == "grading.check.type.bool"
     assert compare(False, False) is None
     assert compare(float("nan"), 1.0) is not None
 
@@ -145,14 +145,14 @@ def test_display_bundle_carries_the_record_for_the_grader():
     rec = bundle[MIME]
     assert rec["id"] == "fixture.bytes_per_param" and rec["status"] == "wrong" and rec["correct"] is False
     assert (rec["points"], rec["max_points"], rec["lang"]) == (0, 1, "en")
-    assert rec["key"] == "q.fixture.bytes_per_param.hint" and rec["feedback"] == r.feedback()
+    assert rec["key"] == "grading.q.fixture.bytes_per_param.hint" and rec["feedback"] == r.feedback()
     assert MIME not in r.bundle(with_record=False)  # a re-display is not another attempt
     ok = check("fixture.bytes_per_param", 16).bundle()
     assert "#2e7d32" in ok["text/html"] and "Hint" not in ok["text/html"]
 
 
 def test_html_is_escaped():
-    r = CheckResult("x.<b>", "wrong", 0, 1, "check.crashed", {"error": "<script>alert(1)</script>"}, "en")
+    r = CheckResult("x.<b>", "wrong", 0, 1, "grading.check.crashed", {"error": "<script>alert(1)</script>"}, "en")
     assert "<script>" not in r.html() and "&lt;script&gt;" in r.html()
 
 

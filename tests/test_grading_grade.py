@@ -165,7 +165,7 @@ def test_untouched_student_build_scores_zero(graded):
 def test_planted_wrong_answer_gets_its_hint(graded):
     rep = report(graded, "cid")
     q = questions(rep)["fixture.bytes_per_param"]
-    hint = t("q.fixture.bytes_per_param.hint", "en")
+    hint = t("grading.q.fixture.bytes_per_param.hint", "en")
     assert q["status"] == "wrong" and q["points"] == 0 and q["feedback"] == hint
     md = (graded / "cid" / "report.md").read_text()
     assert hint in md and "✗ wrong" in md and "3/4 (75%)" in md
@@ -192,7 +192,7 @@ def test_crashing_cell_does_not_stop_later_checks(graded):
 def test_romanian_submission_gets_romanian_feedback(graded):
     rep = report(graded, "eve")
     assert rep["lang"] == "ro" and rep["points"] == 3
-    hint_ro = t("q.fixture.bytes_per_param.hint", "ro")
+    hint_ro = t("grading.q.fixture.bytes_per_param.hint", "ro")
     assert questions(rep)["fixture.bytes_per_param"]["feedback"] == hint_ro
     md = (graded / "eve" / "report.md").read_text()
     assert md.startswith("# Raport de punctaj: eve") and hint_ro in md and "✗ greșit" in md

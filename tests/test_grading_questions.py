@@ -159,7 +159,7 @@ def test_formulas_pass_only_as_functions_right_at_every_unseen_point():
         # the notebook's own figure, as a number or as a function that returns it
         figure = reference(**points[0])
         assert not q.judge(figure, {}).correct
-        assert q.judge(figure, {}).key == "check.type.function"
+        assert q.judge(figure, {}).key == "grading.check.type.function"
 
         def constant(*_: Any, _figure: Any = figure, **__: Any) -> Any:
             return _figure
@@ -212,7 +212,7 @@ def test_run_exercises_take_a_run_not_a_number(capsys: pytest.CaptureFixture[str
     assert {q.lesson for q in on_ranks} == {f"lesson{i}" for i in range(7)}
     for q in on_ranks:
         verdict = q.judge(12345, {})
-        assert not verdict.correct and verdict.key == "check.type.run"
+        assert not verdict.correct and verdict.key == "grading.check.type.run"
         empty = SimpleNamespace(nproc=2, values={0: {}, 1: {}})
         assert not q.judge(empty, {}).correct, q.id  # a failed run (nothing reported) scores nothing
     capsys.readouterr()

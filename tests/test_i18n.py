@@ -1,15 +1,19 @@
-"""Every labkit message exists in English and Romanian, with the same fields, in correct Romanian.
+"""Every labkit message exists in English and Romanian, with the same fields, in correct Romanian;
+the messages are data, one catalog per package; every key the code asks for exists, and every
+message is asked for.
 
 .venv/bin/pytest tests/test_i18n.py -q
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
-import pkgutil
+import re
 import string
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -17,22 +21,49 @@ import pytest
 import labkit
 from labkit import i18n
 
+ROOT = Path(__file__).resolve().parents[1]
 CEDILLAS = "\u015f\u0163\u015e\u0162"  # U+015F U+0163 U+015E U+0162: Romanian uses ș ț Ș Ț (comma below)
 FIXTURE_QUESTIONS = Path(__file__).parent / "fixtures" / "grading" / "fixture_questions.py"
+SOURCES = ("labkit", "tests", "benchmarks", "launch")  # where keys are spelled
+QUESTION_KEY = re.compile(r"^grading\.q\.[\w.]+\.(hint|mistake\d+)$")  # the hints the questions register
+
+# Key families the code builds at run time: a prefix it spells and a name that comes from data (a
+# status, a column, a lesson's ``show.say("ran")``). Their keys count as used; every prefix the code
+# builds a key from must be listed here with what fills it in.
+DYNAMIC = {
+    "course.col.": "show.table's column headers: the keys of a lesson's rows",
+    "course.fig.": "show.text('fig.<name>'): a figure's labels, named in a lesson",
+    "course.machine.": "show.machine(): the facts it prints",
+    "course.say.": "show.say('<name>'): the sentences a lesson prints",
+    "grading.check.line.": "a check's status: correct, wrong, unanswered, recorded",
+    "grading.grade.run.": "how a graded notebook ran",
+    "grading.grade.status.": "a graded question's status",
+    "grading.report.col.": "the report table's columns",
+    "launch.warm.state.": "a warm session's state: up, unsafe, down",
+    "memory.cat.": "a memory category (ranks.memtrack.CATEGORIES)",
+    "memory.peak.phase.": "a phase of the peak model (memory.peak.Phase.key)",
+    "memory.peak.term.": "a term of the peak model (memory.peak.Term.key)",
+    "memory.peak.unit.": "the units a peak term counts (Term.detail)",
+    "memory.what.": "the settings a memory table states",
+    "timing.simulate.col.": "the simulator table's columns",
+    "views.memtrack.phase.": "the phase a memory sample was taken in",
+    "views.run.col.": "the run summary's columns",
+    "views.run.status.": "a rank's status (wire.protocol.Status)",
+    "views.timeline.lane.": "a timeline lane: compute, comm, held",
+    "views.timeline.legend.": "a span's kind in the timeline legend",
+}
 
 
-def import_everything() -> list[str]:
-    """Import every labkit module, so that every catalog is registered."""
-    names = []
-    for mod in pkgutil.walk_packages(labkit.__path__, "labkit."):
-        if mod.name.endswith(".__main__"):  # entry points: importing one runs the command
-            continue
-        importlib.import_module(mod.name)
-        names.append(mod.name)
+def catalog_paths() -> dict[str, Path]:
+    """Each catalog module on disk: labkit/messages.py and labkit/<package>/messages.py."""
+    paths = [ROOT / "labkit" / "messages.py", *sorted((ROOT / "labkit").glob("*/messages.py"))]
+    return {".".join(p.relative_to(ROOT).with_suffix("").parts): p for p in paths}
+
+
+def load_questions() -> None:
     from labkit.grading import registry
 
     registry.load_questions()  # the questions' hints are messages too
-    return names
 
 
 def fields(text: str) -> set[str]:
@@ -41,8 +72,7 @@ def fields(text: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def messages() -> dict[str, dict[str, str]]:
-    names = import_everything()
-    assert "labkit.grading.checks" in names and "labkit.i18n" in names
+    load_questions()
     return i18n.all_messages()
 
 
@@ -116,7 +146,7 @@ def test_labkit_lang_switches_check_feedback_to_romanian(clean_lang, capsys):
     clean_lang.setenv("LABKIT_LANG", "ro")
     r = labkit.check("fixture.bytes_per_param", 15)
     assert r.lang == "ro"
-    hint = i18n.t("q.fixture.bytes_per_param.hint", "ro")
+    hint = i18n.t("grading.q.fixture.bytes_per_param.hint", "ro")
     assert repr(r) == f"✗ fixture.bytes_per_param: încă nu (0/1). Indiciu: {hint}"
     assert repr(check("fixture.bytes_per_param", 16)) == "✓ fixture.bytes_per_param: corect (1/1)"
     clean_lang.setenv("LABKIT_LANG", "en")
@@ -135,27 +165,23 @@ def test_set_lang_wins_over_the_environment(clean_lang):
     assert labkit.check("fixture.bytes_per_param", 16).line() == "✓ fixture.bytes_per_param: corect (1/1)"
 
 
-def test_every_key_is_registered_where_its_prefix_says(messages):
-    # i18n.t imports the module a key's prefix names the first time the key is used, so a key
-    # registered anywhere else would be found only once that other module happened to be imported
-    stray = {key: mod for key, mod in i18n.registered_by().items() if mod not in i18n.owners(key)}
-    assert not stray, f"keys registered outside the module their prefix names (rename, or add to i18n.OWNERS): {stray}"
-
-
-def test_a_message_of_a_module_not_yet_imported_loads_it():
-    # a fresh interpreter: nothing but labkit.i18n is imported when the option message is asked for
+def test_a_message_loads_its_catalog_and_no_code():
+    # a fresh interpreter: asking for an option's message reads labkit.launch's catalog, and imports
+    # neither the module that raises it nor any other catalog
     code = (
         "import sys\n"
         "from labkit.i18n import t\n"
+        "assert 'labkit.launch.messages' not in sys.modules\n"
+        "print(t('launch.opt.timeout', 'en', value='x'))\n"
+        "assert 'labkit.launch.messages' in sys.modules\n"
         "assert 'labkit.launch.options' not in sys.modules\n"
-        "print(t('opt.timeout', 'en', value='x'))\n"
-        "assert 'labkit.launch.options' in sys.modules\n"
+        "assert [m for m in sys.modules if m.endswith('.messages')] == ['labkit.launch.messages']\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1]
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == i18n.t("opt.timeout", "en", value="x")
+    assert out.stdout.strip() == i18n.t("launch.opt.timeout", "en", value="x")
 
 
 def test_an_unknown_key_is_a_clear_error():
@@ -172,5 +198,111 @@ def test_language_block_restores_what_was_chosen(clean_lang):
     assert i18n.get_lang() == "ro"
     i18n.set_lang("en")
     with i18n.language("ro"):
-        assert i18n.t("opt.timeout", value=1).startswith("timeout trebuie")
+        assert i18n.t("launch.opt.timeout", value=1).startswith("timeout trebuie")
     assert i18n.get_lang() == "en"
+
+
+# -- the catalogs are data, one per package -------------------------------------------------------
+
+
+def test_the_catalogs_on_disk_are_the_ones_i18n_reads():
+    assert set(i18n.catalogs()) == set(catalog_paths())
+    assert {"labkit.messages", "labkit.launch.messages", "labkit.grading.messages"} <= set(i18n.catalogs())
+
+
+@pytest.mark.parametrize("module", sorted(catalog_paths()))
+def test_a_catalog_is_one_dict_literal_of_both_languages(module):
+    tree = ast.parse(catalog_paths()[module].read_text(encoding="utf-8"))
+    body = [node for node in tree.body if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
+    assert len(body) == 1 and isinstance(body[0], (ast.Assign, ast.AnnAssign)), f"{module}: only MESSAGES = {{...}}"
+    target = body[0].targets[0] if isinstance(body[0], ast.Assign) else body[0].target
+    assert isinstance(target, ast.Name) and target.id == "MESSAGES"
+    keys = [k.value for k in body[0].value.keys]
+    assert len(keys) == len(set(keys)), f"{module}: a key given twice: {sorted(k for k in keys if keys.count(k) > 1)}"
+    literal = ast.literal_eval(body[0].value)  # a plain literal: no names, no calls, no f-strings
+    bad = {key: sorted(texts) for key, texts in literal.items() if sorted(texts) != sorted(i18n.LANGS)}
+    assert not bad, f"{module}: each message has exactly {i18n.LANGS}: {bad}"
+    assert all(isinstance(text, str) for texts in literal.values() for text in texts.values())
+    assert literal == importlib.import_module(module).MESSAGES
+
+
+@pytest.mark.parametrize("module", sorted(catalog_paths()))
+def test_a_key_starts_with_its_package(module):
+    top_level = {p.stem for p in (ROOT / "labkit").glob("*.py")}
+    for key in importlib.import_module(module).MESSAGES:
+        prefix = key.split(".", 1)[0]
+        if module == "labkit.messages":  # the top-level modules': a key starts with the module's name
+            assert prefix in top_level and prefix not in i18n.packages(), key
+        else:
+            assert module == f"labkit.{prefix}.messages", f"{key} is in {module}: its first part names its package"
+        assert i18n.home(key) == module, key
+
+
+def test_messages_made_at_run_time_are_the_questions_hints(messages):
+    static = {key for module in i18n.catalogs() for key in importlib.import_module(module).MESSAGES}
+    made = set(messages) - static
+    assert made, "the questions registered no hint"
+    assert not [key for key in made if not QUESTION_KEY.match(key)]
+
+
+# -- the keys the code spells ---------------------------------------------------------------------
+
+
+@cache
+def source_trees() -> dict[Path, ast.Module]:
+    """Every Python file where keys may be spelled, catalogs left out."""
+    paths = [
+        p for top in SOURCES for p in (ROOT / top).rglob("*.py") if p.name != "messages.py" or "labkit" not in p.parts
+    ]
+    return {p: ast.parse(p.read_text(encoding="utf-8")) for p in sorted(paths)}
+
+
+def built_prefix(node: ast.AST) -> str | None:
+    """The literal start of a string the code builds (``f"views.run.status.{s}"``, ``"views.run.col." + c``)."""
+    if isinstance(node, ast.JoinedStr) and len(node.values) > 1 and isinstance(node.values[0], ast.Constant):
+        return str(node.values[0].value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant):
+        return node.left.value if isinstance(node.left.value, str) else None
+    return None
+
+
+def looks_like_a_key(text: str) -> bool:
+    parts = text.split(".")
+    firsts = {*i18n.packages(), *(k.split(".", 1)[0] for k in i18n.load(i18n.TOP))}
+    if len(parts) < 2 or parts[0] not in firsts or not all(re.fullmatch(r"[a-z0-9_]+", p) for p in parts):
+        return False
+    module = ROOT / "labkit" / Path(*parts)
+    return not (module.with_suffix(".py").exists() or module.is_dir() or parts[-1] in ("py", "ipynb", "json", "md"))
+
+
+def test_every_key_the_code_spells_exists(messages):
+    missing = []
+    for path, tree in source_trees().items():
+        where = path.relative_to(ROOT)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and looks_like_a_key(node.value):
+                if node.value not in messages and not QUESTION_KEY.match(node.value):
+                    missing.append(f"{where}:{node.lineno} {node.value}")
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "t":
+                start = built_prefix(node.args[0]) if node.args else None
+                if start and not any(key.startswith(start) for key in messages):
+                    missing.append(f"{where}:{node.lineno} {start}...")
+    assert not missing, f"keys no catalog has: {missing}"
+
+
+def test_every_message_is_used():
+    static = {key for module in i18n.catalogs() for key in importlib.import_module(module).MESSAGES}
+    spelled, built = set(), set()
+    for path, tree in source_trees().items():
+        if path.is_relative_to(ROOT / "labkit"):
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    spelled.add(node.value)
+                start = built_prefix(node)
+                if start and start.endswith(".") and any(key.startswith(start) for key in static):
+                    built.add(start)
+    assert not [p for p in built if not any(d.startswith(p) for d in DYNAMIC)], "list these prefixes in DYNAMIC"
+    assert not [d for d in DYNAMIC if not any(d.startswith(p) for p in built)], "the code builds no key from these"
+    assert all(any(key.startswith(d) for key in static) for d in DYNAMIC)
+    unused = sorted(key for key in static if key not in spelled and not key.startswith(tuple(DYNAMIC)))
+    assert not unused, f"messages nothing asks for: {unused}"

@@ -55,11 +55,11 @@ def absolute(name: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-# Modules whose table of module names is a lookup, not a dependency: i18n.OWNERS says which module
-# registers each message prefix, and i18n.t imports it the first time one of its keys is used. i18n's
-# own code uses nothing from those modules and works with none of them imported; every one of them
-# imports i18n. (A plugin loader such as grading.registry's COURSE_MODULES is a real dependency: the
-# grader cannot grade without the questions it imports, so it counts.)
+# Modules whose module names are a lookup, not a dependency: i18n.t imports a package's catalog
+# (labkit/<package>/messages.py, data that imports nothing) the first time one of its keys is used, and
+# names the top-level one, labkit.messages. i18n's own code uses nothing from the catalogs. (A plugin
+# loader such as grading.registry's COURSE_MODULES is a real dependency: the grader cannot grade without
+# the questions it imports, so it counts.)
 LOOKUP_TABLES = {"labkit.i18n"}
 
 

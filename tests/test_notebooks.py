@@ -161,5 +161,5 @@ def test_student_edition_scores_zero_and_a_planted_wrong_answer_gets_its_hint(ed
     assert result.status in ("ok", "errors") and result.points == 0 and result.max_points > 0
     by_id = {q.id: q for q in result.questions}
     assert by_id["lesson1.bytes_per_param"].status == "wrong"
-    assert by_id["lesson1.bytes_per_param"].key == "q.lesson1.bytes_per_param.mistake0"
+    assert by_id["lesson1.bytes_per_param"].key == "grading.q.lesson1.bytes_per_param.mistake0"
     assert all(q.status != "correct" for q in result.questions)

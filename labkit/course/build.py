@@ -36,60 +36,8 @@ from labkit import i18n
 from labkit.course import lint
 from labkit.course.cells import LANGS, Code, Lesson, Markdown
 from labkit.course.glossary import glossary_markdown, terms_table
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.wire.errors import LabkitError
-
-catalog(
-    {
-        "course.help": {
-            "en": "build the course notebooks (English and Romanian) from labkit/course/lessons",
-            "ro": "construiește notebook-urile cursului (engleză și română) din labkit/course/lessons",
-        },
-        "course.help.check": {
-            "en": "write nothing; exit 1 if a committed notebook differs from a fresh build",
-            "ro": "nu scrie nimic; ieșire cu 1 dacă un notebook salvat diferă de unul construit acum",
-        },
-        "course.help.root": {
-            "en": "the repository folder that holds notebooks/ and docs/ (default: this checkout)",
-            "ro": "folderul depozitului care conține notebooks/ și docs/ (implicit: acest depozit)",
-        },
-        "course.help.lesson": {
-            "en": "only the notebooks of this lesson (e.g. lesson2); repeatable",
-            "ro": "doar notebook-urile acestei lecții (de ex. lesson2); se poate repeta",
-        },
-        "course.wrote": {"en": "wrote {n} files under {root}", "ro": "au fost scrise {n} fișiere în {root}"},
-        "course.fresh": {"en": "{n} files are up to date", "ro": "{n} fișiere sunt la zi"},
-        "course.stale": {
-            "en": "these files differ from a fresh build (run: python -m labkit.course.build):\n{files}",
-            "ro": "aceste fișiere diferă de o construire nouă (rulați: python -m labkit.course.build):\n{files}",
-        },
-        "course.lint": {
-            "en": "the lessons' code cells do not pass ruff (fix them in labkit/course/lessons):\n{problems}",
-            "ro": "celulele de cod ale lecțiilor nu trec de ruff (corectați-le în labkit/course/lessons):\n{problems}",
-        },
-        "course.lint_missing": {
-            "en": "ruff is not installed (pip install -e '.[test]'): the lessons' code cells were not linted",
-            "ro": "ruff nu este instalat (pip install -e '.[test]'): celulele de cod ale lecțiilor nu au fost "
-            "verificate",
-        },
-        "course.pure_failed": {
-            "en": "{lesson} ({edition}), cell {cell}: a pure cell failed while building: {error}",
-            "ro": "{lesson} ({edition}), celula {cell}: o celulă pură a eșuat la construire: {error}",
-        },
-        "course.pure_stderr": {
-            "en": "{lesson} ({edition}), cell {cell}: a pure cell wrote to stderr, which nbval cannot compare: {text}",
-            "ro": "{lesson} ({edition}), celula {cell}: o celulă pură a scris în stderr, ceea ce nbval nu poate compara: {text}",
-        },
-        "course.pure_expr": {
-            "en": "{lesson}, cell {cell}: a pure cell must print its result, not end in an expression that has a value",
-            "ro": "{lesson}, celula {cell}: o celulă pură trebuie să-și afișeze rezultatul cu print, nu să se încheie cu o expresie care are o valoare",
-        },
-        "course.no_check": {
-            "en": "{lesson}, cell {cell}: a check cell without labkit.check(...)",
-            "ro": "{lesson}, celula {cell}: o celulă de verificare fără labkit.check(...)",
-        },
-    }
-)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK_CALL = re.compile(r"""labkit\.check\(\s*(['"])([\w.\-]+)\1""")

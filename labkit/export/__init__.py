@@ -29,64 +29,8 @@ from typing import Any
 
 from labkit.export.cells import MAGIC, Bindings, Position, TorchrunCell, read_cells, torchrun_cells
 from labkit.export.runtime import RUNTIME
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.wire.errors import OptionError
-
-catalog(
-    {
-        "export.help": {
-            "en": "turn a lesson's %%torchrun cells into a script for plain torchrun",
-            "ro": "transformă celulele %%torchrun ale unei lecții într-un script pentru torchrun simplu",
-        },
-        "export.help.notebook": {"en": "the notebook (.ipynb)", "ro": "notebook-ul (.ipynb)"},
-        "export.help.cell": {
-            "en": "index of a %%torchrun cell in the notebook, from 0 (repeatable; default: all of them)",
-            "ro": "indexul unei celule %%torchrun în notebook, de la 0 (repetabil; implicit: toate)",
-        },
-        "export.help.output": {
-            "en": "where to write the script (default: standard output)",
-            "ro": "unde se scrie scriptul (implicit: ieșirea standard)",
-        },
-        "export.help.list": {
-            "en": "list the %%torchrun cells and stop",
-            "ro": "listează celulele %%torchrun și se oprește",
-        },
-        "export.no_cells": {"en": "{path} has no %%torchrun cell", "ro": "{path} nu are nicio celulă %%torchrun"},
-        "export.not_torchrun": {
-            "en": "cell {index} is not a %%torchrun cell; the %%torchrun cells are: {cells}",
-            "ro": "celula {index} nu este o celulă %%torchrun; celulele %%torchrun sunt: {cells}",
-        },
-        "export.syntax": {
-            "en": "cell {index} does not compile: {error} (cell line {line})",
-            "ro": "celula {index} nu se compilează: {error} (linia {line} a celulei)",
-        },
-        "export.nproc_differ": {
-            "en": "the cells ask for different numbers of ranks ({detail}), and one script runs in one world; "
-            "export them separately with --cell",
-            "ro": "celulele cer numere diferite de ranguri ({detail}), iar un script rulează într-o singură lume; "
-            "exportați-le separat cu --cell",
-        },
-        "export.env_differ": {
-            "en": "cells {a} and {b} set {name} to different values; export them separately with --cell",
-            "ro": "celulele {a} și {b} dau lui {name} valori diferite; exportați-le separat cu --cell",
-        },
-        "export.wrote": {
-            "en": "wrote {path} (cells {cells}); run it with: {command}",
-            "ro": "am scris {path} (celulele {cells}); rulați-l cu: {command}",
-        },
-        "export.rt.world": {
-            "en": "labkit export: in the notebook this ran on {nproc} ranks, here on {world}: "
-            "values that depend on the number of ranks will differ",
-            "ro": "labkit export: în notebook aceasta a rulat pe {nproc} ranguri, aici pe {world}: "
-            "valorile care depind de numărul de ranguri vor fi altele",
-        },
-        "export.rt.reported": {
-            "en": "cell {index}, rank 0 reported: {values}",
-            "ro": "celula {index}, rangul 0 a raportat: {values}",
-        },
-    }
-)
-
 
 # -- writing the script ------------------------------------------------------------------
 
@@ -122,7 +66,7 @@ def check_together(chosen: list[TorchrunCell]) -> tuple[int | None, dict[str, st
             env[key], setter[key] = value, c.index
     nproc = nprocs.pop()
     if nproc is not None and not str(nproc).strip().isdigit():
-        raise OptionError(t("opt.nproc.type", value=nproc))  # the magic's own message: the cell would fail too
+        raise OptionError(t("launch.opt.nproc.type", value=nproc))  # the magic's own message: the cell would fail too
     return (int(nproc) if nproc is not None else None), env
 
 

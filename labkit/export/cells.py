@@ -14,50 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.wire.errors import OptionError
 
 MAGIC = "%%torchrun"
-
-catalog(
-    {
-        "export.read": {"en": "cannot read {path}: {error}", "ro": "nu pot citi {path}: {error}"},
-        "export.var_missing": {
-            "en": "cell {index} sends {name!r} with --vars, but no code cell before it assigns {name!r}; "
-            "assign it in the parameters cell (e.g. {name} = ...)",
-            "ro": "celula {index} trimite {name!r} cu --vars, dar nicio celulă de cod dinaintea ei nu îi dă o valoare "
-            "lui {name!r}; atribuiți-o în celula parameters (de ex. {name} = ...)",
-        },
-        "export.var_opaque": {
-            "en": "cell {index} sends {name!r} with --vars, but cell {where} changes it inside a block "
-            "(`{code}`), so its value cannot be known without running the notebook; "
-            "assign it with a plain `{name} = ...` in the parameters cell",
-            "ro": "celula {index} trimite {name!r} cu --vars, dar celula {where} o modifică într-un bloc "
-            "(`{code}`), deci valoarea ei nu se poate ști fără a rula notebook-ul; "
-            "atribuiți-o simplu, `{name} = ...`, în celula parameters",
-        },
-        "export.dep_missing": {
-            "en": "cell {index} sends {var!r} with --vars, which is computed from {dep!r} (cell {where}: `{code}`), "
-            "but no code cell before it assigns {dep!r}",
-            "ro": "celula {index} trimite {var!r} cu --vars, care se calculează din {dep!r} (celula {where}: `{code}`), "
-            "dar nicio celulă de cod dinaintea ei nu îi dă o valoare lui {dep!r}",
-        },
-        "export.dep_opaque": {
-            "en": "cell {index} sends {var!r} with --vars, which is computed from {dep!r}, but cell {where} sets "
-            "{dep!r} inside a block (`{code}`), so its value cannot be known without running the notebook; "
-            "compute {var!r} in the cell itself, or give it a plain value in the parameters cell",
-            "ro": "celula {index} trimite {var!r} cu --vars, care se calculează din {dep!r}, dar celula {where} "
-            "îi dă lui {dep!r} o valoare într-un bloc (`{code}`), deci valoarea ei nu se poate ști fără a rula "
-            "notebook-ul; calculați {var!r} în celula însăși sau dați-i o valoare simplă în celula parameters",
-        },
-        "export.line_var": {
-            "en": "cell {index} uses ${name} on its %%torchrun line, but the notebook does not give {name!r} "
-            "a plain value the export can read; write e.g. `{name} = 2` in the parameters cell",
-            "ro": "celula {index} folosește ${name} pe linia %%torchrun, dar notebook-ul nu îi dă lui {name!r} "
-            "o valoare simplă pe care exportul s-o poată citi; scrieți de ex. `{name} = 2` în celula parameters",
-        },
-    }
-)
 
 
 @dataclass

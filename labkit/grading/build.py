@@ -25,59 +25,8 @@ from pathlib import Path
 
 import nbformat
 
-from labkit.i18n import catalog, get_lang, t
+from labkit.i18n import get_lang, t
 from labkit.wire.errors import LabkitError
-
-catalog(
-    {
-        "build.stub.code": {"en": "# YOUR CODE HERE", "ro": "# SCRIEȚI CODUL AICI"},
-        "build.stub.text": {"en": "YOUR ANSWER HERE", "ro": "SCRIEȚI RĂSPUNSUL AICI"},
-        "build.where": {
-            "en": "{nb}, cell {cell}, line {line}",
-            "ro": "{nb}, celula {cell}, linia {line}",
-        },
-        "build.unclosed": {
-            "en": "{where}: '{marker}' is never closed",
-            "ro": "{where}: '{marker}' nu este închis niciodată",
-        },
-        "build.stray_end": {
-            "en": "{where}: '{marker}' without a matching BEGIN before it",
-            "ro": "{where}: '{marker}' fără un BEGIN corespunzător înainte",
-        },
-        "build.nested": {
-            "en": "{where}: '{marker}' inside a region that is still open (opened on line {opened})",
-            "ro": "{where}: '{marker}' într-o regiune încă deschisă (deschisă la linia {opened})",
-        },
-        "build.mismatched": {
-            "en": "{where}: '{marker}' closes a region opened by '{opener}'",
-            "ro": "{where}: '{marker}' închide o regiune deschisă de '{opener}'",
-        },
-        "build.not_alone": {
-            "en": "{where}: a solution or hidden-tests marker must be a comment line of its own",
-            "ro": "{where}: un marcaj de soluție sau de teste ascunse trebuie să fie singur pe linie, ca și comentariu",
-        },
-        "build.one_line": {
-            "en": "{where}: '# SOLUTION' at the end of a line works only on an assignment (name = value)",
-            "ro": "{where}: '# SOLUTION' la sfârșitul unei linii merge doar pe o atribuire (nume = valoare)",
-        },
-        "build.lost_check": {
-            "en": "{nb}: the check {qid!r} is inside a solution region, so students would never run it",
-            "ro": "{nb}: verificarea {qid!r} este într-o regiune de soluție, deci studenții nu ar rula-o niciodată",
-        },
-        "build.failed": {
-            "en": "the student edition was not written; fix these first:\n{errors}",
-            "ro": "ediția pentru studenți nu a fost scrisă; corectați întâi:\n{errors}",
-        },
-        "build.unreadable": {
-            "en": "{path}: not a readable notebook ({error})",
-            "ro": "{path}: nu este un notebook care poate fi citit ({error})",
-        },
-        "build.no_notebooks": {
-            "en": "no notebooks found in {paths}",
-            "ro": "nu s-a găsit niciun notebook în {paths}",
-        },
-    }
-)
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -110,8 +59,8 @@ def _marker(line: str) -> str | None:
 
 def _stub(cell_type: str, lang: str) -> list[str]:
     if cell_type == "code":
-        return [t("build.stub.code", lang), "raise NotImplementedError()"]
-    return [t("build.stub.text", lang)]
+        return [t("grading.build.stub.code", lang), "raise NotImplementedError()"]
+    return [t("grading.build.stub.text", lang)]
 
 
 def strip_solutions(source: str, cell_type: str, where: tuple[str, int], lang: str) -> tuple[str, bool]:
@@ -126,13 +75,13 @@ def strip_solutions(source: str, cell_type: str, where: tuple[str, int], lang: s
     replaced = False
 
     def here(line: int) -> str:
-        return t("build.where", nb=where[0], cell=where[1], line=line)
+        return t("grading.build.where", nb=where[0], cell=where[1], line=line)
 
     for n, line in enumerate(source.split("\n"), 1):
         marker = _marker(line)
         if marker in _OPENS:
             if opened:
-                raise MarkerError(t("build.nested", where=here(n), marker=marker, opened=opened[1]))
+                raise MarkerError(t("grading.build.nested", where=here(n), marker=marker, opened=opened[1]))
             opened = (marker, n)
             if marker == BEGIN_SOLUTION:  # the stub takes the marker's indentation, as in nbgrader
                 indent = line[: len(line) - len(line.lstrip())]
@@ -140,24 +89,24 @@ def strip_solutions(source: str, cell_type: str, where: tuple[str, int], lang: s
             replaced = True
         elif marker in _CLOSES:
             if not opened:
-                raise MarkerError(t("build.stray_end", where=here(n), marker=marker))
+                raise MarkerError(t("grading.build.stray_end", where=here(n), marker=marker))
             if _CLOSES[marker] != opened[0]:
-                raise MarkerError(t("build.mismatched", where=here(n), marker=marker, opener=opened[0]))
+                raise MarkerError(t("grading.build.mismatched", where=here(n), marker=marker, opener=opened[0]))
             opened = None
         elif opened:
             continue
         elif _ANY_MARKER.search(line):  # "x = 1  ### BEGIN SOLUTION" would leak into the student edition
-            raise MarkerError(t("build.not_alone", where=here(n)))
+            raise MarkerError(t("grading.build.not_alone", where=here(n)))
         elif cell_type == "code" and _ONE_LINE.search(line):
             m = _ASSIGNMENT.match(line)
             if not m:
-                raise MarkerError(t("build.one_line", where=here(n)))
+                raise MarkerError(t("grading.build.one_line", where=here(n)))
             out.append(m.group(1) + " = ...")
             replaced = True
         else:
             out.append(line)
     if opened:
-        raise MarkerError(t("build.unclosed", where=here(opened[1]), marker=opened[0]))
+        raise MarkerError(t("grading.build.unclosed", where=here(opened[1]), marker=opened[0]))
     return "\n".join(out), replaced
 
 
@@ -191,7 +140,7 @@ def student_notebook(
             cell.outputs, cell.execution_count = [], None
     lost = [qid for qid in dict.fromkeys(before) if qid not in check_ids(nb)]
     if lost:
-        raise MarkerError(t("build.lost_check", nb=name, qid=lost[0]))
+        raise MarkerError(t("grading.build.lost_check", nb=name, qid=lost[0]))
     for key in _DROPPED_NB_META:
         nb.metadata.pop(key, None)
     meta.setdefault("lesson", lesson_from_ids(before))
@@ -224,20 +173,20 @@ def build_student(paths: list[str | Path], out_dir: str | Path, lang: str | None
     out_dir = Path(out_dir)
     pairs = _notebooks([Path(p) for p in paths], out_dir)
     if not pairs:
-        raise BuildError(t("build.no_notebooks", paths=", ".join(map(str, paths))))
+        raise BuildError(t("grading.build.no_notebooks", paths=", ".join(map(str, paths))))
     built, errors = [], []
     for src, dst in pairs:
         try:
             nb = nbformat.read(src, as_version=4)
         except (OSError, ValueError) as e:  # missing, not JSON, not a notebook
-            errors.append(t("build.unreadable", path=src, error=f"{type(e).__name__}: {e}"))
+            errors.append(t("grading.build.unreadable", path=src, error=f"{type(e).__name__}: {e}"))
             continue
         try:
             built.append((student_notebook(nb, str(src), lang), dst))
         except MarkerError as e:
             errors.append(str(e))
     if errors:
-        raise BuildError(t("build.failed", errors="\n".join(f"  - {e}" for e in errors)))
+        raise BuildError(t("grading.build.failed", errors="\n".join(f"  - {e}" for e in errors)))
     for nb, dst in built:
         dst.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, dst)

@@ -17,34 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.grading import registry
-from labkit.i18n import catalog, get_lang, t
+from labkit.i18n import get_lang, t
 from labkit.wire.errors import OptionError
 
 MIME = "application/vnd.labkit.check+json"
 
-catalog(
-    {
-        "check.line.correct": {"en": "✓ {qid}: correct ({score})", "ro": "✓ {qid}: corect ({score})"},
-        "check.line.wrong": {"en": "✗ {qid}: not yet ({score})", "ro": "✗ {qid}: încă nu ({score})"},
-        "check.line.unanswered": {
-            "en": "… {qid}: not answered yet ({score})",
-            "ro": "… {qid}: încă fără răspuns ({score})",
-        },
-        "check.line.recorded": {
-            "en": "✎ {qid}: answer recorded; graded when you hand in, on the first answer given",
-            "ro": "✎ {qid}: răspuns înregistrat; se notează la predare, după primul răspuns dat",
-        },
-        "check.hint": {"en": "Hint", "ro": "Indiciu"},
-        "check.unanswered": {
-            "en": "replace the ... with your answer, then run the cell again",
-            "ro": "înlocuiți ... cu răspunsul vostru, apoi rulați din nou celula",
-        },
-        "check.crashed": {
-            "en": "this value could not be checked ({error})",
-            "ro": "această valoare nu a putut fi verificată ({error})",
-        },
-    }
-)
 
 _COLORS = {
     "correct": ("#2e7d32", "#e8f5e9"),
@@ -83,9 +60,9 @@ class CheckResult:
     def line(self, lang: str | None = None) -> str:
         lang = lang or self.lang
         score = f"{fmt_points(self.points)}/{fmt_points(self.max_points)}"
-        text = t(f"check.line.{self.status}", lang, qid=self.id, score=score)
+        text = t(f"grading.check.line.{self.status}", lang, qid=self.id, score=score)
         if self.status == "wrong" and self.key:
-            text += f". {t('check.hint', lang)}: {self.feedback(lang)}"
+            text += f". {t('grading.check.hint', lang)}: {self.feedback(lang)}"
         elif self.status == "unanswered":
             text += f": {self.feedback(lang)}"
         return text
@@ -114,10 +91,10 @@ class CheckResult:
     def html(self) -> str:
         edge, fill = _COLORS[self.status]
         score = f"{fmt_points(self.points)}/{fmt_points(self.max_points)}"
-        head = html.escape(t(f"check.line.{self.status}", self.lang, qid=self.id, score=score))
+        head = html.escape(t(f"grading.check.line.{self.status}", self.lang, qid=self.id, score=score))
         body = ""
         if self.status == "wrong" and self.key:
-            body = f"<br><b>{html.escape(t('check.hint', self.lang))}:</b> {html.escape(self.feedback())}"
+            body = f"<br><b>{html.escape(t('grading.check.hint', self.lang))}:</b> {html.escape(self.feedback())}"
         elif self.status == "unanswered":
             body = f"<br>{html.escape(self.feedback())}"
         return (
@@ -156,7 +133,7 @@ def check(question_id: str, value: Any, *, run: Any = None, **context: Any) -> C
     """
     q = registry.get(question_id)
     if value is Ellipsis or value is NotImplemented:
-        result = _result(q, "unanswered", "check.unanswered")
+        result = _result(q, "unanswered", "grading.check.unanswered")
     elif q.sealed:  # no verdict here: the grader judges the first answer recorded
         result = _result(q, "recorded", value=_plain(value))
     else:
@@ -176,9 +153,9 @@ def _judged(q: registry.Question, value: Any, context: dict[str, Any]) -> CheckR
     except OptionError:
         raise  # the check cell itself is wrong (a missing run=...): the notebook's author must fix it
     except NotImplementedError:  # the student's function still has the stub in it
-        return _result(q, "unanswered", "check.unanswered")
+        return _result(q, "unanswered", "grading.check.unanswered")
     except Exception as e:
-        verdict = registry.Verdict(False, "check.crashed", {"error": f"{type(e).__name__}: {e}"})
+        verdict = registry.Verdict(False, "grading.check.crashed", {"error": f"{type(e).__name__}: {e}"})
     if verdict.correct:
         return _result(q, "correct")
     return _result(q, "wrong", verdict.key, verdict.fields)

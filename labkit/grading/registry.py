@@ -45,59 +45,6 @@ from typing import Any
 from labkit.i18n import LANGS, catalog, t
 from labkit.wire.errors import OptionError
 
-catalog(
-    {
-        "check.type.number": {
-            "en": "expected a number, got {got}",
-            "ro": "se aștepta un număr, s-a primit {got}",
-        },
-        "check.type.bool": {
-            "en": "expected True or False, got {got}",
-            "ro": "se aștepta True sau False, s-a primit {got}",
-        },
-        "check.type.text": {
-            "en": "expected a string, got {got}",
-            "ro": "se aștepta un șir de caractere, s-a primit {got}",
-        },
-        "check.type.sequence": {
-            "en": "expected a list of {n} items, got {got}",
-            "ro": "se aștepta o listă de {n} elemente, s-a primit {got}",
-        },
-        "check.type.mapping": {
-            "en": "expected a dict with the keys {keys}, got {got}",
-            "ro": "se aștepta un dict cu cheile {keys}, s-a primit {got}",
-        },
-        "check.unknown": {
-            "en": "no question is registered with the id {qid!r} (see labkit/course/questions/)",
-            "ro": "nicio întrebare nu este înregistrată cu id-ul {qid!r} (vezi labkit/course/questions/)",
-        },
-        "check.needs": {
-            "en": "the check {qid} needs {names}=...: call labkit.check({qid!r}, value, {names}=...)",
-            "ro": "verificarea {qid} are nevoie de {names}=...: apelați labkit.check({qid!r}, valoare, {names}=...)",
-        },
-        "check.type.function": {
-            "en": "expected a function (def ...), got {got}",
-            "ro": "se aștepta o funcție (def ...), s-a primit {got}",
-        },
-        "check.type.run": {
-            "en": "expected the Run of your %%torchrun cell (labkit.last_run), got {got}",
-            "ro": "se aștepta rularea (Run) celulei voastre %%torchrun (labkit.last_run), s-a primit {got}",
-        },
-        "check.type.model": {
-            "en": "expected a model (a torch.nn.Module), got {got}",
-            "ro": "se aștepta un model (un torch.nn.Module), s-a primit {got}",
-        },
-        "check.formula.args": {
-            "en": "your function must take the arguments ({names})",
-            "ro": "funcția voastră trebuie să primească argumentele ({names})",
-        },
-        "check.questions_module": {
-            "en": "cannot load the questions module {name!r} named in LABKIT_QUESTIONS: {error}",
-            "ro": "modulul de întrebări {name!r} din LABKIT_QUESTIONS nu poate fi încărcat: {error}",
-        },
-    }
-)
-
 _UNSET: Any = object()
 
 
@@ -132,7 +79,7 @@ class Question:
 
     @property
     def hint_key(self) -> str:
-        return f"q.{self.id}.hint"
+        return f"grading.q.{self.id}.hint"
 
     def hint(self, lang: str | None = None) -> str:
         return t(self.hint_key, lang)
@@ -140,9 +87,9 @@ class Question:
     def judge(self, value: Any, context: Mapping[str, Any]) -> Verdict:
         """Compare the student's value with this question's answer."""
         if self.takes == "run" and not hasattr(value, "values"):
-            return Verdict(False, "check.type.run", {"got": _kind(value)})
+            return Verdict(False, "grading.check.type.run", {"got": _kind(value)})
         if self.takes == "model" and not hasattr(value, "parameters"):
-            return Verdict(False, "check.type.model", {"got": _kind(value)})
+            return Verdict(False, "grading.check.type.model", {"got": _kind(value)})
         if self.verify is not None:
             ok = bool(_call(self, self.verify, context, value))
             return Verdict(True) if ok else Verdict(False, self.hint_key)
@@ -172,13 +119,13 @@ class Question:
 
     def _judge_formula(self, fn: Any) -> Verdict:
         if not callable(fn) or isinstance(fn, type):
-            return Verdict(False, "check.type.function", {"got": _kind(fn)})
+            return Verdict(False, "grading.check.type.function", {"got": _kind(fn)})
         points = self.samples()
         names = list(points[0])
         try:
             inspect.signature(fn).bind(**points[0])
         except TypeError:
-            return Verdict(False, "check.formula.args", {"names": ", ".join(names)})
+            return Verdict(False, "grading.check.formula.args", {"names": ", ".join(names)})
         except ValueError:  # a builtin without a signature: just call it
             pass
         got = [fn(**p) for p in points]
@@ -187,7 +134,7 @@ class Question:
         if trouble is None:
             return Verdict(True)
         if trouble.key is not None:
-            return Verdict(False, "check.type.number", {"got": _kind(next(iter(got), None))})
+            return Verdict(False, "grading.check.type.number", {"got": _kind(next(iter(got), None))})
         for wrong, key in self.mistakes:
             if callable(wrong) and compare(got, [wrong(**p) for p in points], self.rel, self.abs) is None:
                 return Verdict(False, key)
@@ -259,12 +206,12 @@ def question(
     if qid in _QUESTIONS:
         raise ValueError(f"question {qid!r} is registered twice")
     _check_texts(qid, hint)
-    catalog({f"q.{qid}.hint": dict(hint)})
+    catalog({f"grading.q.{qid}.hint": dict(hint)})
     known = []
     for i, (wrong, texts) in enumerate((mistakes or {}).items()):
         _check_texts(qid, texts)
-        catalog({f"q.{qid}.mistake{i}": dict(texts)})
-        known.append((wrong, f"q.{qid}.mistake{i}"))
+        catalog({f"grading.q.{qid}.mistake{i}": dict(texts)})
+        known.append((wrong, f"grading.q.{qid}.mistake{i}"))
     q = Question(qid, points, answer, verify, rel, abs, tuple(known), formula, sealed, takes, at_run, run_rel)
     _QUESTIONS[qid] = q
     return q
@@ -281,7 +228,7 @@ def get(qid: str) -> Question:
     try:
         return _QUESTIONS[qid]
     except KeyError:
-        raise OptionError(t("check.unknown", qid=qid)) from None
+        raise OptionError(t("grading.check.unknown", qid=qid)) from None
 
 
 def find(qid: str) -> Question | None:
@@ -324,7 +271,7 @@ def load_questions() -> None:
             _import(name.strip())
         except Exception as e:
             _loaded.discard(name)
-            raise OptionError(t("check.questions_module", name=name, error=f"{type(e).__name__}: {e}")) from e
+            raise OptionError(t("grading.check.questions_module", name=name, error=f"{type(e).__name__}: {e}")) from e
 
 
 def _exists(module: str) -> bool:
@@ -362,7 +309,7 @@ def _call(q: Question, fn: Callable[..., Any], context: Mapping[str, Any], *args
         elif p.default is p.empty:
             missing.append(p.name)
     if missing:
-        raise OptionError(t("check.needs", qid=q.id, names=", ".join(missing)))
+        raise OptionError(t("grading.check.needs", qid=q.id, names=", ".join(missing)))
     return fn(*args, **given)
 
 
@@ -390,30 +337,30 @@ def compare(value: Any, expected: Any, rel: float = 1e-6, abs: float = 0.0) -> V
     """None if ``value`` matches ``expected``; else a Verdict, with a key when the kind is wrong."""
     if isinstance(expected, bool):
         if not isinstance(value, bool) and type(value).__name__ != "bool_":  # numpy.bool_ too
-            return Verdict(False, "check.type.bool", {"got": _kind(value)})
+            return Verdict(False, "grading.check.type.bool", {"got": _kind(value)})
         return None if bool(value) == expected else Verdict(False)
     if isinstance(expected, numbers.Real):
         v = as_number(value)
         if v is None:
-            return Verdict(False, "check.type.number", {"got": _kind(value)})
+            return Verdict(False, "grading.check.type.number", {"got": _kind(value)})
         return None if math.isclose(v, expected, rel_tol=rel, abs_tol=abs) else Verdict(False)
     if isinstance(expected, str):
         if not isinstance(value, str):
-            return Verdict(False, "check.type.text", {"got": _kind(value)})
+            return Verdict(False, "grading.check.type.text", {"got": _kind(value)})
         return None if value.strip().casefold() == expected.strip().casefold() else Verdict(False)
     if isinstance(expected, Mapping):
         keys = ", ".join(map(str, expected))
         if not isinstance(value, Mapping) or set(value) != set(expected):
-            return Verdict(False, "check.type.mapping", {"keys": keys, "got": _kind(value)})
+            return Verdict(False, "grading.check.type.mapping", {"keys": keys, "got": _kind(value)})
         bad = [k for k in expected if compare(value[k], expected[k], rel, abs) is not None]
         return None if not bad else Verdict(False)
     if isinstance(expected, (set, frozenset)):
         if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
-            return Verdict(False, "check.type.sequence", {"n": len(expected), "got": _kind(value)})
+            return Verdict(False, "grading.check.type.sequence", {"n": len(expected), "got": _kind(value)})
         return None if set(value) == set(expected) else Verdict(False)
     if isinstance(expected, (list, tuple)):
         if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__") or len(value) != len(expected):
-            return Verdict(False, "check.type.sequence", {"n": len(expected), "got": _kind(value)})
+            return Verdict(False, "grading.check.type.sequence", {"n": len(expected), "got": _kind(value)})
         items = list(value)
         bad = [i for i, e in enumerate(expected) if compare(items[i], e, rel, abs) is not None]
         return None if not bad else Verdict(False)

@@ -20,58 +20,7 @@ from typing import Any
 from labkit.grading import registry
 from labkit.grading.checks import fmt_points
 from labkit.grading.grade import NotebookScore, QuestionScore, StudentReport, find_submissions, grade_all
-from labkit.i18n import all_messages, catalog, get_lang, t
-
-catalog(
-    {
-        "report.title": {"en": "Score report: {student}", "ro": "Raport de punctaj: {student}"},
-        "report.total": {"en": "Total: {score} ({percent})", "ro": "Total: {score} ({percent})"},
-        "report.lesson": {"en": "Lesson {lesson}", "ro": "Lecția {lesson}"},
-        "report.file": {"en": "file {file}: {status}, {seconds} s", "ro": "fișierul {file}: {status}, {seconds} s"},
-        "report.not_counted": {
-            "en": "not counted: another submission of this lesson scored higher",
-            "ro": "nu se punctează: altă predare a acestei lecții are mai multe puncte",
-        },
-        "report.col.question": {"en": "question", "ro": "întrebare"},
-        "report.col.result": {"en": "result", "ro": "rezultat"},
-        "report.col.points": {"en": "points", "ro": "puncte"},
-        "report.col.feedback": {"en": "feedback", "ro": "observații"},
-        "report.col.student": {"en": "student", "ro": "student"},
-        "report.col.total": {"en": "total", "ro": "total"},
-        "report.errors": {"en": "Cells that raised an error:", "ro": "Celule care au ridicat o eroare:"},
-        "report.cell": {"en": "cell {cell}", "ro": "celula {cell}"},
-        "report.attempts": {"en": "{n} attempts, the last one counts", "ro": "{n} încercări, contează ultima"},
-        "report.no_submissions": {"en": "no notebooks", "ro": "niciun notebook"},
-        "grade.status.correct": {"en": "✓ correct", "ro": "✓ corect"},
-        "grade.status.wrong": {"en": "✗ wrong", "ro": "✗ greșit"},
-        "grade.status.unanswered": {"en": "… not answered", "ro": "… fără răspuns"},
-        "grade.status.missing": {"en": "— did not run", "ro": "— nu a rulat"},
-        "grade.status.extra": {"en": "not graded", "ro": "nu se notează"},
-        "grade.feedback.missing": {
-            "en": "this check never ran: did an earlier cell fail, or was the check cell deleted?",
-            "ro": "această verificare nu a rulat: a eșuat o celulă anterioară sau celula a fost ștearsă?",
-        },
-        "grade.feedback.extra": {
-            "en": "not a question of this lesson",
-            "ro": "nu este o întrebare a acestei lecții",
-        },
-        "grade.run.ok": {"en": "ran cleanly", "ro": "a rulat fără erori"},
-        "grade.run.errors": {"en": "some cells raised errors", "ro": "unele celule au ridicat erori"},
-        "grade.run.timeout": {
-            "en": "stopped at the time limit ({message}); the checks before it count",
-            "ro": "oprit la limita de timp ({message}); verificările de dinainte se punctează",
-        },
-        "grade.run.died": {
-            "en": "the kernel died ({message}); the checks before it count",
-            "ro": "kernelul a murit ({message}); verificările de dinainte se punctează",
-        },
-        "grade.run.failed": {"en": "could not be run ({message})", "ro": "nu a putut fi rulat ({message})"},
-        "grade.run.unreadable": {
-            "en": "is not a readable notebook ({message})",
-            "ro": "nu este un notebook care poate fi citit ({message})",
-        },
-    }
-)
+from labkit.i18n import get_lang, known, t
 
 
 def _percent(points: float, max_points: float) -> str:
@@ -81,17 +30,17 @@ def _percent(points: float, max_points: float) -> str:
 def feedback(q: QuestionScore, lang: str) -> str:
     """The row's feedback in ``lang`` when labkit knows the message, else as the student saw it."""
     if q.status == "missing":
-        return t("grade.feedback.missing", lang)
+        return t("grading.grade.feedback.missing", lang)
     if q.status == "extra":
-        return t("grade.feedback.extra", lang)
+        return t("grading.grade.feedback.extra", lang)
     text = q.feedback
-    if q.key and q.key in all_messages():
+    if q.key and known(q.key):
         try:
             text = t(q.key, lang, **q.fields)
         except (KeyError, IndexError, ValueError, TypeError):
             pass  # fields from another labkit version: keep the recorded text
     if q.attempts > 1:
-        text = f"{text} ({t('report.attempts', lang, n=q.attempts)})".strip()
+        text = f"{text} ({t('grading.report.attempts', lang, n=q.attempts)})".strip()
     return text
 
 
@@ -110,32 +59,34 @@ def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 def run_status(nb: NotebookScore, lang: str) -> str:
-    return t(f"grade.run.{nb.status}", lang, message=nb.message)
+    return t(f"grading.grade.run.{nb.status}", lang, message=nb.message)
 
 
 def _notebook_section(nb: NotebookScore, lang: str, counted: bool) -> list[str]:
     score = f"{fmt_points(nb.points)}/{fmt_points(nb.max_points)}"
-    head = t("report.lesson", lang, lesson=nb.lesson or "?") + f": {score} ({_percent(nb.points, nb.max_points)})"
-    status = t("report.file", lang, file=_cell(nb.file), status=_cell(run_status(nb, lang)), seconds=nb.seconds)
+    head = (
+        t("grading.report.lesson", lang, lesson=nb.lesson or "?") + f": {score} ({_percent(nb.points, nb.max_points)})"
+    )
+    status = t("grading.report.file", lang, file=_cell(nb.file), status=_cell(run_status(nb, lang)), seconds=nb.seconds)
     lines = [f"## {_cell(head)}", "", status]
     if not counted:
-        lines += ["", f"*{t('report.not_counted', lang)}*"]
+        lines += ["", f"*{t('grading.report.not_counted', lang)}*"]
     cols = ["question", "result", "points", "feedback"]
     rows = [
         [
             q.id,
-            t(f"grade.status.{q.status}", lang),
+            t(f"grading.grade.status.{q.status}", lang),
             f"{fmt_points(q.points)}/{fmt_points(q.max_points)}",
             feedback(q, lang),
         ]
         for q in nb.questions
     ]
-    lines += ["", *_table([t(f"report.col.{c}", lang) for c in cols], rows)]
+    lines += ["", *_table([t(f"grading.report.col.{c}", lang) for c in cols], rows)]
     if nb.errors:
-        lines += ["", t("report.errors", lang)]
+        lines += ["", t("grading.report.errors", lang)]
         for e in nb.errors:
             what = f"{e['ename']}: {_cell(e['evalue'])[:200]}" if e["evalue"] else e["ename"]
-            lines.append(f"- {t('report.cell', lang, cell=e['cell'])}: {what}")
+            lines.append(f"- {t('grading.report.cell', lang, cell=e['cell'])}: {what}")
     return lines + [""]
 
 
@@ -152,11 +103,11 @@ def student_totals(
 def student_markdown(rep: StudentReport) -> str:
     lang = rep.lang
     _, total, max_total = student_totals(rep)
-    lines = [f"# {t('report.title', lang, student=_cell(rep.student))}", ""]
+    lines = [f"# {t('grading.report.title', lang, student=_cell(rep.student))}", ""]
     score = f"{fmt_points(total)}/{fmt_points(max_total)}"
-    lines += [t("report.total", lang, score=score, percent=_percent(total, max_total)), ""]
+    lines += [t("grading.report.total", lang, score=score, percent=_percent(total, max_total)), ""]
     if not rep.notebooks:
-        lines += [t("report.no_submissions", lang), ""]
+        lines += [t("grading.report.no_submissions", lang), ""]
     best = rep.best()
     for nb in rep.notebooks:
         lines += _notebook_section(nb, lang, best.get(nb.lesson or "") is nb)
@@ -209,8 +160,8 @@ def write_gradebook(students: list[StudentReport], out: Path, lang: str | None =
         w = csv.writer(f)
         w.writerow(["student", *maxima, "total", "max_points", "percent"])
         w.writerows(csv_rows)
-    head = [t("report.col.student", lang), *(f"{k} (/{fmt_points(m)})" for k, m in maxima.items())]
-    head += [t("report.col.total", lang), "%"]
+    head = [t("grading.report.col.student", lang), *(f"{k} (/{fmt_points(m)})" for k, m in maxima.items())]
+    head += [t("grading.report.col.total", lang), "%"]
     (out / "gradebook.md").write_text("\n".join(_table(head, md_rows)) + "\n")
 
 

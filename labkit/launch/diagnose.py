@@ -21,107 +21,13 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.wire.errors import LaunchError, RankError, RunError, RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import TYPE, Msg, Outcome, Status
 
 if TYPE_CHECKING:
     from labkit.launch.run import RankState, Run
 
-catalog(
-    {
-        "launch.rank_failed": {
-            "en": "rank {rank} failed{at}: {type}: {message}",
-            "ro": "rangul {rank} a eșuat{at}: {type}: {message}",
-        },
-        "launch.at_step": {"en": " at step {step}", "ro": " la pasul {step}"},
-        "launch.at_line": {"en": " (cell line {line})", "ro": " (linia {line} din celulă)"},
-        "launch.rank_exit": {
-            "en": "rank {rank} exited with code {code} (sys.exit)",
-            "ro": "rangul {rank} a ieșit cu codul {code} (sys.exit)",
-        },
-        "launch.rank_signal": {
-            "en": "rank {rank} was killed by {signal} (exit {code})",
-            "ro": "rangul {rank} a fost omorât de {signal} (ieșire {code})",
-        },
-        "launch.rank_vanished": {
-            "en": "rank {rank} stopped without a word (exit code {code})",
-            "ro": "rangul {rank} s-a oprit fără niciun mesaj (cod de ieșire {code})",
-        },
-        "launch.early_exit": {
-            "en": "rank {rank} finished early, while rank {other} still waited for it in a collective ({detail})",
-            "ro": "rangul {rank} a terminat prea devreme, în timp ce rangul {other} încă îl aștepta într-o operație colectivă ({detail})",
-        },
-        "launch.timeout": {
-            "en": "the run went past its timeout of {timeout:.0f} s; ranks still running: {alive}",
-            "ro": "rularea a depășit limita de {timeout:.0f} s; ranguri încă active: {alive}",
-        },
-        "launch.timeout.last": {"en": "rank {rank}, last lines:", "ro": "rangul {rank}, ultimele linii:"},
-        "launch.timeout.where": {"en": "stuck in: {frames}", "ro": "blocat în: {frames}"},
-        "launch.stopped": {"en": "the run was stopped", "ro": "rularea a fost oprită"},
-        "launch.interrupted": {
-            "en": "interrupted: every rank was stopped (results so far are in labkit.last_run)",
-            "ro": "întrerupt: toate rangurile au fost oprite (rezultatele de până acum sunt în labkit.last_run)",
-        },
-        "launch.agent_died": {
-            "en": "torchrun exited with code {code} before the ranks reported back. Its output:\n{log}",
-            "ro": "torchrun a ieșit cu codul {code} înainte ca rangurile să raporteze. Ieșirea sa:\n{log}",
-        },
-        "launch.missing": {
-            "en": "ranks {ranks} never connected; torchrun's output:\n{log}",
-            "ro": "rangurile {ranks} nu s-au conectat niciodată; ieșirea torchrun:\n{log}",
-        },
-        "launch.secondary": {
-            "en": "other ranks stopped because of it: {ranks}",
-            "ro": "alte ranguri s-au oprit din cauza lui: {ranks}",
-        },
-        "launch.same_way": {"en": "ranks {ranks} failed the same way", "ro": "rangurile {ranks} au eșuat la fel"},
-        "launch.also_failed": {
-            "en": "rank {rank} failed too: {type}: {message}",
-            "ro": "rangul {rank} a eșuat și el: {type}: {message}",
-        },
-        "launch.stderr_tail": {
-            "en": "rank {rank} stderr (last lines):",
-            "ro": "stderr rangul {rank} (ultimele linii):",
-        },
-        "launch.hint.early": {
-            "en": "every rank must make the same collective calls in the same order; look for a rank-dependent `if` or `return`.",
-            "ro": "toate rangurile trebuie să facă aceleași apeluri colective în aceeași ordine; căutați un `if` sau un `return` care depinde de rang.",
-        },
-        "launch.hint.sigkill": {
-            "en": "SIGKILL with no traceback usually means the machine ran out of memory (the OOM killer): try a smaller model, fewer ranks, or more sharding.",
-            "ro": "SIGKILL fără traceback înseamnă de obicei că mașina a rămas fără memorie (OOM killer): încercați un model mai mic, mai puține ranguri sau mai multă fragmentare.",
-        },
-        "launch.hint.sigsegv": {
-            "en": "a native crash; the rank's stderr (below) has the stack that faulthandler printed.",
-            "ro": "o prăbușire nativă; stderr-ul rangului (mai jos) conține stiva afișată de faulthandler.",
-        },
-        "diag.hint.cuda_oom": {
-            "en": "the GPU ran out of memory: a smaller batch or model, activation checkpointing, or more sharding (FULL_SHARD) lowers the peak; torch.cuda.memory_summary() shows what holds it.",
-            "ro": "GPU-ul a rămas fără memorie: un lot sau un model mai mic, checkpointing de activări sau mai multă fragmentare (FULL_SHARD) scad vârful; torch.cuda.memory_summary() arată ce îl ocupă.",
-        },
-        "diag.hint.nccl_timeout": {
-            "en": "an NCCL collective timed out: some rank never made the matching call (a rank-dependent `if`, a hang, or a failed peer); the first rank to fail is the cause.",
-            "ro": "o operație colectivă NCCL a expirat: un rang nu a făcut apelul corespunzător (un `if` care depinde de rang, un blocaj sau un rang căzut); primul rang care a eșuat este cauza.",
-        },
-        "diag.hint.never_joined": {
-            "en": "the ranks waited in init_process_group for a rank that never wrote its address to the store: the number at the end of the key is that rank. It did not reach init_process_group in time (stuck before it, or still starting); its log (run.logs[rank].stderr) has its stack.",
-            "ro": "rangurile au așteptat în init_process_group un rang care nu și-a scris niciodată adresa în store: numărul de la capătul cheii este acel rang. Nu a ajuns la timp la init_process_group (blocat înainte sau încă pornind); jurnalul lui (run.logs[rang].stderr) conține stiva.",
-        },
-        "diag.hint.peer_lost": {
-            "en": "a peer rank closed its gloo connection: it failed, was stopped, or finished before this collective.",
-            "ro": "un rang pereche și-a închis conexiunea gloo: a eșuat, a fost oprit sau a terminat înaintea acestei operații colective.",
-        },
-        "diag.hint.port_in_use": {
-            "en": "the port is taken by another process: omit the port (labkit picks a free one) or choose another.",
-            "ro": "portul este ocupat de alt proces: omiteți portul (labkit alege unul liber) sau alegeți altul.",
-        },
-        "diag.hint.open_files": {
-            "en": "the process ran out of file descriptors: close files and sockets you open (a `with` block), or raise the limit (ulimit -n).",
-            "ro": "procesul a rămas fără descriptori de fișier: închideți fișierele și socket-urile deschise (un bloc `with`) sau ridicați limita (ulimit -n).",
-        },
-    }
-)
 
 # a collective failed because the other side is gone (gloo's wording, and the OS's)
 PEER_LOST = re.compile(
@@ -143,17 +49,19 @@ class Hint:
 # first match wins; matched on the error's type, message and traceback (or the rank's stderr)
 HINTS = (
     Hint(
-        "cuda_oom", re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory"), "diag.hint.cuda_oom"
+        "cuda_oom",
+        re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory"),
+        "launch.diag.hint.cuda_oom",
     ),
     Hint(
         "nccl_timeout",
         re.compile(r"Watchdog caught collective operation timeout|NCCL.*(timed out|Timeout)", re.I),
-        "diag.hint.nccl_timeout",
+        "launch.diag.hint.nccl_timeout",
     ),
-    Hint("port_in_use", re.compile(r"Address already in use|EADDRINUSE|\[Errno 98\]"), "diag.hint.port_in_use"),
-    Hint("open_files", re.compile(r"Too many open files|EMFILE|\[Errno 24\]"), "diag.hint.open_files"),
-    Hint("never_joined", STORE_WAIT, "diag.hint.never_joined"),
-    Hint("peer_lost", PEER_LOST, "diag.hint.peer_lost"),
+    Hint("port_in_use", re.compile(r"Address already in use|EADDRINUSE|\[Errno 98\]"), "launch.diag.hint.port_in_use"),
+    Hint("open_files", re.compile(r"Too many open files|EMFILE|\[Errno 24\]"), "launch.diag.hint.open_files"),
+    Hint("never_joined", STORE_WAIT, "launch.diag.hint.never_joined"),
+    Hint("peer_lost", PEER_LOST, "launch.diag.hint.peer_lost"),
 )
 SIGNAL_HINTS = {"SIGKILL": "launch.hint.sigkill", "SIGSEGV": "launch.hint.sigsegv"}
 

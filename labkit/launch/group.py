@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
 from labkit.launch.options import RunConfig, check_picklable, multinode
@@ -43,15 +43,6 @@ from labkit.launch.run import Run
 from labkit.wire.channel import ChannelServer
 from labkit.wire.errors import LaunchError, OptionError
 from labkit.wire.protocol import TYPE, Msg, Outcome
-
-catalog(
-    {
-        "launch.bad_target": {
-            "en": "torchrun() takes code (a string), a path to a .py file, or a function; got {type}",
-            "ro": "torchrun() primește cod (un șir), calea unui fișier .py sau o funcție; nu {type}",
-        }
-    }
-)
 
 # environment that belongs to an outer launcher (a Slurm job, another torchrun) and would
 # confuse ours: torchrun sets the ones it needs for each rank.
@@ -89,7 +80,7 @@ class Job:
                 payload = cloudpickle.dumps((target, tuple(args), dict(kwargs)))
             except Exception as exc:
                 name = getattr(target, "__name__", "function")
-                raise OptionError(t("opt.vars.pickle", name=name, type="function", error=exc)) from None
+                raise OptionError(t("launch.opt.vars.pickle", name=name, type="function", error=exc)) from None
             return cls("function", payload=payload, vars_blob=vars_blob)
         if not isinstance(target, str):
             raise OptionError(t("launch.bad_target", type=type(target).__name__))

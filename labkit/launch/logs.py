@@ -6,16 +6,7 @@ from __future__ import annotations
 
 import os
 
-from labkit.i18n import catalog, t
-
-catalog(
-    {
-        "run.log.truncated": {
-            "en": "[{n} earlier lines not shown; the whole log is in {path}]",
-            "ro": "[{n} linii anterioare nu sunt afișate; jurnalul complet este în {path}]",
-        },
-    }
-)
+from labkit.i18n import t
 
 LOG_TAIL_LINES = 400  # lines of each stream kept in memory and shown; the file keeps all
 LOG_LINE_CHARS = 2000  # a longer line is cut when shown (the file keeps it whole)
@@ -91,7 +82,7 @@ class RankLog:
         head = []
         if self.dropped[name]:
             path = self.stdout_path if name == "stdout" else self.stderr_path
-            head = [t("run.log.truncated", n=self.dropped[name], path=path)]
+            head = [t("launch.log.truncated", n=self.dropped[name], path=path)]
         return "\n".join(head + lines)
 
     @property

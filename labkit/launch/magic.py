@@ -19,7 +19,7 @@ import argparse
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from labkit.i18n import catalog, set_lang, t
+from labkit.i18n import set_lang, t
 from labkit.launch.options import add_node_options, node_options
 from labkit.wire.errors import CellSyntaxError, OptionError
 
@@ -27,34 +27,13 @@ if TYPE_CHECKING:
     from labkit.launch.run import Run
     from labkit.launch.warm import Session
 
-catalog(
-    {
-        "magic.bad_option": {"en": "{magic}: {error}\nusage: {usage}", "ro": "{magic}: {error}\nutilizare: {usage}"},
-        "magic.lang": {"en": "labkit speaks English now.", "ro": "labkit vorbește acum românește."},
-        "warm.started": {
-            "en": "{nproc} warm ranks ({backend}) ready in {seconds:.1f} s: run cells on them with %%ranks",
-            "ro": "{nproc} ranguri persistente ({backend}) gata în {seconds:.1f} s: rulați celule pe ele cu %%ranks",
-        },
-        "warm.stopped": {"en": "the warm ranks were stopped", "ro": "rangurile persistente au fost oprite"},
-        "warm.none": {
-            "en": "no warm ranks are running: start them with %torchrun_start -n 2 (or labkit.Session(nproc=2))",
-            "ro": "nu rulează niciun rang persistent: porniți-le cu %torchrun_start -n 2 (sau labkit.Session(nproc=2))",
-        },
-        "warm.no_session": {"en": "no warm ranks to stop", "ro": "nu există ranguri persistente de oprit"},
-        "warm.restarting": {"en": "restarting the warm ranks…", "ro": "se repornesc rangurile persistente…"},
-        "warm.replacing": {
-            "en": "stopping the warm ranks that were running first",
-            "ro": "mai întâi se opresc rangurile persistente care rulau",
-        },
-    }
-)
 
 _session: Session | None = None  # the session the warm magics use
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse would call sys.exit(); we raise instead
-        raise OptionError(t("magic.bad_option", magic=self.prog, error=message, usage=self.usage))
+        raise OptionError(t("launch.magic.bad_option", magic=self.prog, error=message, usage=self.usage))
 
 
 def _new_parser(magic: str, usage_key: str) -> argparse.ArgumentParser:
@@ -63,35 +42,35 @@ def _new_parser(magic: str, usage_key: str) -> argparse.ArgumentParser:
 
 def parser() -> argparse.ArgumentParser:
     """The options of ``%%torchrun``."""
-    p = _new_parser("%%torchrun", "magic.usage")
-    p.add_argument("-n", "--nproc", help=t("magic.help.nproc"))
-    p.add_argument("--backend", default="auto", help=t("magic.help.backend"))
-    p.add_argument("--timeout", type=float, default=None, help=t("magic.help.timeout"))
-    p.add_argument("--vars", default="", help=t("magic.help.vars"))
-    p.add_argument("--env", action="append", default=[], help=t("magic.help.env"))
-    p.add_argument("--quiet", action="store_true", help=t("magic.help.quiet"))
-    p.add_argument("--display", default="auto", help=t("magic.help.display"))
+    p = _new_parser("%%torchrun", "launch.magic.usage")
+    p.add_argument("-n", "--nproc", help=t("launch.magic.help.nproc"))
+    p.add_argument("--backend", default="auto", help=t("launch.magic.help.backend"))
+    p.add_argument("--timeout", type=float, default=None, help=t("launch.magic.help.timeout"))
+    p.add_argument("--vars", default="", help=t("launch.magic.help.vars"))
+    p.add_argument("--env", action="append", default=[], help=t("launch.magic.help.env"))
+    p.add_argument("--quiet", action="store_true", help=t("launch.magic.help.quiet"))
+    p.add_argument("--display", default="auto", help=t("launch.magic.help.display"))
     add_node_options(p)
     return p
 
 
 def start_parser() -> argparse.ArgumentParser:
     """The options of ``%torchrun_start``."""
-    p = _new_parser("%torchrun_start", "warm.usage.start")
-    p.add_argument("-n", "--nproc", help=t("magic.help.nproc"))
-    p.add_argument("--backend", default="auto", help=t("magic.help.backend"))
-    p.add_argument("--pg-timeout", type=float, default=None, help=t("warm.help.pg_timeout"))
-    p.add_argument("--env", action="append", default=[], help=t("magic.help.env"))
+    p = _new_parser("%torchrun_start", "launch.warm.usage.start")
+    p.add_argument("-n", "--nproc", help=t("launch.magic.help.nproc"))
+    p.add_argument("--backend", default="auto", help=t("launch.magic.help.backend"))
+    p.add_argument("--pg-timeout", type=float, default=None, help=t("launch.warm.help.pg_timeout"))
+    p.add_argument("--env", action="append", default=[], help=t("launch.magic.help.env"))
     return p
 
 
 def ranks_parser() -> argparse.ArgumentParser:
     """The options of ``%%ranks``."""
-    p = _new_parser("%%ranks", "warm.usage.ranks")
-    p.add_argument("--timeout", type=float, default=None, help=t("warm.help.timeout"))
-    p.add_argument("--vars", default="", help=t("magic.help.vars"))
-    p.add_argument("--quiet", action="store_true", help=t("magic.help.quiet"))
-    p.add_argument("--display", default=None, help=t("magic.help.display"))
+    p = _new_parser("%%ranks", "launch.warm.usage.ranks")
+    p.add_argument("--timeout", type=float, default=None, help=t("launch.warm.help.timeout"))
+    p.add_argument("--vars", default="", help=t("launch.magic.help.vars"))
+    p.add_argument("--quiet", action="store_true", help=t("launch.magic.help.quiet"))
+    p.add_argument("--display", default=None, help=t("launch.magic.help.display"))
     return p
 
 
@@ -100,7 +79,7 @@ def parse_line(line: str, p: argparse.ArgumentParser | None = None) -> argparse.
     try:
         words = shlex.split(line)
     except ValueError as exc:
-        raise OptionError(t("magic.bad_option", magic=p.prog, error=exc, usage=p.usage)) from None
+        raise OptionError(t("launch.magic.bad_option", magic=p.prog, error=exc, usage=p.usage)) from None
     return p.parse_args(words)
 
 
@@ -110,7 +89,7 @@ def pick_vars(names: str, namespace: dict[str, Any]) -> dict[str, Any]:
         if not name:
             continue
         if name not in namespace:
-            raise OptionError(t("opt.vars.undefined", name=name))
+            raise OptionError(t("launch.opt.vars.undefined", name=name))
         picked[name] = namespace[name]
     return picked
 
@@ -164,10 +143,13 @@ def start_line(line: str) -> Session:
     opts = parse_line(line, start_parser())
     env = parse_env(opts.env)
     if _session is not None and _session.alive:
-        print(t("warm.replacing"), flush=True)
+        print(t("launch.warm.replacing"), flush=True)
         _session.stop()
     _session = Session(nproc=opts.nproc, backend=opts.backend, pg_timeout=opts.pg_timeout, env=env)
-    print(t("warm.started", nproc=_session.nproc, backend=_session.backend, seconds=_session.start_seconds), flush=True)
+    print(
+        t("launch.warm.started", nproc=_session.nproc, backend=_session.backend, seconds=_session.start_seconds),
+        flush=True,
+    )
     return _session
 
 
@@ -177,7 +159,7 @@ def ranks_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
 
     opts = parse_line(line, ranks_parser())
     if _session is None:
-        raise SessionEnded(t("warm.none"))
+        raise SessionEnded(t("launch.warm.none"))
     try:
         return _session.run(
             "\n" + cell,  # line 1 of the cell is the %%ranks line: keep line numbers as the student sees them
@@ -193,10 +175,10 @@ def ranks_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
 def stop_line() -> None:
     """What ``%torchrun_stop`` does."""
     if _session is None or not _session.alive:
-        print(t("warm.no_session"), flush=True)
+        print(t("launch.warm.no_session"), flush=True)
         return
     _session.stop()
-    print(t("warm.stopped"), flush=True)
+    print(t("launch.warm.stopped"), flush=True)
 
 
 def restart_line() -> Session:
@@ -204,10 +186,13 @@ def restart_line() -> Session:
     from labkit.launch.warm import SessionEnded
 
     if _session is None:
-        raise SessionEnded(t("warm.none"))
-    print(t("warm.restarting"), flush=True)
+        raise SessionEnded(t("launch.warm.none"))
+    print(t("launch.warm.restarting"), flush=True)
     _session.restart()
-    print(t("warm.started", nproc=_session.nproc, backend=_session.backend, seconds=_session.start_seconds), flush=True)
+    print(
+        t("launch.warm.started", nproc=_session.nproc, backend=_session.backend, seconds=_session.start_seconds),
+        flush=True,
+    )
     return _session
 
 
@@ -241,7 +226,7 @@ def register(ipython: Any) -> None:
         @line_magic
         def labkit_lang(self, line: str) -> None:
             set_lang(line.strip() or None)
-            print(t("magic.lang"))
+            print(t("launch.magic.lang"))
 
         @line_magic
         def torchrun_start(self, line: str) -> None:

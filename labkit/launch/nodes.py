@@ -34,22 +34,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.wire.channel import parse_tcp, tcp_address
 from labkit.wire.protocol import TYPE, Msg
-
-catalog(
-    {
-        "nodes.ran_on": {
-            "en": "rank {rank} ran on node {node} (local rank {local})",
-            "ro": "rangul {rank} a rulat pe nodul {node} (rang local {local})",
-        },
-        "nodes.rdzv": {
-            "en": "the rendezvous never completed; nodes whose agent started: {started}; node ranks that never joined: {missing} (a node stuck or slow to start: LABKIT_RDZV_TIMEOUT gives it longer)",
-            "ro": "rendezvous-ul nu s-a încheiat niciodată; noduri al căror agent a pornit: {started}; ranguri de nod care nu s-au alăturat: {missing} (un nod blocat sau lent la pornire: LABKIT_RDZV_TIMEOUT îi dă mai mult timp)",
-        },
-    }
-)
 
 ENV_KEYS = ("LABKIT_", "PYTHON", "OMP_NUM_THREADS", "TORCH_", "NCCL_", "GLOO_", "CUDA_VISIBLE_DEVICES", "PATH")
 SSH = ("ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10")  # never prompts: a missing key fails at once
@@ -256,7 +243,7 @@ def node_report(text: str, nnodes: int) -> list[str]:
     if "RendezvousTimeoutError" in text:
         missing = sorted(set(range(nnodes)) - set(started))
         names = ", ".join(sorted(started.values())) or "-"
-        lines.append(t("nodes.rdzv", started=names, missing=", ".join(map(str, missing)) or "-"))
+        lines.append(t("launch.nodes.rdzv", started=names, missing=", ".join(map(str, missing)) or "-"))
     return lines
 
 
@@ -267,7 +254,7 @@ def failure_note(run: Any, rank: int | None, text: str, nnodes: int, said: str =
     lines = []
     hello = next((m for m in run.events.get(rank, []) if m.get(TYPE) == Msg.HELLO), None) if rank is not None else None
     if hello and hello.get("node"):
-        lines.append(t("nodes.ran_on", rank=rank, node=hello["node"], local=hello.get("local_rank")))
+        lines.append(t("launch.nodes.ran_on", rank=rank, node=hello["node"], local=hello.get("local_rank")))
     lines += [line for line in node_report(text, nnodes) if line not in said]
     return "\n".join(lines)
 

@@ -8,86 +8,12 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.wire.errors import OptionError
 
 BACKENDS = ("auto", "gloo", "nccl")
 DISPLAYS = ("auto", "widgets", "text", "none")
 RANK_MEMORY = 400 * 2**20  # a CPU rank with torch imported: ~300 MiB RSS, plus a small model
-
-catalog(
-    {
-        "opt.nproc.type": {
-            "en": "nproc must be a whole number of ranks, got {value!r}",
-            "ro": "nproc trebuie să fie un număr întreg de ranguri, nu {value!r}",
-        },
-        "opt.nproc.small": {
-            "en": "nproc must be at least 1, got {value}",
-            "ro": "nproc trebuie să fie cel puțin 1, nu {value}",
-        },
-        "opt.nproc.large": {
-            "en": "{value} CPU ranks is too many for this machine ({cpus} cores, {mem:.0f} GiB free): at most {limit}. Set LABKIT_MAX_RANKS to raise the limit.",
-            "ro": "{value} ranguri CPU sunt prea multe pentru această mașină ({cpus} nuclee, {mem:.0f} GiB liberi): cel mult {limit}. Setați LABKIT_MAX_RANKS pentru a ridica limita.",
-        },
-        "opt.backend": {
-            "en": "unknown backend {value!r}{hint}; choose one of: auto, gloo, nccl",
-            "ro": "backend necunoscut {value!r}{hint}; alegeți unul dintre: auto, gloo, nccl",
-        },
-        "opt.didyoumean": {"en": " (did you mean {name!r}?)", "ro": " (ați vrut să scrieți {name!r}?)"},
-        "opt.timeout": {
-            "en": "timeout must be a positive number of seconds, got {value!r}",
-            "ro": "timeout trebuie să fie un număr pozitiv de secunde, nu {value!r}",
-        },
-        "opt.display": {
-            "en": "display must be one of auto, widgets, text, none; got {value!r}",
-            "ro": "display trebuie să fie unul dintre auto, widgets, text, none; nu {value!r}",
-        },
-        "opt.start_method": {
-            "en": "LABKIT_START_METHOD must be fork or spawn, got {value!r}",
-            "ro": "LABKIT_START_METHOD trebuie să fie fork sau spawn, nu {value!r}",
-        },
-        "opt.env": {
-            "en": "--env expects KEY=VALUE, got {value!r}",
-            "ro": "--env așteaptă CHEIE=VALOARE, nu {value!r}",
-        },
-        "opt.nnodes": {
-            "en": "nnodes must be a whole number of nodes, at least 1; got {value!r}",
-            "ro": "nnodes trebuie să fie un număr întreg de noduri, cel puțin 1; nu {value!r}",
-        },
-        "opt.nodes.how": {
-            "en": "{nnodes} nodes need a way to reach them: --slurm (srun) or --hosts a,b (ssh)",
-            "ro": "{nnodes} noduri au nevoie de o cale de a ajunge la ele: --slurm (srun) sau --hosts a,b (ssh)",
-        },
-        "opt.nodes.both": {
-            "en": "--slurm and --hosts exclude each other: Slurm chooses the nodes, --hosts names them",
-            "ro": "--slurm și --hosts se exclud: Slurm alege nodurile, --hosts le numește",
-        },
-        "opt.nodes.count": {
-            "en": "--nnodes {nnodes} but --hosts names {count} hosts ({hosts}): one agent per host",
-            "ro": "--nnodes {nnodes}, dar --hosts numește {count} gazde ({hosts}): un agent pe gazdă",
-        },
-        "opt.nodes.no_srun": {
-            "en": "--slurm needs srun, which is not on PATH here ({path}): run the kernel on a Slurm login or compute node, or load Slurm's module",
-            "ro": "--slurm are nevoie de srun, care nu este în PATH aici ({path}): porniți kernelul pe un nod de login sau de calcul Slurm, sau încărcați modulul Slurm",
-        },
-        "opt.nodes.no_ssh": {
-            "en": "--hosts needs ssh, which is not on PATH here",
-            "ro": "--hosts are nevoie de ssh, care nu este în PATH aici",
-        },
-        "opt.nodes.slurm_args": {
-            "en": "--slurm-args without --slurm: the arguments are srun's",
-            "ro": "--slurm-args fără --slurm: argumentele sunt pentru srun",
-        },
-        "opt.nodes.slurm_args_bad": {
-            "en": "--slurm-args {value!r}: {error}",
-            "ro": "--slurm-args {value!r}: {error}",
-        },
-        "opt.nodes.channel_host": {
-            "en": "--channel-host is for ranks on other nodes; with one node the channel is a Unix socket",
-            "ro": "--channel-host este pentru rangurile de pe alte noduri; pe un singur nod canalul este un socket Unix",
-        },
-    }
-)
 
 
 @dataclass
@@ -126,7 +52,7 @@ def default_start_method() -> str:
 
 def suggest(value: str, choices: tuple[str, ...]) -> str:
     close = difflib.get_close_matches(str(value).lower(), choices, n=1)
-    return t("opt.didyoumean", name=close[0]) if close else ""
+    return t("launch.opt.didyoumean", name=close[0]) if close else ""
 
 
 def max_cpu_ranks() -> int:
@@ -151,28 +77,28 @@ def resolve(cfg: RunConfig) -> RunConfig:
 
     backend = str(cfg.backend).lower()
     if backend not in BACKENDS:
-        raise OptionError(t("opt.backend", value=cfg.backend, hint=suggest(cfg.backend, BACKENDS)))
+        raise OptionError(t("launch.opt.backend", value=cfg.backend, hint=suggest(cfg.backend, BACKENDS)))
     nproc = cfg.nproc
     if nproc is None:
         nproc = gpus.default_nproc() if backend != "gloo" else 2
     if isinstance(nproc, str) and nproc.strip().isdigit():
         nproc = int(nproc)
     if isinstance(nproc, bool) or not isinstance(nproc, int):
-        raise OptionError(t("opt.nproc.type", value=nproc))
+        raise OptionError(t("launch.opt.nproc.type", value=nproc))
     if nproc < 1:
-        raise OptionError(t("opt.nproc.small", value=nproc))
+        raise OptionError(t("launch.opt.nproc.small", value=nproc))
     backend = gpus.resolve_backend(backend, nproc, quiet=cfg.quiet)  # auto: nccl only with a GPU per rank
     if backend != "nccl":
         limit = max_cpu_ranks()
         if nproc > limit:
             raise OptionError(
-                t("opt.nproc.large", value=nproc, cpus=os.cpu_count(), mem=_free_memory() / 2**30, limit=limit)
+                t("launch.opt.nproc.large", value=nproc, cpus=os.cpu_count(), mem=_free_memory() / 2**30, limit=limit)
             )
     check_timeout(cfg.timeout)
     if cfg.display not in DISPLAYS:
-        raise OptionError(t("opt.display", value=cfg.display))
+        raise OptionError(t("launch.opt.display", value=cfg.display))
     if cfg.start_method not in START_METHODS:
-        raise OptionError(t("opt.start_method", value=cfg.start_method))
+        raise OptionError(t("launch.opt.start_method", value=cfg.start_method))
     nnodes, hosts = check_nodes(cfg)
     return replace(cfg, nproc=nproc, backend=backend, timeout=check_timeout(cfg.timeout), nnodes=nnodes, hosts=hosts)
 
@@ -188,26 +114,26 @@ def check_nodes(cfg: RunConfig) -> tuple[int, tuple[str, ...]]:
     if isinstance(nnodes, str) and nnodes.strip().isdigit():
         nnodes = int(nnodes)
     if isinstance(nnodes, bool) or not isinstance(nnodes, int) or nnodes < 1:
-        raise OptionError(t("opt.nnodes", value=cfg.nnodes))
+        raise OptionError(t("launch.opt.nnodes", value=cfg.nnodes))
     if cfg.slurm and hosts:
-        raise OptionError(t("opt.nodes.both"))
+        raise OptionError(t("launch.opt.nodes.both"))
     if cfg.slurm_args and not cfg.slurm:
-        raise OptionError(t("opt.nodes.slurm_args"))
+        raise OptionError(t("launch.opt.nodes.slurm_args"))
     if hosts and nnodes != len(hosts):
-        raise OptionError(t("opt.nodes.count", nnodes=nnodes, count=len(hosts), hosts=",".join(hosts)))
+        raise OptionError(t("launch.opt.nodes.count", nnodes=nnodes, count=len(hosts), hosts=",".join(hosts)))
     if nnodes > 1 and not (cfg.slurm or hosts):
-        raise OptionError(t("opt.nodes.how", nnodes=nnodes))
+        raise OptionError(t("launch.opt.nodes.how", nnodes=nnodes))
     if cfg.channel_host and not (cfg.slurm or hosts):
-        raise OptionError(t("opt.nodes.channel_host"))
+        raise OptionError(t("launch.opt.nodes.channel_host"))
     if cfg.slurm:
         if shutil.which("srun") is None:
-            raise OptionError(t("opt.nodes.no_srun", path=os.environ.get("PATH", "")))
+            raise OptionError(t("launch.opt.nodes.no_srun", path=os.environ.get("PATH", "")))
         try:
             shlex.split(cfg.slurm_args)
         except ValueError as exc:
-            raise OptionError(t("opt.nodes.slurm_args_bad", value=cfg.slurm_args, error=exc)) from None
+            raise OptionError(t("launch.opt.nodes.slurm_args_bad", value=cfg.slurm_args, error=exc)) from None
     if hosts and shutil.which("ssh") is None and os.environ.get("LABKIT_SSH", "x"):
-        raise OptionError(t("opt.nodes.no_ssh"))
+        raise OptionError(t("launch.opt.nodes.no_ssh"))
     return nnodes, hosts
 
 
@@ -225,17 +151,17 @@ def check_timeout(timeout: Any) -> float | None:
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise OptionError(t("opt.timeout", value=timeout))
+        raise OptionError(t("launch.opt.timeout", value=timeout))
     return float(timeout)
 
 
 def add_node_options(p: Any) -> None:
     """The multi-node options of ``%%torchrun`` (``labkit.magic``'s parser)."""
-    p.add_argument("--nnodes", default=None, help=t("magic.help.nnodes"))
-    p.add_argument("--slurm", action="store_true", help=t("magic.help.slurm"))
-    p.add_argument("--slurm-args", default="", help=t("magic.help.slurm_args"))
-    p.add_argument("--hosts", default="", help=t("magic.help.hosts"))
-    p.add_argument("--channel-host", default=None, help=t("magic.help.channel_host"))
+    p.add_argument("--nnodes", default=None, help=t("launch.magic.help.nnodes"))
+    p.add_argument("--slurm", action="store_true", help=t("launch.magic.help.slurm"))
+    p.add_argument("--slurm-args", default="", help=t("launch.magic.help.slurm_args"))
+    p.add_argument("--hosts", default="", help=t("launch.magic.help.hosts"))
+    p.add_argument("--channel-host", default=None, help=t("launch.magic.help.channel_host"))
 
 
 def node_options(opts: Any) -> dict[str, Any]:
@@ -254,7 +180,7 @@ def parse_env(items: list[str] | None) -> dict[str, str]:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise OptionError(t("opt.env", value=item))
+            raise OptionError(t("launch.opt.env", value=item))
         out[key.strip()] = value
     return out
 
@@ -267,85 +193,5 @@ def check_picklable(values: dict[str, Any]) -> bytes:
         try:
             cloudpickle.dumps(value)
         except Exception as exc:
-            raise OptionError(t("opt.vars.pickle", name=name, type=type(value).__name__, error=exc)) from None
+            raise OptionError(t("launch.opt.vars.pickle", name=name, type=type(value).__name__, error=exc)) from None
     return cloudpickle.dumps(values)
-
-
-catalog(
-    {
-        "opt.vars.pickle": {
-            "en": "variable {name!r} ({type}) cannot be sent to the ranks: {error}",
-            "ro": "variabila {name!r} ({type}) nu poate fi trimisă rangurilor: {error}",
-        },
-        "opt.vars.undefined": {
-            "en": "--vars names {name!r}, which is not defined in the notebook",
-            "ro": "--vars numește {name!r}, care nu este definită în notebook",
-        },
-    }
-)
-
-
-# the magics' usage lines and option help (labkit.magic builds its parsers from these)
-catalog(
-    {
-        "magic.usage": {
-            "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR]",
-            "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR]",
-        },
-        "warm.usage.start": {
-            "en": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECONDS] [--env K=V ...]",
-            "ro": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECUNDE] [--env K=V ...]",
-        },
-        "warm.usage.ranks": {
-            "en": "%%ranks [--timeout SECONDS] [--vars a,b] [--quiet] [--display auto|widgets|text|none]",
-            "ro": "%%ranks [--timeout SECUNDE] [--vars a,b] [--quiet] [--display auto|widgets|text|none]",
-        },
-        "magic.help.nproc": {
-            "en": "number of ranks (default: the visible GPUs, else 2)",
-            "ro": "numărul de ranguri (implicit: GPU-urile vizibile, altfel 2)",
-        },
-        "magic.help.backend": {"en": "process-group backend", "ro": "backend-ul grupului de procese"},
-        "magic.help.timeout": {
-            "en": "limit for the whole run, in seconds",
-            "ro": "limita pentru întreaga rulare, în secunde",
-        },
-        "magic.help.vars": {
-            "en": "notebook variables to send to every rank",
-            "ro": "variabile din notebook trimise fiecărui rang",
-        },
-        "magic.help.env": {
-            "en": "environment variable for the ranks (repeatable)",
-            "ro": "variabilă de mediu pentru ranguri (repetabilă)",
-        },
-        "magic.help.quiet": {"en": "no dashboard, no summary", "ro": "fără panou și fără rezumat"},
-        "magic.help.nnodes": {
-            "en": "nodes, one torchrun agent each (needs --slurm or --hosts)",
-            "ro": "noduri, câte un agent torchrun pe fiecare (cere --slurm sau --hosts)",
-        },
-        "magic.help.slurm": {
-            "en": "start the agents with srun (inside an allocation, or srun asks for one)",
-            "ro": "pornește agenții cu srun (într-o alocare, sau srun cere una)",
-        },
-        "magic.help.slurm_args": {"en": "srun's own options, quoted", "ro": "opțiunile lui srun, între ghilimele"},
-        "magic.help.hosts": {
-            "en": "hosts to start the agents on with ssh",
-            "ro": "gazdele pe care ssh pornește agenții",
-        },
-        "magic.help.channel_host": {
-            "en": "address the ranks connect back to (default: the interface facing the nodes)",
-            "ro": "adresa la care se conectează rangurile (implicit: interfața spre noduri)",
-        },
-        "magic.help.display": {
-            "en": "widgets, text or none (default: auto)",
-            "ro": "widgets, text sau none (implicit: auto)",
-        },
-        "warm.help.pg_timeout": {
-            "en": "collective timeout in the ranks, in seconds",
-            "ro": "limita operațiilor colective în ranguri, în secunde",
-        },
-        "warm.help.timeout": {
-            "en": "limit for this cell, in seconds",
-            "ro": "limita pentru această celulă, în secunde",
-        },
-    }
-)

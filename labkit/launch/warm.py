@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import Any
 
 import labkit
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.launch import diagnose
 from labkit.launch.diagnose import ranks_text, with_note
 from labkit.launch.group import Job, RankGroup, sigint_deferred
@@ -46,82 +46,6 @@ from labkit.launch.options import DISPLAYS, RunConfig, check_picklable, check_ti
 from labkit.launch.run import Run
 from labkit.wire.errors import LaunchError, OptionError, RankError, RunError, RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import TYPE, Msg, Outcome, Status
-
-catalog(
-    {
-        "warm.not_running": {
-            "en": "this session's ranks are not running ({why}); session.restart() (or %torchrun_restart) starts fresh ones",
-            "ro": "rangurile acestei sesiuni nu rulează ({why}); session.restart() (sau %torchrun_restart) pornește altele noi",
-        },
-        "warm.why.never": {"en": "not started", "ro": "nepornite"},
-        "warm.why.stopped": {"en": "stopped", "ro": "oprite"},
-        "warm.why.ended": {"en": "ended in cell {cell}", "ro": "încheiate în celula {cell}"},
-        "warm.busy": {
-            "en": "this session is running a cell already; wait for it to end",
-            "ro": "această sesiune rulează deja o celulă; așteptați să se termine",
-        },
-        "warm.bad_code": {
-            "en": "Session.run() takes code (a string); got {type}",
-            "ro": "Session.run() primește cod (un șir); nu {type}",
-        },
-        "warm.ended": {
-            "en": "The session has ended and its processes are gone: session.restart() (or %torchrun_restart) starts fresh ranks.",
-            "ro": "Sesiunea s-a încheiat și procesele ei au dispărut: session.restart() (sau %torchrun_restart) pornește ranguri noi.",
-        },
-        "warm.unsafe": {
-            "en": "The session is still up, but its ranks may now disagree about which collective comes next: session.restart() (or %torchrun_restart) gives fresh ranks.",
-            "ro": "Sesiunea rulează în continuare, dar rangurile ei pot să nu mai fie de acord asupra următoarei operații colective: session.restart() (sau %torchrun_restart) pornește ranguri noi.",
-        },
-        "warm.unsafe.note": {
-            "en": "note: {reason}, so collectives may not line up; session.restart() (or %torchrun_restart) gives fresh ranks.",
-            "ro": "notă: {reason}, deci operațiile colective pot să nu se potrivească; session.restart() (sau %torchrun_restart) pornește ranguri noi.",
-        },
-        "warm.reason.interrupted": {"en": "cell {cell} was interrupted", "ro": "celula {cell} a fost întreruptă"},
-        "warm.reason.collective": {
-            "en": "a collective failed on rank {rank} in cell {cell}",
-            "ro": "o operație colectivă a eșuat pe rangul {rank} în celula {cell}",
-        },
-        "warm.busy_after_error": {
-            "en": "ranks {ranks} were still running {grace:.0f} s after rank {rank} failed (waiting for it in a collective?), so they were interrupted.",
-            "ro": "rangurile {ranks} încă rulau la {grace:.0f} s după ce rangul {rank} a eșuat (îl așteptau într-o operație colectivă?), așa că au fost întrerupte.",
-        },
-        "warm.timeout": {
-            "en": "the cell went past its timeout of {timeout:g} s; ranks still running: {alive}",
-            "ro": "celula a depășit limita de {timeout:g} s; ranguri încă active: {alive}",
-        },
-        "warm.done_early": {
-            "en": "ranks {done} had finished the cell while ranks {busy} were still in it.",
-            "ro": "rangurile {done} terminaseră celula, în timp ce rangurile {busy} erau încă în ea.",
-        },
-        "warm.interrupted": {
-            "en": "interrupted: the cell was stopped on every rank (what it measured is in labkit.last_run)",
-            "ro": "întrerupt: celula a fost oprită pe toate rangurile (ce a măsurat este în labkit.last_run)",
-        },
-        "warm.cell_stopped": {
-            "en": "the cell was stopped on every rank",
-            "ro": "celula a fost oprită pe toate rangurile",
-        },
-        "warm.stuck": {
-            "en": "ranks {ranks} did not stop when interrupted (stuck outside Python?), so the session was ended.",
-            "ro": "rangurile {ranks} nu s-au oprit la întrerupere (blocate în afara Python?), așa că sesiunea a fost încheiată.",
-        },
-        "warm.start_timeout": {
-            "en": "the ranks were not ready within {timeout:.0f} s; torchrun's output:\n{log}",
-            "ro": "rangurile nu au fost gata în {timeout:.0f} s; ieșirea torchrun:\n{log}",
-        },
-        "warm.start_interrupted": {
-            "en": "interrupted while the warm ranks were starting; they were stopped",
-            "ro": "întrerupt în timp ce rangurile persistente porneau; au fost oprite",
-        },
-        "warm.repr": {
-            "en": "<labkit.Session {run_id}: {nproc} ranks, {backend}, {cells} cells, {state}>",
-            "ro": "<labkit.Session {run_id}: {nproc} ranguri, {backend}, {cells} celule, {state}>",
-        },
-        "warm.state.up": {"en": "running", "ro": "rulează"},
-        "warm.state.unsafe": {"en": "running, unsafe", "ro": "rulează, nesigură"},
-        "warm.state.down": {"en": "not running", "ro": "nu rulează"},
-    }
-)
 
 ERROR_GRACE = 2.0  # after one rank fails, seconds the others get to finish the cell before they are interrupted
 INTERRUPT_WAIT = 1.0  # seconds ranks get to answer SIGINT; then their collective connections are cut
@@ -164,7 +88,7 @@ class Session:
         self._group: RankGroup | None = None
         self._pending: list[dict[str, Any]] = []  # read between cells; they go to the next cell's Run
         self._finalizer: weakref.finalize | None = None
-        self._why_down = t("warm.why.never")
+        self._why_down = t("launch.warm.why.never")
         self._busy = False
         self._stop_requested = False
         if start:
@@ -186,12 +110,12 @@ class Session:
         try:
             error = self._wait_ready(group, run)
         except KeyboardInterrupt:
-            error = RunInterrupted(t("warm.start_interrupted"), run=run)
+            error = RunInterrupted(t("launch.warm.start_interrupted"), run=run)
         except BaseException:
             group.end(run)
             raise
         if error is not None:
-            self._down(group, run, t("warm.why.never"))
+            self._down(group, run, t("launch.warm.why.never"))
             raise error
         group.pids = {r: s.pid for r, s in run.ranks.items()}
         self.start_seconds = time.time() - run.started
@@ -226,7 +150,9 @@ class Session:
         group.end(run)
         log = group.agent_log()
         if outcome == Outcome.TIMEOUT:
-            return LaunchError(t("warm.start_timeout", timeout=limit, log="\n".join(log.splitlines()[-40:])), run=run)
+            return LaunchError(
+                t("launch.warm.start_timeout", timeout=limit, log="\n".join(log.splitlines()[-40:])), run=run
+            )
         error = diagnose.explain(run, outcome, log, stopped_by_us=group.stopped_by_us)
         return error or diagnose.agent_died(run, log)
 
@@ -235,7 +161,7 @@ class Session:
         group = self._group
         if group is not None and not group.ended:
             group.stop(STOP_WAIT)
-            self._why_down = t("warm.why.stopped")
+            self._why_down = t("launch.warm.why.stopped")
 
     def restart(self) -> Session:
         """Fresh ranks with the same options: a new namespace and a new process group."""
@@ -273,9 +199,11 @@ class Session:
         return self.start_run.run_dir if self.start_run else None
 
     def __repr__(self) -> str:
-        state = t(f"warm.state.{'down' if not self.alive else ('unsafe' if self.unsafe else 'up')}")
+        state = t(f"launch.warm.state.{'down' if not self.alive else ('unsafe' if self.unsafe else 'up')}")
         run_id = self.start_run.run_id if self.start_run else "-"
-        return t("warm.repr", run_id=run_id, nproc=self.nproc, backend=self.backend, cells=self.cells, state=state)
+        return t(
+            "launch.warm.repr", run_id=run_id, nproc=self.nproc, backend=self.backend, cells=self.cells, state=state
+        )
 
     # -- cells --------------------------------------------------------------------
 
@@ -294,14 +222,14 @@ class Session:
         ``labkit.torchrun`` does; the message says whether the session is still usable.
         """
         if not isinstance(code, str):
-            raise OptionError(t("warm.bad_code", type=type(code).__name__))
+            raise OptionError(t("launch.warm.bad_code", type=type(code).__name__))
         if self._busy:
-            raise OptionError(t("warm.busy"))
+            raise OptionError(t("launch.warm.busy"))
         group = self._live()
         timeout = check_timeout(timeout) if timeout is not None else self.timeout
         cfg = replace(self.cfg, quiet=self.cfg.quiet if quiet is None else quiet, display=display or self.cfg.display)
         if cfg.display not in DISPLAYS:
-            raise OptionError(t("opt.display", value=cfg.display))
+            raise OptionError(t("launch.opt.display", value=cfg.display))
         n = self.cells + 1
         compile(code, f"<cell {n}>", "exec")  # a SyntaxError names the line, before any rank sees the cell
         vars_file = self._write_vars(group, vars, n)
@@ -338,7 +266,7 @@ class Session:
             run.error, run.ended = error, time.time()
             raise error
         if self.unsafe and not cfg.quiet:
-            print(t("warm.unsafe.note", reason=self.unsafe), flush=True)
+            print(t("launch.warm.unsafe.note", reason=self.unsafe), flush=True)
         view = make_view(run, cfg, on_stop=self._request_stop)
         deadline = run.started + timeout if timeout else None
         first_error: list[float] = []
@@ -364,7 +292,7 @@ class Session:
         except KeyboardInterrupt:
             outcome = Outcome.INTERRUPTED
         except BaseException:
-            self._down(group, run, t("warm.why.ended", cell=n))  # a fault of ours: leave nothing behind
+            self._down(group, run, t("launch.warm.why.ended", cell=n))  # a fault of ours: leave nothing behind
             raise
         with sigint_deferred():  # a second Ctrl-C must not abandon the ranks half-interrupted
             error = self._conclude(group, run, n, code, outcome, timeout)
@@ -380,7 +308,7 @@ class Session:
     def _live(self) -> RankGroup:
         group = self._group
         if group is None or group.ended:
-            raise SessionEnded(t("warm.not_running", why=self._why_down))
+            raise SessionEnded(t("launch.warm.not_running", why=self._why_down))
         return group
 
     def _write_vars(self, group: RankGroup, vars: dict[str, Any] | None, n: int) -> str | None:
@@ -418,10 +346,10 @@ class Session:
             error = diagnose.root_cause(run, group.agent_log(), stopped_by_us=group.stopped_by_us, gang=False)
             broken = diagnose.broken_collective(run)
             if broken is not None:
-                self.unsafe = t("warm.reason.collective", rank=broken, cell=n)
+                self.unsafe = t("launch.warm.reason.collective", rank=broken, cell=n)
                 done = [r for r, s in run.ranks.items() if s.status == Status.DONE]
-                early = [t("warm.done_early", done=ranks_text(done), busy=broken), t("launch.hint.early")]
-                error = with_note(error, "\n".join([*(early if done else []), t("warm.unsafe")]))
+                early = [t("launch.warm.done_early", done=ranks_text(done), busy=broken), t("launch.hint.early")]
+                error = with_note(error, "\n".join([*(early if done else []), t("launch.warm.unsafe")]))
             return error
 
         busy = self._busy_ranks(run)
@@ -430,35 +358,38 @@ class Session:
             group.dump_stacks([group.pids[r] for r in busy])
             run.poll_logs()
             done = [r for r, s in run.ranks.items() if s.status == Status.DONE]
-            report = [t("warm.timeout", timeout=timeout, alive=ranks_text(busy))]
+            report = [t("launch.warm.timeout", timeout=timeout, alive=ranks_text(busy))]
             report += diagnose.hang_report(run, busy, code, f"<cell {n}>")
             if done:
-                report += [t("warm.done_early", done=ranks_text(done), busy=ranks_text(busy)), t("launch.hint.early")]
+                report += [
+                    t("launch.warm.done_early", done=ranks_text(done), busy=ranks_text(busy)),
+                    t("launch.hint.early"),
+                ]
         stuck = self._interrupt(group, run, n, busy)
-        self.unsafe = t("warm.reason.interrupted", cell=n)
+        self.unsafe = t("launch.warm.reason.interrupted", cell=n)
         dead = bool(stuck) or not group.alive()
         if dead:
-            self._down(group, run, t("warm.why.ended", cell=n))
+            self._down(group, run, t("launch.warm.why.ended", cell=n))
         else:
             run.flush_logs()
         for r in busy:
             if run.ranks[r].status in (Status.RUNNING, Status.FAILED):
                 run.ranks[r].status = Status.STOPPED
-        note = (t("warm.stuck", ranks=ranks_text(stuck)) + "\n" if stuck else "") + t(
-            "warm.ended" if dead else "warm.unsafe"
+        note = (t("launch.warm.stuck", ranks=ranks_text(stuck)) + "\n" if stuck else "") + t(
+            "launch.warm.ended" if dead else "launch.warm.unsafe"
         )
 
         if outcome == Outcome.FAILED:
             cause = diagnose.root_cause(run, group.agent_log(), stopped_by_us=group.stopped_by_us)
-            cause = cause or RankError(t("warm.cell_stopped"), run=run)
+            cause = cause or RankError(t("launch.warm.cell_stopped"), run=run)
             rank = getattr(cause, "rank", "?")
-            head = t("warm.busy_after_error", ranks=ranks_text(busy), grace=self.error_grace, rank=rank)
+            head = t("launch.warm.busy_after_error", ranks=ranks_text(busy), grace=self.error_grace, rank=rank)
             return with_note(cause, head + "\n" + note)
         if outcome == Outcome.TIMEOUT:
             return RunTimeout("\n".join(report + [note]), run=run, alive=busy)
         if outcome == Outcome.STOPPED:
-            return RunStopped(t("warm.cell_stopped") + "\n" + note, run=run)
-        return RunInterrupted(t("warm.interrupted") + "\n" + note, run=run)
+            return RunStopped(t("launch.warm.cell_stopped") + "\n" + note, run=run)
+        return RunInterrupted(t("launch.warm.interrupted") + "\n" + note, run=run)
 
     def _interrupt(self, group: RankGroup, run: Run, n: int, busy: list[int]) -> list[int]:
         """Stop the cell on each busy rank; return the ranks that could not be stopped."""
@@ -486,10 +417,10 @@ class Session:
     def _died(self, group: RankGroup, run: Run, n: int) -> RunError:
         """A rank or torchrun is gone: let torchrun finish its report, end the rest, say who died and how."""
         group.wait_agent(self.cfg.grace + 3)
-        self._down(group, run, t("warm.why.ended", cell=n))
+        self._down(group, run, t("launch.warm.why.ended", cell=n))
         log = group.agent_log()
         error = diagnose.explain(run, Outcome.EXITED, log, stopped_by_us=group.stopped_by_us)
-        return with_note(error or diagnose.agent_died(run, log), t("warm.ended"))
+        return with_note(error or diagnose.agent_died(run, log), t("launch.warm.ended"))
 
     def _down(self, group: RankGroup, run: Run, why: str) -> None:
         group.end(run)

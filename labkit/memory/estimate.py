@@ -47,125 +47,13 @@ import sys
 from typing import Any
 
 from labkit.fmt import fmt_bytes, markdown_to_html, render_table
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.memory import model as mm
 from labkit.memory.faketrace import Spec, config_of, shard_group
 from labkit.wire.errors import LabkitError, OptionError
 
 __all__ = ["DEPTHS", "Estimate", "Spec", "analytical", "combine", "estimate_many", "estimate_peak", "register"]
 
-catalog(
-    {
-        "est.help": {
-            "en": "estimate peak memory per rank with fake tensors (no GPU, no memory)",
-            "ro": "estimează memoria de vârf per rang cu tensori falși (fără GPU, fără memorie)",
-        },
-        "est.help.model": {"en": "model preset, e.g. llama-7b", "ro": "presetul modelului, de ex. llama-7b"},
-        "est.help.nproc": {"en": "number of ranks (world size)", "ro": "numărul de ranguri (world size)"},
-        "est.help.precision": {"en": "fp32, bf16 or fp16", "ro": "fp32, bf16 sau fp16"},
-        "est.help.ac": {
-            "en": "activation checkpointing on every block",
-            "ro": "recalcularea activărilor pe fiecare bloc",
-        },
-        "est.help.strategy": {
-            "en": "FULL_SHARD, SHARD_GRAD_OP or HYBRID_SHARD",
-            "ro": "FULL_SHARD, SHARD_GRAD_OP sau HYBRID_SHARD",
-        },
-        "est.help.group": {
-            "en": "HYBRID_SHARD: ranks per shard group (default 8)",
-            "ro": "HYBRID_SHARD: ranguri per grup de fragmentare (implicit 8)",
-        },
-        "est.help.micro_batch": {"en": "sequences per rank per step", "ro": "secvențe per rang per pas"},
-        "est.help.seq_len": {
-            "en": "sequence length (default: the preset's)",
-            "ro": "lungimea secvenței (implicit: a presetului)",
-        },
-        "est.help.timeout": {"en": "seconds before giving up", "ro": "secunde până la renunțare"},
-        "est.help.json": {"en": "print the result as JSON", "ro": "afișează rezultatul ca JSON"},
-        "est.failed": {
-            "en": "the fake-tensor estimate failed (exit {code}):\n{tail}",
-            "ro": "estimarea cu tensori falși a eșuat (cod {code}):\n{tail}",
-        },
-        "est.timeout": {
-            "en": "the fake-tensor estimate took longer than {timeout:.0f} s and was stopped",
-            "ro": "estimarea cu tensori falși a durat mai mult de {timeout:.0f} s și a fost oprită",
-        },
-        "est.strategy": {
-            "en": "estimates run FSDP2; choose FULL_SHARD, SHARD_GRAD_OP or HYBRID_SHARD, not {name!r}",
-            "ro": "estimările rulează FSDP2; alegeți FULL_SHARD, SHARD_GRAD_OP sau HYBRID_SHARD, nu {name!r}",
-        },
-        "est.title": {
-            "en": "{model} on {world} ranks, {precision}{ac}, micro-batch {b} x {s} tokens: rank 0 (GB)",
-            "ro": "{model} pe {world} ranguri, {precision}{ac}, micro-lot {b} x {s} tokeni: rangul 0 (GB)",
-        },
-        "est.ac": {"en": ", activation checkpointing", "ro": ", cu recalcularea activărilor"},
-        "est.col.category": {"en": "category", "ro": "categorie"},
-        "est.col.fake": {"en": "fake-tensor run", "ro": "rulare cu tensori falși"},
-        "est.col.model": {"en": "analytical model", "ro": "modelul analitic"},
-        "est.col.diff": {"en": "difference", "ro": "diferență"},
-        "est.footer": {
-            "en": "peak reached in {stage}; the run took {seconds:.0f} s",
-            "ro": "vârful a fost atins în {stage}; rularea a durat {seconds:.0f} s",
-        },
-        "est.footer.extrapolated": {
-            "en": "peak reached in {stage}; extrapolated to {layers} layers from fake runs of {depths} layers "
-            "(every block is the same: each category grows by the same bytes per block), {seconds:.0f} s",
-            "ro": "vârful a fost atins în {stage}; extrapolat la {layers} straturi din rulări cu tensori falși de "
-            "{depths} straturi (toate blocurile sunt la fel: fiecare categorie crește cu aceiași octeți pe bloc), "
-            "{seconds:.0f} s",
-        },
-        "est.help.full": {
-            "en": "trace every layer instead of extrapolating from 4, 5 and 6 (slower, the same result)",
-            "ro": "urmărește toate straturile în loc de extrapolarea din 4, 5 și 6 (mai lent, același rezultat)",
-        },
-        "est.why.params": {
-            "en": "parameters: FSDP2 pads each parameter's rows to a multiple of {n}: {pad} more than Ψ/N",
-            "ro": "parametri: FSDP2 completează rândurile fiecărui parametru la un multiplu de {n}: cu {pad} peste Ψ/N",
-        },
-        "est.why.params_exact": {
-            "en": "parameters: 4 bytes × Ψ/N, the fp32 shard (no padding needed at {n} ranks)",
-            "ro": "parametri: 4 octeți × Ψ/N, fragmentul fp32 (nu e nevoie de completare la {n} ranguri)",
-        },
-        "est.why.optimizer": {
-            "en": "optimizer: two fp32 moments of the rows this rank owns, plus a 4-byte step counter per tensor ({steps})",
-            "ro": "optimizator: două momente fp32 pentru rândurile acestui rang, plus un contor de 4 octeți per tensor ({steps})",
-        },
-        "est.why.grads": {
-            "en": "gradients at the peak: {measured}, the shards of the units already reduced and the unsharded "
-            "gradients still held ({full} of shards after backward); the model, at its peak moment, counts {unit}",
-            "ro": "gradienți la vârf: {measured}, fragmentele unităților deja reduse și gradienții nefragmentați "
-            "încă ținuți ({full} de fragmente după backward); modelul, în momentul vârfului său, numără {unit}",
-        },
-        "est.why.unsharded": {
-            "en": "unsharded parameters at the peak: {measured} gathered; the model counts the units gathered "
-            "at its peak moment, in {dtype} ({model})",
-            "ro": "parametri nefragmentați la vârf: {measured} adunați; modelul numără unitățile adunate "
-            "în momentul vârfului său, în {dtype} ({model})",
-        },
-        "est.why.activations": {
-            "en": "activations: {stored} stored at the end of forward ({formula} formula: {predicted}); {at_peak} "
-            "alive at the peak; the model counts {model} ({how})",
-            "ro": "activări: {stored} stocate la sfârșitul forward ({formula}: {predicted}); {at_peak} în viață "
-            "la vârf; modelul numără {model} ({how})",
-        },
-        "est.why.act_ac": {
-            "en": "every layer's input, plus one layer rebuilt at a time in backward",
-            "ro": "intrarea fiecărui strat, plus câte un strat reconstruit în backward",
-        },
-        "est.why.act_all": {
-            "en": "all of them, though backward frees them as it goes",
-            "ro": "pe toate, deși backward le eliberează pe parcurs",
-        },
-        "est.why.other": {
-            "en": "other: backward temporaries (activation gradients, the logits' fp32 gradient of "
-            "b·s·v·4 = {logits}, all-gather and reduce-scatter buffers); the model counts them term by term "
-            "(memory_model.peak_memory(...).explain())",
-            "ro": "altele: temporare din backward (gradienții activărilor, gradientul fp32 al logiturilor de "
-            "b·s·v·4 = {logits}, bufferele all-gather și reduce-scatter); modelul le numără termen cu termen "
-            "(memory_model.peak_memory(...).explain())",
-        },
-    }
-)
 
 FSDP2_STRATEGIES = ("ZERO3", "ZERO2", "HYBRID_SHARD")  # what fully_shard can do, in memory_model's names
 
@@ -209,15 +97,15 @@ class Estimate:
         pad = 4 * (local["params"] - cfg.num_params() / n)
         lines = []
         if pad >= 1:
-            lines.append(t("est.why.params", n=n, pad=fmt_bytes(pad, "GB")))
+            lines.append(t("memory.est.why.params", n=n, pad=fmt_bytes(pad, "GB")))
         else:
-            lines.append(t("est.why.params_exact", n=n))
+            lines.append(t("memory.est.why.params_exact", n=n))
         tensors = sum(len(shapes) for _, shapes in mm.transformer_units(cfg))
-        lines.append(t("est.why.optimizer", steps=fmt_bytes(4 * tensors, "GB")))
+        lines.append(t("memory.est.why.optimizer", steps=fmt_bytes(4 * tensors, "GB")))
         full = self.phases.get("backward", {}).get("grads", 0)
         lines.append(
             t(
-                "est.why.grads",
+                "memory.est.why.grads",
                 measured=fmt_bytes(self.peak["grads"], "GB"),
                 full=fmt_bytes(full, "GB"),
                 unit=fmt_bytes(self.analytical.grads, "GB"),
@@ -225,7 +113,7 @@ class Estimate:
         )
         lines.append(
             t(
-                "est.why.unsharded",
+                "memory.est.why.unsharded",
                 measured=fmt_bytes(self.peak["params_unsharded"], "GB"),
                 dtype=mm.resolve_precision(s.precision),
                 model=fmt_bytes(self.analytical.params_unsharded, "GB"),
@@ -234,47 +122,56 @@ class Estimate:
         acts = mm.activation_memory(cfg, s.micro_batch, s.seq_len, s.checkpointing, s.precision)
         lines.append(
             t(
-                "est.why.activations",
+                "memory.est.why.activations",
                 stored=fmt_bytes(self.phases.get("forward", {}).get("activations", 0), "GB"),
                 formula="labkit",
                 predicted=fmt_bytes(acts.stored, "GB"),
                 at_peak=fmt_bytes(self.peak["activations"], "GB"),
                 model=fmt_bytes(acts.peak, "GB"),
-                how=t("est.why.act_ac") if s.checkpointing else t("est.why.act_all"),
+                how=t("memory.est.why.act_ac") if s.checkpointing else t("memory.est.why.act_all"),
             )
         )
         logits = 4 * s.micro_batch * (s.seq_len or cfg.seq_len) * cfg.vocab_size
-        lines.append(t("est.why.other", logits=fmt_bytes(logits, "GB")))
+        lines.append(t("memory.est.why.other", logits=fmt_bytes(logits, "GB")))
         return lines
 
     def table(self) -> str:
         s = self.spec
-        head = [t("est.col.category"), t("est.col.fake"), t("est.col.model"), t("est.col.diff")]
+        head = [
+            t("memory.est.col.category"),
+            t("memory.est.col.fake"),
+            t("memory.est.col.model"),
+            t("memory.est.col.diff"),
+        ]
         rows = [head]
         diffs = self.differences()
         for c in (*mm.CATEGORIES, "total"):
             est = self.total if c == "total" else self.peak.get(c, 0)
             ref = self.analytical.total if c == "total" else getattr(self.analytical, c)
             d = diffs[c]
-            label = t("mm.total") if c == "total" else t(f"mm.cat.{c}")
+            label = t("memory.total") if c == "total" else t(f"memory.cat.{c}")
             rows.append([label, f"{est / mm.GB:,.2f}", f"{ref / mm.GB:,.2f}", "" if d is None else f"{d:+.1f}%"])
         cfg = config_of(s)
         title = t(
-            "est.title",
+            "memory.est.title",
             model=s.model,
             world=s.world_size,
             precision=s.precision,
-            ac=t("est.ac") if s.checkpointing else "",
+            ac=t("memory.est.ac") if s.checkpointing else "",
             b=s.micro_batch,
             s=s.seq_len or cfg.seq_len,
         )
         if self.traced_layers:
             depths = ", ".join(str(d) for d in self.traced_layers)
             footer = t(
-                "est.footer.extrapolated", stage=self.stage, layers=cfg.n_layers, depths=depths, seconds=self.seconds
+                "memory.est.footer.extrapolated",
+                stage=self.stage,
+                layers=cfg.n_layers,
+                depths=depths,
+                seconds=self.seconds,
             )
         else:
-            footer = t("est.footer", stage=self.stage, seconds=self.seconds)
+            footer = t("memory.est.footer", stage=self.stage, seconds=self.seconds)
         return render_table(rows, "markdown", title=title, notes=[footer, *self.explain()])
 
     def _repr_html_(self) -> str:
@@ -300,7 +197,7 @@ class Estimate:
 def _check(spec: Spec) -> Spec:
     name = mm.resolve_strategy(spec.strategy).name
     if name not in FSDP2_STRATEGIES:
-        raise OptionError(t("est.strategy", name=spec.strategy))
+        raise OptionError(t("memory.est.strategy", name=spec.strategy))
     mm.resolve_precision(spec.precision)
     shard_group(spec)
     config_of(spec)  # a wrong preset name fails here, not in the subprocess
@@ -406,10 +303,10 @@ def _run(specs: list[Spec], timeout: float) -> list[dict[str, Any]]:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        raise LabkitError(t("est.timeout", timeout=timeout)) from None
+        raise LabkitError(t("memory.est.timeout", timeout=timeout)) from None
     lines = [line for line in out.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or len(lines) != len(specs):
-        raise LabkitError(t("est.failed", code=proc.returncode, tail=(err or out)[-3000:]))
+        raise LabkitError(t("memory.est.failed", code=proc.returncode, tail=(err or out)[-3000:]))
     return [json.loads(line) for line in lines]
 
 
@@ -437,17 +334,17 @@ def estimate_peak(
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="llama-7b", help=t("est.help.model"))
-    p.add_argument("-n", "--nproc", "--world-size", dest="nproc", type=int, default=8, help=t("est.help.nproc"))
-    p.add_argument("--precision", default="bf16", help=t("est.help.precision"))
-    p.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=True, help=t("est.help.ac"))
-    p.add_argument("--strategy", default="FULL_SHARD", help=t("est.help.strategy"))
-    p.add_argument("--shard-group-size", type=int, default=None, help=t("est.help.group"))
-    p.add_argument("--micro-batch", type=int, default=1, help=t("est.help.micro_batch"))
-    p.add_argument("--seq-len", type=int, default=None, help=t("est.help.seq_len"))
-    p.add_argument("--timeout", type=float, default=300.0, help=t("est.help.timeout"))
-    p.add_argument("--json", action="store_true", help=t("est.help.json"))
-    p.add_argument("--full", action="store_true", help=t("est.help.full"))
+    p.add_argument("--model", default="llama-7b", help=t("memory.est.help.model"))
+    p.add_argument("-n", "--nproc", "--world-size", dest="nproc", type=int, default=8, help=t("memory.est.help.nproc"))
+    p.add_argument("--precision", default="bf16", help=t("memory.est.help.precision"))
+    p.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=True, help=t("memory.est.help.ac"))
+    p.add_argument("--strategy", default="FULL_SHARD", help=t("memory.est.help.strategy"))
+    p.add_argument("--shard-group-size", type=int, default=None, help=t("memory.est.help.group"))
+    p.add_argument("--micro-batch", type=int, default=1, help=t("memory.est.help.micro_batch"))
+    p.add_argument("--seq-len", type=int, default=None, help=t("memory.est.help.seq_len"))
+    p.add_argument("--timeout", type=float, default=300.0, help=t("memory.est.help.timeout"))
+    p.add_argument("--json", action="store_true", help=t("memory.est.help.json"))
+    p.add_argument("--full", action="store_true", help=t("memory.est.help.full"))
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -473,14 +370,14 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``labkit estimate`` to the ``labkit`` command (see labkit/cli.py)."""
-    p = subparsers.add_parser("estimate", help=t("est.help"))
+    p = subparsers.add_parser("estimate", help=t("memory.est.help"))
     _add_arguments(p)
     p.set_defaults(func=cmd_estimate)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    p = argparse.ArgumentParser(prog="labkit estimate", description=t("est.help"))
+    p = argparse.ArgumentParser(prog="labkit estimate", description=t("memory.est.help"))
     _add_arguments(p)
     return cmd_estimate(p.parse_args(argv))
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.fmt import fmt_bytes, fmt_count, render_table
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.memory import peak as memory_peak
 from labkit.memory.peak import StepShape
 from labkit.memory.shapes import (
@@ -80,49 +80,6 @@ __all__ = [
     "min_world_size", "model_states", "peak_memory", "resolve_optimizer", "resolve_precision", "resolve_strategy",
     "shard_group", "strategy_table", "transformer_units", "unit_sizes",
 ]  # fmt: skip
-
-catalog(
-    {
-        "mm.what.wrap": {"en": "wrap", "ro": "împachetare"},
-        "mm.what.formula": {"en": "formula", "ro": "formulă"},
-        "mm.what.flavor": {"en": "flavor", "ro": "variantă"},
-        "mm.need_cfg": {
-            "en": "activations need a transformer config (a preset name or ModelConfig), not a parameter count",
-            "ro": "activările au nevoie de o configurație de transformer (nume de preset sau ModelConfig), nu de un număr de parametri",
-        },
-        "mm.fits.yes": {
-            "en": "fits: {need} of {have} per GPU ({free} free)",
-            "ro": "încape: {need} din {have} per GPU ({free} liberi)",
-        },
-        "mm.fits.no": {
-            "en": "does not fit: {need} needed, {have} per GPU ({over} too much)",
-            "ro": "nu încape: necesari {need}, {have} per GPU ({over} în plus)",
-        },
-        "mm.note.one_unit": {
-            "en": "one FSDP unit (no auto_wrap_policy): the whole model is gathered, so the peak holds DDP's "
-            "parameter and gradient bytes; only the optimizer state is sharded",
-            "ro": "o singură unitate FSDP (fără auto_wrap_policy): tot modelul e adunat, deci vârful conține "
-            "octeții de parametri și gradienți ai DDP; doar starea optimizatorului e fragmentată",
-        },
-        "mm.note.grad_op": {
-            "en": "SHARD_GRAD_OP keeps every unit gathered from its forward to its backward",
-            "ro": "SHARD_GRAD_OP păstrează fiecare unitate adunată de la forward până la backward",
-        },
-        "mm.note.compute_copy": {
-            "en": "compute-precision copies of the parameters exist while they are used",
-            "ro": "copiile în precizia de calcul ale parametrilor există cât timp sunt folosite",
-        },
-        "mm.note.activations": {
-            "en": "activations: {formula}, micro-batch {b}, sequence {s}{ac}",
-            "ro": "activări: {formula}, micro-lot {b}, secvență {s}{ac}",
-        },
-        "mm.note.ac": {"en": ", activation checkpointing", "ro": ", cu recalcularea activărilor"},
-        "mm.strategy_table": {
-            "en": "{n} parameters on {world} rank(s), per rank ({unit})",
-            "ro": "{n} parametri pe {world} rang(uri), per rang ({unit})",
-        },
-    }
-)
 
 
 # ---------------------------------------------------------------------------------------
@@ -289,8 +246,8 @@ def peak_memory(
     notes = list(states.notes) + _notes(strat, mode, one_unit)
     if not is_count:
         s = seq_len or config(model).seq_len
-        ac = t("mm.note.ac") if checkpointing else ""
-        notes.append(t("mm.note.activations", formula="labkit", b=micro_batch, s=s, ac=ac))
+        ac = t("memory.note.ac") if checkpointing else ""
+        notes.append(t("memory.note.activations", formula="labkit", b=micro_batch, s=s, ac=ac))
     cats = peak.by_category(CATEGORIES)
     return MemoryBreakdown(
         **cats,
@@ -347,11 +304,11 @@ def _step_activations(
 
 def _notes(strat: Strategy, mode: str, one_unit: bool) -> list[str]:
     if one_unit and strat.gathers_units:
-        return [t("mm.note.one_unit")]
+        return [t("memory.note.one_unit")]
     if mode == "grad_op" and strat.shard_grads:
-        return [t("mm.note.grad_op")]
+        return [t("memory.note.grad_op")]
     if mode == "grad_op":
-        return [t("mm.note.compute_copy")]
+        return [t("memory.note.compute_copy")]
     return []
 
 
@@ -379,8 +336,8 @@ class Fit:
     def __str__(self) -> str:
         need, have = fmt_bytes(self.needed, "GB"), fmt_bytes(self.capacity, "GB")
         if self.fits:
-            return t("mm.fits.yes", need=need, have=have, free=fmt_bytes(self.headroom, "GB"))
-        return t("mm.fits.no", need=need, have=have, over=fmt_bytes(-self.headroom, "GB"))
+            return t("memory.fits.yes", need=need, have=have, free=fmt_bytes(self.headroom, "GB"))
+        return t("memory.fits.no", need=need, have=have, over=fmt_bytes(-self.headroom, "GB"))
 
     __repr__ = __str__
 
@@ -449,9 +406,15 @@ def strategy_table(
     """One row per strategy: params, grads, optimizer state and total per rank (markdown)."""
     div = GB if units == "GB" else GiB
     num = float(model) if isinstance(model, (int, float)) else float(config(model).num_params())
-    head = [t("mm.what.strategy")] + [t(f"mm.cat.{c}") for c in ("params", "grads", "optimizer")] + [t("mm.total")]
+    head = (
+        [t("memory.what.strategy")]
+        + [t(f"memory.cat.{c}") for c in ("params", "grads", "optimizer")]
+        + [t("memory.total")]
+    )
     rows = [head]
     for s in strategies:
         b = model_states(num, s, world_size, **kw)
         rows.append([b.strategy] + [f"{v / div:,.2f}" for v in (b.params, b.grads, b.optimizer, b.model_states)])
-    return render_table(rows, "markdown", title=t("mm.strategy_table", n=fmt_count(num), world=world_size, unit=units))
+    return render_table(
+        rows, "markdown", title=t("memory.strategy_table", n=fmt_count(num), world=world_size, unit=units)
+    )

@@ -58,91 +58,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labkit.i18n import catalog, t
-
-catalog(
-    {
-        "peak.phase.forward": {"en": "forward (at the loss)", "ro": "forward (la funcția de pierdere)"},
-        "peak.phase.loss": {"en": "backward of the loss", "ro": "backward-ul funcției de pierdere"},
-        "peak.phase.block": {"en": "backward of block {k}", "ro": "backward-ul blocului {k}"},
-        "peak.phase.reduce": {
-            "en": "reduce-scatter of block {k}",
-            "ro": "reduce-scatter-ul blocului {k}",
-        },
-        "peak.phase.end": {"en": "end of backward (root gradients)", "ro": "finalul backward (gradienții rădăcinii)"},
-        "peak.phase.optimizer": {"en": "optimizer step", "ro": "pasul optimizatorului"},
-        "peak.unit.root": {"en": "root", "ro": "rădăcina"},
-        "peak.unit.current": {"en": "current block", "ro": "blocul curent"},
-        "peak.unit.next": {"en": "next block", "ro": "blocul următor"},
-        "peak.unit.previous": {"en": "previous block", "ro": "blocul anterior"},
-        "peak.unit.all": {"en": "all units", "ro": "toate unitățile"},
-        "peak.unit.rest": {"en": "blocks not yet differentiated", "ro": "blocurile încă nederivate"},
-        "peak.term.params": {"en": "parameters (persistent)", "ro": "parametri (persistenți)"},
-        "peak.term.grads": {"en": "gradients (persistent)", "ro": "gradienți (persistenți)"},
-        "peak.term.optimizer": {"en": "optimizer state", "ro": "starea optimizatorului"},
-        "peak.term.grads_done": {
-            "en": "sharded gradients of the blocks done",
-            "ro": "gradienții fragmentați ai blocurilor terminate",
-        },
-        "peak.term.gathered": {"en": "gathered units: {units}", "ro": "unități adunate: {units}"},
-        "peak.term.ag_buffer": {
-            "en": "all-gather output kept (one block)",
-            "ro": "ieșirea all-gather păstrată (un bloc)",
-        },
-        "peak.term.rs_buffer": {
-            "en": "reduce-scatter input kept (one block's unsharded gradient)",
-            "ro": "intrarea reduce-scatter păstrată (gradientul nefragmentat al unui bloc)",
-        },
-        "peak.term.late_grad": {
-            "en": "previous block's unsharded gradient (post-backward late)",
-            "ro": "gradientul nefragmentat al blocului anterior (post-backward întârziat)",
-        },
-        "peak.term.optimizer_temps": {
-            "en": "optimizer update temporaries (largest tensor)",
-            "ro": "temporarele actualizării optimizatorului (cel mai mare tensor)",
-        },
-        "peak.term.grad_in": {
-            "en": "gradient entering the block (s·b·d)",
-            "ro": "gradientul care intră în bloc (s·b·d)",
-        },
-        "peak.term.block_grads": {
-            "en": "the block's unsharded gradients",
-            "ro": "gradienții nefragmentați ai blocului",
-        },
-        "peak.term.block_grads_cast": {
-            "en": "the same, cast to the reduce dtype",
-            "ro": "aceiași, convertiți în tipul reducerii",
-        },
-        "peak.term.rs_input": {"en": "reduce-scatter input", "ro": "intrarea reduce-scatter"},
-        "peak.term.root_grads": {
-            "en": "root unit's gradients, twice (per parameter and flattened)",
-            "ro": "gradienții unității rădăcină, de două ori (per parametru și aplatizați)",
-        },
-        "peak.term.buckets": {"en": "DDP gradient buckets", "ro": "bucket-urile de gradienți DDP"},
-        "peak.term.activations": {"en": "stored activations", "ro": "activări stocate"},
-        "peak.term.activations_left": {
-            "en": "activations of the blocks not yet differentiated",
-            "ro": "activările blocurilor încă nederivate",
-        },
-        "peak.term.recomputed": {
-            "en": "one block recomputed (checkpointing)",
-            "ro": "un bloc recalculat (checkpointing)",
-        },
-        "peak.term.logits": {"en": "logits (compute dtype)", "ro": "logiți (tipul de calcul)"},
-        "peak.term.loss_grads": {
-            "en": "gradients of log-softmax and logits (2 × b·s·V fp32)",
-            "ro": "gradienții log-softmax și ai logiților (2 × b·s·V fp32)",
-        },
-        "peak.term.head_grads": {
-            "en": "head gradients held in the root (V·d + d)",
-            "ro": "gradienții capului ținuți în rădăcină (V·d + d)",
-        },
-        "peak.term.block_temps": {
-            "en": "block backward temporaries (s·b·d + d·f + 2·s·b·f)",
-            "ro": "temporare backward ale blocului (s·b·d + d·f + 2·s·b·f)",
-        },
-    }
-)
+from labkit.i18n import t
 
 
 @dataclass(frozen=True)
@@ -156,8 +72,8 @@ class Term:
 
     @property
     def label(self) -> str:
-        units = " + ".join(t(f"peak.unit.{u}") for u in self.detail.split("+")) if self.detail else ""
-        return t(f"peak.term.{self.key}", units=units)
+        units = " + ".join(t(f"memory.peak.unit.{u}") for u in self.detail.split("+")) if self.detail else ""
+        return t(f"memory.peak.term.{self.key}", units=units)
 
 
 @dataclass(frozen=True)
@@ -172,7 +88,7 @@ class Phase:
 
     @property
     def label(self) -> str:
-        return t(f"peak.phase.{self.key}", k=self.block)
+        return t(f"memory.peak.phase.{self.key}", k=self.block)
 
     def by_category(self, categories: tuple[str, ...]) -> dict[str, float]:
         out = dict.fromkeys(categories, 0.0)

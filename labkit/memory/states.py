@@ -42,59 +42,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.fmt import fmt_bytes, markdown_to_html, render_table
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.memory.peak import Phase
 from labkit.wire.errors import OptionError
-
-catalog(
-    {
-        "mm.unknown": {
-            "en": "unknown {what} {name!r}; choose one of {choices}{hint}",
-            "ro": "{what} necunoscut(ă) {name!r}; alegeți una dintre {choices}{hint}",
-        },
-        "mm.did_you_mean": {"en": " (did you mean {guess!r}?)", "ro": " (ați vrut să scrieți {guess!r}?)"},
-        "mm.what.strategy": {"en": "strategy", "ro": "strategie"},
-        "mm.what.precision": {"en": "precision", "ro": "precizie"},
-        "mm.what.optimizer": {"en": "optimizer", "ro": "optimizator"},
-        "mm.what.convention": {"en": "convention", "ro": "convenție"},
-        "mm.what.offload": {"en": "offload", "ro": "descărcare"},
-        "mm.what.gpu": {"en": "GPU", "ro": "GPU"},
-        "mm.bad_world": {
-            "en": "world_size must be a positive integer, got {n!r}",
-            "ro": "world_size trebuie să fie un întreg pozitiv, primit {n!r}",
-        },
-        "mm.bad_group": {
-            "en": "HYBRID_SHARD needs shard_group_size dividing world_size ({world}); got {group}",
-            "ro": "HYBRID_SHARD are nevoie de un shard_group_size care să dividă world_size ({world}); primit {group}",
-        },
-        "mm.col.category": {"en": "category", "ro": "categorie"},
-        "mm.col.device": {"en": "device ({unit})", "ro": "dispozitiv ({unit})"},
-        "mm.col.host": {"en": "host ({unit})", "ro": "gazdă ({unit})"},
-        "mm.col.share": {"en": "share", "ro": "pondere"},
-        "mm.col.bytes": {"en": "bytes", "ro": "octeți"},
-        "mm.col.term": {"en": "term", "ro": "termen"},
-        "mm.col.phase": {"en": "phase", "ro": "fază"},
-        "mm.explain": {
-            "en": "{flavor}: the peak is set by the {phase}",
-            "ro": "{flavor}: vârful e atins în {phase}",
-        },
-        "mm.cat.params": {"en": "parameters", "ro": "parametri"},
-        "mm.cat.params_unsharded": {"en": "unsharded parameters", "ro": "parametri nefragmentați"},
-        "mm.cat.grads": {"en": "gradients", "ro": "gradienți"},
-        "mm.cat.optimizer": {"en": "optimizer state", "ro": "starea optimizatorului"},
-        "mm.cat.activations": {"en": "activations", "ro": "activări"},
-        "mm.cat.other": {"en": "other / temporary", "ro": "altele / temporare"},
-        "mm.total": {"en": "total", "ro": "total"},
-        "mm.title": {
-            "en": "{strategy}, {world} rank(s), {precision}, {optimizer}: per rank",
-            "ro": "{strategy}, {world} rang(uri), {precision}, {optimizer}: per rang",
-        },
-        "mm.note.offload": {
-            "en": "offloaded to host memory: {what}",
-            "ro": "mutate în memoria gazdei: {what}",
-        },
-    }
-)
 
 GB = 10**9
 GiB = 2**30
@@ -165,9 +115,9 @@ def choose(what: str, name: Any, options: dict[str, str]) -> str:
         return loose[name_key(name)]
     guess = difflib.get_close_matches(name_key(name), list(loose), n=1, cutoff=0.5)
     spelled = {name_key(k): k for k in options}
-    hint = t("mm.did_you_mean", guess=spelled[guess[0]]) if guess else ""
+    hint = t("memory.did_you_mean", guess=spelled[guess[0]]) if guess else ""
     choices = ", ".join(dict.fromkeys(options))
-    raise OptionError(t("mm.unknown", what=t(f"mm.what.{what}"), name=name, choices=choices, hint=hint))
+    raise OptionError(t("memory.unknown", what=t(f"memory.what.{what}"), name=name, choices=choices, hint=hint))
 
 
 def resolve_strategy(name: str) -> Strategy:
@@ -291,11 +241,16 @@ class MemoryBreakdown:
             dev, host = getattr(self, c), self.host.get(c, 0.0)
             if dev or host:
                 share = f"{dev / self.total:.0%}" if self.total else ""
-                rows.append([t(f"mm.cat.{c}"), f"{dev / div:,.2f}", f"{host / div:,.2f}" if host else "", share])
-        rows.append([t("mm.total"), f"{self.total / div:,.2f}", f"{self.host_total / div:,.2f}", ""])
-        head = [t("mm.col.category"), t("mm.col.device", unit=units), t("mm.col.host", unit=units), t("mm.col.share")]
+                rows.append([t(f"memory.cat.{c}"), f"{dev / div:,.2f}", f"{host / div:,.2f}" if host else "", share])
+        rows.append([t("memory.total"), f"{self.total / div:,.2f}", f"{self.host_total / div:,.2f}", ""])
+        head = [
+            t("memory.col.category"),
+            t("memory.col.device", unit=units),
+            t("memory.col.host", unit=units),
+            t("memory.col.share"),
+        ]
         title = t(
-            "mm.title",
+            "memory.title",
             strategy=self.strategy,
             world=self.world_size,
             precision=self.precision,
@@ -312,15 +267,17 @@ class MemoryBreakdown:
         (forward, the loss, a block's backward, the optimizer step) sets the peak."""
         if self.peak is None:
             return self.table(units, fmt)
-        rows = [[t("mm.col.term"), t("mm.col.category"), t("mm.col.bytes")]]
-        rows += [[x.label, t(f"mm.cat.{x.category}"), fmt_bytes(x.bytes, units)] for x in self.peak.terms if x.bytes]
-        rows.append([t("mm.total"), "", fmt_bytes(self.peak.total, units)])
-        phases = [[t("mm.col.phase"), t("mm.col.bytes"), ""]]
+        rows = [[t("memory.col.term"), t("memory.col.category"), t("memory.col.bytes")]]
+        rows += [
+            [x.label, t(f"memory.cat.{x.category}"), fmt_bytes(x.bytes, units)] for x in self.peak.terms if x.bytes
+        ]
+        rows.append([t("memory.total"), "", fmt_bytes(self.peak.total, units)])
+        phases = [[t("memory.col.phase"), t("memory.col.bytes"), ""]]
         blocks = max((p.block for p in self.phases), default=0)
         for p in self.phases:  # of the blocks: the first, the one at the peak, the last
             if p.key != "block" or p.block in (1, self.peak.block, blocks):
                 phases.append([p.label, fmt_bytes(p.total, units), "◀" if p is self.peak else ""])
-        title = t("mm.explain", phase=self.peak.label, flavor=self.flavor or "-")
+        title = t("memory.explain", phase=self.peak.label, flavor=self.flavor or "-")
         return render_table(rows, fmt, "llr", title) + "\n\n" + render_table(phases, fmt, "lrl")
 
     def _repr_html_(self) -> str:
@@ -338,12 +295,12 @@ class MemoryBreakdown:
 def shard_group(strat: Strategy, world_size: int, shard_group_size: int | None = None) -> int:
     """How many ranks one copy of the states is sharded over."""
     if not isinstance(world_size, int) or world_size < 1:
-        raise OptionError(t("mm.bad_world", n=world_size))
+        raise OptionError(t("memory.bad_world", n=world_size))
     if strat.name != "HYBRID_SHARD":
         return world_size
     group = shard_group_size or min(world_size, 8)  # one node of 8 GPUs, the usual choice
     if group < 1 or world_size % group:
-        raise OptionError(t("mm.bad_group", world=world_size, group=group))
+        raise OptionError(t("memory.bad_group", world=world_size, group=group))
     return group
 
 
@@ -381,7 +338,7 @@ def model_states(
         host["optimizer"], host["grads"], opt, grads = opt, grads, 0.0, 0.0
     if where == "params":
         host["params"], params = params, 0.0
-    notes = (t("mm.note.offload", what=", ".join(k for k, v in host.items() if v)),) if where else ()
+    notes = (t("memory.note.offload", what=", ".join(k for k, v in host.items() if v)),) if where else ()
     return MemoryBreakdown(
         params=params,
         grads=grads,

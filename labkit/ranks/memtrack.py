@@ -51,17 +51,8 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.ranks import rank as _rank
-
-catalog(
-    {
-        "memtrack.nested": {
-            "en": "memtrack: a step is already being measured; steps do not nest",
-            "ro": "memtrack: un pas este deja măsurat; pașii nu se pot imbrica",
-        },
-    }
-)
 
 CATEGORIES = ("params", "params_unsharded", "grads", "optimizer", "activations", "other")
 PHASES = ("forward", "backward", "optimizer", "peak")
@@ -235,7 +226,7 @@ class Tracker:
             yield
             return
         if self._active:
-            raise RuntimeError(t("memtrack.nested"))
+            raise RuntimeError(t("ranks.memtrack.nested"))
         self._begin(i)
         try:
             with _mode_class()(self):

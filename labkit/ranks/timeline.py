@@ -46,20 +46,11 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.ranks import rank as _rank
 from labkit.ranks.fsdp_units import find_units, fsdp2_group, unit_bytes
 from labkit.timing.spans import span, union
 from labkit.wire.protocol import Msg
-
-catalog(
-    {
-        "timeline.no_units": {
-            "en": "no FSDP unit and no module of the given types found in the model",
-            "ro": "nu s-a găsit nicio unitate FSDP și niciun modul de tipurile date în model",
-        },
-    }
-)
 
 __all__ = ["Recorder", "cut"]
 
@@ -126,7 +117,7 @@ class Recorder:
         self.now = _synced_clock if synchronize else time.time
         self.flavor, self.units = find_units(model, units)
         if not self.units:
-            raise ValueError(t("timeline.no_units"))
+            raise ValueError(t("ranks.timeline.no_units"))
         self.active = False
         self._calls: list[_Call] = []
         self._extra: list[dict[str, Any]] = []  # optimizer and held spans

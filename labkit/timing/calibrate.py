@@ -32,19 +32,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.timing.links import Link
 from labkit.timing.spans import intersect, length, union
 from labkit.wire.protocol import TYPE, Msg
-
-catalog(
-    {
-        "simulate.no_profile": {
-            "en": "no timeline in this run to simulate from: record steps with labkit.timeline.Recorder",
-            "ro": "rularea nu are o cronologie din care să se simuleze: înregistrați pașii cu labkit.timeline.Recorder",
-        },
-    }
-)
 
 
 @dataclass
@@ -115,7 +106,7 @@ def profile_from_run(run: Any, rank: int = 0, skip_first: bool = True, config: s
     if skip_first and len(msgs) > 1:
         msgs = msgs[1:]
     if not msgs:
-        raise ValueError(t("simulate.no_profile"))
+        raise ValueError(t("timing.simulate.no_profile"))
     msgs, steps = typical(msgs)
     fwd, fwd_host = _mean_segments([s["forward"] for s in steps])
     bwd, bwd_host = _mean_segments([s["backward"] for s in steps])

@@ -15,17 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.timing.theory import ring_factor
-
-catalog(
-    {
-        "simulate.unknown_link": {
-            "en": "unknown link {name!r}; choose one of {choices}, or give a bandwidth in bytes/s",
-            "ro": "legătură necunoscută {name!r}; alegeți una dintre {choices} sau dați o lățime de bandă în octeți/s",
-        },
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -64,6 +55,6 @@ def link(spec: str | float | Link, latency: float = 0.0) -> Link:
         return spec
     if isinstance(spec, str):
         if spec not in LINKS:
-            raise ValueError(t("simulate.unknown_link", name=spec, choices=", ".join(LINKS)))
+            raise ValueError(t("timing.simulate.unknown_link", name=spec, choices=", ".join(LINKS)))
         return LINKS[spec]
     return Link(f"{spec / 1e9:g} GB/s, {latency * 1e6:g} µs", float(spec), latency)

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.fmt import render_table
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.timing.calibrate import Profile, fit_link, profile_from_run
 from labkit.timing.links import LINKS, Link, link
 from labkit.timing.spans import intersect, length, span, union
@@ -75,32 +75,6 @@ __all__ = [
     "table",
 ]
 
-catalog(
-    {
-        "simulate.unknown_prefetch": {
-            "en": "unknown backward_prefetch {name!r}; choose BACKWARD_PRE, BACKWARD_POST or None",
-            "ro": "backward_prefetch necunoscut {name!r}; alegeți BACKWARD_PRE, BACKWARD_POST sau None",
-        },
-        "simulate.label": {"en": "simulated", "ro": "simulat"},
-        "simulate.repr": {
-            "en": "SIMULATED {strategy} {prefetch} on {link}: step {step:.2f} ms (compute {compute:.2f} ms, "
-            "comm {comm:.2f} ms of which exposed {exposed:.2f} ms), peak {peak} units held",
-            "ro": "SIMULAT {strategy} {prefetch} pe {link}: pas {step:.2f} ms (calcul {compute:.2f} ms, "
-            "comunicare {comm:.2f} ms din care expusă {exposed:.2f} ms), maxim {peak} unități ținute",
-        },
-        "simulate.col.strategy": {"en": "strategy", "ro": "strategie"},
-        "simulate.col.prefetch": {"en": "prefetch", "ro": "preîncărcare"},
-        "simulate.col.link": {"en": "link", "ro": "legătură"},
-        "simulate.col.step": {"en": "step ms (sim.)", "ro": "pas ms (sim.)"},
-        "simulate.col.compute": {"en": "compute ms", "ro": "calcul ms"},
-        "simulate.col.exposed": {"en": "exposed comm ms (sim.)", "ro": "comunicare expusă ms (sim.)"},
-        "simulate.col.peak": {"en": "peak units", "ro": "unități maxim"},
-        "simulate.table.note": {
-            "en": "simulated: measured compute and bytes of {source}, re-timed on each link",
-            "ro": "simulat: calcul și octeți măsurați în {source}, recronometrați pe fiecare legătură",
-        },
-    }
-)
 
 # -- the schedule ------------------------------------------------------------------------
 
@@ -147,7 +121,7 @@ class Result:
     def __repr__(self) -> str:
         o = self.options
         return t(
-            "simulate.repr",
+            "timing.simulate.repr",
             strategy=o["strategy"],
             prefetch=_prefetch_label(o),
             link=self.link.name,
@@ -285,7 +259,7 @@ def simulate(
     if compute_scale != 1.0:
         prof = prof.scaled(compute_scale)
     if backward_prefetch not in PREFETCH:
-        raise ValueError(t("simulate.unknown_prefetch", name=backward_prefetch))
+        raise ValueError(t("timing.simulate.unknown_prefetch", name=backward_prefetch))
     ln = link(link_spec)
     strategy = (strategy or prof.measured.get("strategy") or "FULL_SHARD").upper()
     if regather_root is None:
@@ -400,7 +374,7 @@ def sweep(
 def table(results: Sequence[Result], source: str | None = None) -> str:
     """The results as a text table; its first line says they are simulated."""
     cols = ["strategy", "prefetch", "link", "step", "compute", "exposed", "peak"]
-    rows = [[t(f"simulate.col.{c}") for c in cols]]
+    rows = [[t(f"timing.simulate.col.{c}") for c in cols]]
     for r in results:
         rows.append(
             [
@@ -413,7 +387,7 @@ def table(results: Sequence[Result], source: str | None = None) -> str:
                 str(r.peak_units),
             ]
         )
-    return render_table(rows, align="lll" + "r" * 4, title=t("simulate.table.note", source=source or "the run"))
+    return render_table(rows, align="lll" + "r" * 4, title=t("timing.simulate.table.note", source=source or "the run"))
 
 
 def compare_to_measured(prof: Profile, measured_link: Link | None = None) -> dict[str, float]:

@@ -13,21 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.wire.protocol import TYPE, Msg
-
-catalog(
-    {
-        "timeline.no_spans": {
-            "en": "no timeline in this run: record a step with labkit.timeline.Recorder(model).step(i)",
-            "ro": "această rulare nu are cronologie: înregistrați un pas cu labkit.timeline.Recorder(model).step(i)",
-        },
-        "timeline.no_step": {
-            "en": "step {step} was not recorded; recorded steps: {steps}",
-            "ro": "pasul {step} nu a fost înregistrat; pași înregistrați: {steps}",
-        },
-    }
-)
 
 
 def span(unit: str, kind: str, start: float, end: float, stream: str, **extra: Any) -> dict[str, Any]:
@@ -52,10 +39,10 @@ def spans_by_rank(run: Any, step: int | None = None) -> dict[int, dict[str, Any]
             continue
         chosen = msgs[-1] if step is None else next((m for m in msgs if m.get("step") == step), None)
         if chosen is None:
-            raise KeyError(t("timeline.no_step", step=step, steps=[m.get("step") for m in msgs]))
+            raise KeyError(t("timing.spans.no_step", step=step, steps=[m.get("step") for m in msgs]))
         out[int(r)] = chosen
     if not out:
-        raise ValueError(t("timeline.no_spans"))
+        raise ValueError(t("timing.spans.no_spans"))
     return out
 
 

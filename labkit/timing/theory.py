@@ -14,28 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.fmt import fmt_bytes, render_table
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.wire.protocol import TYPE, Msg
 from labkit.wire.records import KINDS, ring_factor
 
 __all__ = ["KINDS", "STRATEGIES", "StepCounts", "from_events", "ring_factor", "table", "theory_bytes", "total"]
 
-catalog(
-    {
-        "comm.unknown_strategy": {
-            "en": "unknown strategy {name!r}; choose one of {choices}",
-            "ro": "strategie necunoscută {name!r}; alegeți una dintre {choices}",
-        },
-        "comm.bad_shard_size": {
-            "en": "HYBRID_SHARD needs shard_size dividing world_size ({world_size}); got {shard_size}",
-            "ro": "HYBRID_SHARD are nevoie de un shard_size care să dividă world_size ({world_size}); primit {shard_size}",
-        },
-        "comm.table.op": {"en": "collective", "ro": "colectivă"},
-        "comm.table.calls": {"en": "calls", "ro": "apeluri"},
-        "comm.table.bytes": {"en": "payload", "ro": "încărcătură"},
-        "comm.table.wire": {"en": "sent per rank (ring)", "ro": "trimis per rang (inel)"},
-    }
-)
 
 STRATEGIES = ("DDP", "NO_SHARD", "FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
 
@@ -43,7 +27,7 @@ STRATEGIES = ("DDP", "NO_SHARD", "FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", 
 def _strategy_name(strategy: Any) -> str:
     name = getattr(strategy, "name", str(strategy)).upper()
     if name not in STRATEGIES:
-        raise ValueError(t("comm.unknown_strategy", name=name, choices=", ".join(STRATEGIES)))
+        raise ValueError(t("timing.comm.unknown_strategy", name=name, choices=", ".join(STRATEGIES)))
     return name
 
 
@@ -81,7 +65,7 @@ def theory_bytes(
         return _rows({"all_gather": (gathered * dtype_bytes, n), "reduce_scatter": (num_params * rb, n)})
     s = shard_size or n
     if s < 1 or n % s:
-        raise ValueError(t("comm.bad_shard_size", world_size=n, shard_size=shard_size))
+        raise ValueError(t("timing.comm.bad_shard_size", world_size=n, shard_size=shard_size))
     return _rows(
         {
             "all_gather": (gathered * dtype_bytes, s),
@@ -106,7 +90,12 @@ def total(rows: dict[str, dict[str, float]], key: str = "wire_bytes") -> float:
 
 def table(rows: dict[str, dict[str, float]], theory: dict[str, dict[str, float]] | None = None) -> str:
     """A small text table of counts (and theory beside them, if given)."""
-    head = [t("comm.table.op"), t("comm.table.calls"), t("comm.table.bytes"), t("comm.table.wire")]
+    head = [
+        t("timing.comm.table.op"),
+        t("timing.comm.table.calls"),
+        t("timing.comm.table.bytes"),
+        t("timing.comm.table.wire"),
+    ]
     lines = [head]
     for kind in sorted(set(rows) | set(theory or {})):
         r = rows.get(kind, {})

@@ -18,7 +18,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from labkit.fmt import fmt_bytes
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.views import runview
 from labkit.wire.protocol import ELAPSED, Msg, Status
 
@@ -26,19 +26,6 @@ if TYPE_CHECKING:
     from labkit.launch.options import RunConfig
     from labkit.launch.run import Run
 
-catalog(
-    {
-        "dash.stop": {"en": "Stop", "ro": "Oprește"},
-        "dash.stopping": {"en": "Stopping…", "ro": "Se oprește…"},
-        "dash.rank": {"en": "rank {rank}", "ro": "rangul {rank}"},
-        "dash.header": {
-            "en": "<b>{run_id}</b> · {nproc} ranks · {backend} · {wall:.1f} s",
-            "ro": "<b>{run_id}</b> · {nproc} ranguri · {backend} · {wall:.1f} s",
-        },
-        "dash.no_samples": {"en": "no memory samples yet", "ro": "încă nu există eșantioane de memorie"},
-        "dash.plot.title": {"en": "memory over time ({what})", "ro": "memoria în timp ({what})"},
-    }
-)
 
 STATUS_COLORS = {
     Status.STARTING: "#888",
@@ -106,7 +93,7 @@ class WidgetView:
         self.table = w.HTML()
         self.plot = w.HTML()
         self.membars = w.HTML()  # filled once the cell measures memory by category (labkit.memtrack)
-        self.stop = w.Button(description=t("dash.stop"), button_style="danger", icon="stop")
+        self.stop = w.Button(description=t("views.dash.stop"), button_style="danger", icon="stop")
         self.stop.add_class("labkit-stop")
         self._on_stop = on_stop
         self._stop_clicked = self._stop_shown = self._finished = False
@@ -115,7 +102,7 @@ class WidgetView:
         self.logs = {r: w.HTML() for r in run.ranks}
         self.tabs = w.Tab(children=[self.logs[r] for r in run.ranks])
         for i, r in enumerate(run.ranks):
-            self.tabs.set_title(i, t("dash.rank", rank=r))
+            self.tabs.set_title(i, t("views.dash.rank", rank=r))
         self.box = w.VBox([w.HBox([self.header, self.stop]), self.table, self.plot, self.membars, self.tabs])
         self.box.add_class("labkit-dashboard")
         display(self.box)
@@ -180,18 +167,18 @@ class WidgetView:
                 self._poll = None
         if self._stop_clicked and not self._stop_shown:  # the click came from another thread: show it here
             self._stop_shown = True
-            self.stop.description = t("dash.stopping")
+            self.stop.description = t("views.dash.stopping")
             self.stop.disabled = True
         if not force and now - self._last_table < TABLE_PERIOD:
             return
         self._last_table = now
         with self.box.hold_sync():
             self.header.value = t(
-                "dash.header", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time
+                "views.dash.header", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time
             )
             self.table.value = rank_table_html(run)
             for i, r in enumerate(run.ranks):  # node/local rank, once the hellos say where each rank runs
-                self.tabs.set_title(i, t("dash.rank", rank=runview.rank_label(run, r)))
+                self.tabs.set_title(i, t("views.dash.rank", rank=runview.rank_label(run, r)))
             self._update_logs(run)
             if force or now - self._last_plot >= PLOT_PERIOD:
                 self._last_plot = now
@@ -217,7 +204,7 @@ class WidgetView:
         from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 
         stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
-        self.stop.description = t(f"run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
+        self.stop.description = t(f"views.run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
         TextView().finish(run)
 
 
@@ -226,7 +213,9 @@ def rank_table_html(run: Run) -> str:
     cols = ["rank", "status", "mem", "peak", "step", "steps", "log"]
     if any(row["comm"] for row in rows):
         cols.insert(6, "comm")
-    head = "".join(f"<th style='text-align:left;padding:2px 8px'>{html.escape(t('run.col.' + c))}</th>" for c in cols)
+    head = "".join(
+        f"<th style='text-align:left;padding:2px 8px'>{html.escape(t('views.run.col.' + c))}</th>" for c in cols
+    )
     body = []
     for row, state in zip(rows, run.ranks.values()):
         color = STATUS_COLORS.get(state.status, "#000")
@@ -268,7 +257,7 @@ def memory_svg(run: Run, width: int = 640, height: int = 180) -> str:
     series = {r: [(s[ELAPSED], s[key]) for s in samples if key in s] for r, samples in run.memory.items()}
     points = [p for s in series.values() for p in s]
     if not points:
-        return f"<div style='color:#888'>{t('dash.no_samples')}</div>"
+        return f"<div style='color:#888'>{t('views.dash.no_samples')}</div>"
     t0 = min(p[0] for p in points)  # from the first sample: torch's import time is not the run's
     series = {r: [(x - t0, y) for x, y in pts] for r, pts in series.items()}
     t_max = max(max(p[0] for p in points) - t0, 1e-3)
@@ -284,7 +273,7 @@ def memory_svg(run: Run, width: int = 640, height: int = 180) -> str:
         lines.append(f"<polyline fill='none' stroke='{color}' stroke-width='1.5' points='{coords}'/>")
         lx = pad_l + 8 + 60 * (r % 8)
         lines.append(
-            f"<text x='{lx}' y='12' font-size='10' fill='{color}'>{html.escape(t('dash.rank', rank=runview.rank_label(run, r)))}</text>"
+            f"<text x='{lx}' y='12' font-size='10' fill='{color}'>{html.escape(t('views.dash.rank', rank=runview.rank_label(run, r)))}</text>"
         )
     axes = (
         f"<line x1='{pad_l}' y1='{20 + plot_h}' x2='{pad_l + plot_w}' y2='{20 + plot_h}' stroke='#999'/>"
@@ -292,6 +281,6 @@ def memory_svg(run: Run, width: int = 640, height: int = 180) -> str:
         f"<text x='2' y='28' font-size='10'>{html.escape(fmt_bytes(y_max))}</text>"
         f"<text x='2' y='{20 + plot_h}' font-size='10'>0</text>"
         f"<text x='{pad_l + plot_w - 40}' y='{height - 4}' font-size='10'>{t_max:.1f} s</text>"
-        f"<text x='{pad_l + 4}' y='{height - 4}' font-size='10'>{html.escape(t('dash.plot.title', what=what))}</text>"
+        f"<text x='{pad_l + 4}' y='{height - 4}' font-size='10'>{html.escape(t('views.dash.plot.title', what=what))}</text>"
     )
     return f"<svg class='labkit-memplot' width='{width}' height='{height}'>{axes}{''.join(lines)}</svg>"

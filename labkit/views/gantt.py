@@ -12,29 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.timing.spans import held_curve, origin, spans_by_rank
-
-catalog(
-    {
-        "timeline.title": {"en": "Step {step}, per rank (measured)", "ro": "Pasul {step}, pe rang (măsurat)"},
-        "timeline.title.simulated": {"en": "{title} (simulated)", "ro": "{title} (simulat)"},
-        "timeline.xlabel": {"en": "time since step start (ms)", "ro": "timp de la începutul pasului (ms)"},
-        "timeline.lane.compute": {"en": "rank {rank} compute", "ro": "rang {rank} calcul"},
-        "timeline.lane.comm": {"en": "rank {rank} comm", "ro": "rang {rank} comunicare"},
-        "timeline.lane.held": {"en": "rank {rank} units held", "ro": "rang {rank} unități ținute"},
-        "timeline.legend.forward": {"en": "forward", "ro": "înainte (forward)"},
-        "timeline.legend.backward": {"en": "backward", "ro": "înapoi (backward)"},
-        "timeline.legend.optimizer": {"en": "optimizer", "ro": "optimizator"},
-        "timeline.legend.all_gather": {"en": "all-gather", "ro": "all-gather"},
-        "timeline.legend.reduce_scatter": {"en": "reduce-scatter", "ro": "reduce-scatter"},
-        "timeline.legend.all_reduce": {"en": "all-reduce", "ro": "all-reduce"},
-        "timeline.legend.broadcast": {"en": "broadcast", "ro": "broadcast"},
-        "timeline.legend.held": {"en": "gathered (in memory)", "ro": "adunat (în memorie)"},
-        "timeline.legend.host": {"en": "host overhead (simulated)", "ro": "timp pe gazdă (simulat)"},
-        "timeline.peak": {"en": "peak {n} units held", "ro": "maxim {n} unități ținute"},
-    }
-)
 
 COLORS = {
     "forward": "#4c72b0",
@@ -81,13 +60,13 @@ def plot_timeline(
                 if _lane(s) == lane and lane != "held":
                     _bar(ax, s, t0, y, label_if_wider=width / 25)
             ticks.append(y)
-            labels.append(t(f"timeline.lane.{lane}", rank=_label(run, r)))
+            labels.append(t(f"views.timeline.lane.{lane}", rank=_label(run, r)))
     ax.set_yticks(ticks, labels, fontsize="small")
     ax.set_ylim(max(ticks) + 0.6, -0.6)
-    ax.set_xlabel(t("timeline.xlabel"))
+    ax.set_xlabel(t("views.timeline.xlabel"))
     step_shown = next(iter(by_rank.values())).get("step")
-    head = title or t("timeline.title", step=step_shown if step_shown is not None else "")
-    ax.set_title(t("timeline.title.simulated", title=head) if simulated else head, fontsize="medium")
+    head = title or t("views.timeline.title", step=step_shown if step_shown is not None else "")
+    ax.set_title(t("views.timeline.title.simulated", title=head) if simulated else head, fontsize="medium")
     if legend:
         ax.legend(
             handles=_legend_handles(by_rank),
@@ -120,7 +99,7 @@ def _draw_held(ax: Any, spans: Sequence[dict[str, Any]], t0: float, y: float) ->
     xs = [(w - t0) * 1e3 for w, _ in curve]
     ys = [y + 0.4 - 0.8 * n / max(peak, 1) for _, n in curve]
     ax.fill_between(xs, ys, y + 0.4, step="post", color=COLORS["held"], alpha=0.6, linewidth=0)
-    ax.text(xs[-1], y, " " + t("timeline.peak", n=peak), fontsize=6, va="center")
+    ax.text(xs[-1], y, " " + t("views.timeline.peak", n=peak), fontsize=6, va="center")
 
 
 def _label(run: Any, r: int) -> str:
@@ -136,7 +115,7 @@ def _legend_handles(by_rank: Mapping[int, dict[str, Any]]) -> list[Any]:
     from matplotlib.patches import Patch
 
     kinds = {s["kind"] for m in by_rank.values() for s in m["spans"]}
-    return [Patch(color=c, label=t(f"timeline.legend.{k}")) for k, c in COLORS.items() if k in kinds]
+    return [Patch(color=c, label=t(f"views.timeline.legend.{k}")) for k, c in COLORS.items() if k in kinds]
 
 
 def _short(unit: str) -> str:

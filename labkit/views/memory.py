@@ -17,48 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from labkit.fmt import UNITS, fmt_bytes, fmt_count, markdown_to_html, render_table
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.memory import model as mm
 from labkit.memory.shapes import config
 from labkit.memory.states import GB
 from labkit.ranks.memtrack import CATEGORIES, PHASES
-
-catalog(
-    {
-        "memtrack.phase.forward": {"en": "after forward", "ro": "după forward"},
-        "memtrack.phase.backward": {"en": "after backward", "ro": "după backward"},
-        "memtrack.phase.optimizer": {"en": "after optimizer step", "ro": "după pasul optimizatorului"},
-        "memtrack.phase.peak": {"en": "peak", "ro": "vârf"},
-        "memtrack.col.rank": {"en": "rank", "ro": "rang"},
-        "memtrack.col.phase": {"en": "phase", "ro": "fază"},
-        "memtrack.col.total": {"en": "total", "ro": "total"},
-        "memtrack.none": {
-            "en": "no memory categories measured: use labkit.memtrack.track(model, optimizer) in the cell",
-            "ro": "nu s-au măsurat categorii de memorie: folosiți labkit.memtrack.track(model, optimizer) în celulă",
-        },
-        "memtrack.plot.title": {
-            "en": "memory per rank by category ({unit})",
-            "ro": "memoria per rang pe categorii ({unit})",
-        },
-        "memtrack.rank": {"en": "rank {rank}", "ro": "rangul {rank}"},
-        "mm.plot.ylabel": {"en": "memory per GPU ({unit})", "ro": "memorie per GPU ({unit})"},
-        "mm.plot.xlabel": {"en": "number of GPUs", "ro": "număr de GPU-uri"},
-        "mm.plot.capacity": {"en": "{gpu} capacity", "ro": "capacitatea {gpu}"},
-        "mm.plot.title": {
-            "en": "{model}: model states per GPU, {precision} {optimizer}",
-            "ro": "{model}: stările modelului per GPU, {precision} {optimizer}",
-        },
-        "mm.plot.title_peak": {
-            "en": "{model}: peak memory per GPU, {precision} {optimizer}",
-            "ro": "{model}: memoria de vârf per GPU, {precision} {optimizer}",
-        },
-        "mm.plot.max_title": {
-            "en": "largest model whose states fit one {gpu}, {precision} {optimizer}",
-            "ro": "cel mai mare model ale cărui stări încap pe un {gpu}, {precision} {optimizer}",
-        },
-        "mm.plot.max_ylabel": {"en": "parameters (billions)", "ro": "parametri (miliarde)"},
-    }
-)
 
 COLORS = {
     "params": "#1f77b4",
@@ -71,7 +34,7 @@ COLORS = {
 
 
 def category_label(c: str) -> str:
-    return t(f"mm.cat.{c}")
+    return t(f"memory.cat.{c}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -105,13 +68,13 @@ def plot_memory_vs_gpus(
             ys = [mm.model_states(num, s, n, **kw).model_states / GB for n in world_sizes]
         ax.plot(world_sizes, ys, marker="o", ms=3, label=mm.resolve_strategy(s).name)
     cap = mm.gpu_bytes(gpu) / GB
-    ax.axhline(cap, color="#d62728", ls="--", lw=1.2, label=t("mm.plot.capacity", gpu=gpu))
+    ax.axhline(cap, color="#d62728", ls="--", lw=1.2, label=t("views.memory.plot.capacity", gpu=gpu))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel(t("mm.plot.xlabel"))
-    ax.set_ylabel(t("mm.plot.ylabel", unit="GB"))
+    ax.set_xlabel(t("views.memory.plot.xlabel"))
+    ax.set_ylabel(t("views.memory.plot.ylabel", unit="GB"))
     name = model if isinstance(model, str) else fmt_count(num)
-    key = "mm.plot.title_peak" if peak else "mm.plot.title"
+    key = "views.memory.plot.title_peak" if peak else "views.memory.plot.title"
     prec, opt = mm.resolve_precision(kw.get("precision", "bf16")), mm.resolve_optimizer(kw.get("optimizer", "adamw"))
     ax.set_title(t(key, model=name, precision=prec, optimizer=opt))
     ax.grid(True, which="both", alpha=0.3)
@@ -139,10 +102,10 @@ def plot_max_model_vs_gpus(
         )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel(t("mm.plot.xlabel"))
-    ax.set_ylabel(t("mm.plot.max_ylabel"))
+    ax.set_xlabel(t("views.memory.plot.xlabel"))
+    ax.set_ylabel(t("views.memory.plot.max_ylabel"))
     prec, opt = mm.resolve_precision(kw.get("precision", "bf16")), mm.resolve_optimizer(kw.get("optimizer", "adamw"))
-    ax.set_title(t("mm.plot.max_title", gpu=gpu, precision=prec, optimizer=opt))
+    ax.set_title(t("views.memory.plot.max_title", gpu=gpu, precision=prec, optimizer=opt))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     return fig
@@ -178,8 +141,8 @@ class MemoryTable:
 
     def rows(self) -> list[list[str]]:
         div = UNITS[self.units]
-        head = [t("memtrack.col.rank"), t("memtrack.col.phase")] + [category_label(c) for c in CATEGORIES]
-        rows = [head + [t("memtrack.col.total")]]
+        head = [t("views.memtrack.col.rank"), t("views.memtrack.col.phase")] + [category_label(c) for c in CATEGORIES]
+        rows = [head + [t("views.memtrack.col.total")]]
         for r, phases in self.data.items():
             for phase in PHASES:
                 cats = phases.get(phase)
@@ -187,7 +150,7 @@ class MemoryTable:
                     continue
                 values = [cats.get(c, 0) for c in CATEGORIES]
                 rows.append(
-                    [str(r), t(f"memtrack.phase.{phase}")] + [f"{v / div:,.2f}" for v in values + [sum(values)]]
+                    [str(r), t(f"views.memtrack.phase.{phase}")] + [f"{v / div:,.2f}" for v in values + [sum(values)]]
                 )
         return rows
 
@@ -199,14 +162,14 @@ class MemoryTable:
 
     def __str__(self) -> str:
         if not self.data:
-            return t("memtrack.none")
+            return t("views.memtrack.none")
         return f"({self.units})\n" + render_table(self.rows(), "text", self._align())
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
         if not self.data:
-            return f"<div>{html.escape(t('memtrack.none'))}</div>"
+            return f"<div>{html.escape(t('views.memtrack.none'))}</div>"
         return f"<div>({self.units})</div>" + markdown_to_html(render_table(self.rows(), "markdown", self._align()))
 
 
@@ -234,12 +197,12 @@ def plot_breakdown(run: Any, step: int | None = None, units: str = "MiB") -> Any
                 ax.bar(x, v, bottom=bottom, color=COLORS[c], width=0.8, label=category_label(c) if not ticks else None)
                 bottom += v
             ticks.append(x)
-            labels.append(f"{t('memtrack.rank', rank=r)}\n{t(f'memtrack.phase.{phase}')}")
+            labels.append(f"{t('views.memtrack.rank', rank=r)}\n{t(f'views.memtrack.phase.{phase}')}")
             x += 1
         x += 0.5  # a gap between ranks
     ax.set_xticks(ticks, labels, fontsize=7)
     ax.set_ylabel(units)
-    ax.set_title(t("memtrack.plot.title", unit=units))
+    ax.set_title(t("views.memtrack.plot.title", unit=units))
     if ticks:
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -251,7 +214,7 @@ def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int 
 
     Takes the latest "memcat" message of each rank; the bars share one scale."""
     if not latest_memcat_by_rank:
-        return f"<div style='color:#888'>{html.escape(t('memtrack.none'))}</div>"
+        return f"<div style='color:#888'>{html.escape(t('views.memtrack.none'))}</div>"
     totals = {r: sum((m.get("categories") or {}).values()) for r, m in latest_memcat_by_rank.items()}
     top = max(max(totals.values()), 1)
     pad_l, bar_h, gap = 70, 16, 6
@@ -259,7 +222,7 @@ def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int 
     parts = []
     for i, (r, msg) in enumerate(sorted(latest_memcat_by_rank.items())):
         y, x = 4 + i * (bar_h + gap), float(pad_l)
-        label = f"{t('memtrack.rank', rank=r)} · {t('memtrack.phase.' + str(msg.get('phase', 'peak')))}"
+        label = f"{t('views.memtrack.rank', rank=r)} · {t('views.memtrack.phase.' + str(msg.get('phase', 'peak')))}"
         parts.append(f"<text x='0' y='{y + 12}' font-size='10'>{html.escape(label[:14])}</text>")
         for c in CATEGORIES:
             v = (msg.get("categories") or {}).get(c, 0)

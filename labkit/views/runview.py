@@ -9,46 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from labkit.fmt import fmt_bytes, render_table
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.wire.protocol import ELAPSED, TYPE, Msg, Status
 
 if TYPE_CHECKING:
     from labkit.launch.run import Run
 
-catalog(
-    {
-        "run.status.starting": {"en": "starting", "ro": "pornește"},
-        "run.status.running": {"en": "running", "ro": "rulează"},
-        "run.status.done": {"en": "done", "ro": "gata"},
-        "run.status.failed": {"en": "failed", "ro": "eșuat"},
-        "run.status.killed": {"en": "killed", "ro": "omorât"},
-        "run.status.stopped": {"en": "stopped", "ro": "oprit"},
-        "run.summary.head": {
-            "en": "Run {run_id}: {nproc} ranks, backend {backend}, {wall:.1f} s, {state}",
-            "ro": "Rularea {run_id}: {nproc} ranguri, backend {backend}, {wall:.1f} s, {state}",
-        },
-        "run.summary.ok": {"en": "all ranks finished", "ro": "toate rangurile au terminat"},
-        "run.summary.failed": {"en": "FAILED", "ro": "EȘUAT"},
-        "run.col.rank": {"en": "rank", "ro": "rang"},
-        "run.col.status": {"en": "status", "ro": "stare"},
-        "run.col.mem": {"en": "memory now", "ro": "memorie acum"},
-        "run.col.peak": {"en": "peak", "ro": "vârf"},
-        "run.col.step": {"en": "last step", "ro": "ultimul pas"},
-        "run.col.steps": {"en": "steps", "ro": "pași"},
-        "run.col.log": {"en": "last line", "ro": "ultima linie"},
-        "run.col.comm": {"en": "sent/step", "ro": "trimis/pas"},
-        "run.col.values": {"en": "values", "ro": "valori"},
-        "run.plot.title": {"en": "Memory per rank", "ro": "Memoria fiecărui rang"},
-        "run.plot.time": {"en": "time since start (s)", "ro": "timp de la pornire (s)"},
-        "run.plot.mem": {"en": "MiB", "ro": "MiB"},
-        "run.plot.steps": {"en": "Step time per rank", "ro": "Durata pasului, pe rang"},
-        "run.plot.step": {"en": "step", "ro": "pas"},
-        "run.plot.seconds": {"en": "seconds", "ro": "secunde"},
-        "run.mem.tensor": {"en": "tensors", "ro": "tensori"},
-        "run.mem.cuda": {"en": "CUDA allocated", "ro": "CUDA alocat"},
-        "run.mem.rss": {"en": "process RSS", "ro": "RSS proces"},
-    }
-)
 
 SUMMARY_COLUMNS = ("rank", "status", "mem", "peak", "step", "steps")
 
@@ -64,7 +30,7 @@ def rank_label(run: Run, r: int) -> str:
 
 def status_label(run: Run, r: int) -> str:
     s = run.ranks[r]
-    label = t(f"run.status.{s.status}")
+    label = t(f"views.run.status.{s.status}")
     if s.status in (Status.FAILED, Status.KILLED) and s.signal:
         return f"{label} ({s.signal})"
     if s.status == Status.FAILED and s.exit_code not in (None, 0):
@@ -94,20 +60,27 @@ def rows(run: Run) -> list[dict[str, str]]:
 
 
 def summary(run: Run) -> str:
-    state = t("run.summary.ok") if run.ok else t("run.summary.failed")
+    state = t("views.run.summary.ok") if run.ok else t("views.run.summary.failed")
     head = t(
-        "run.summary.head", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time, state=state
+        "views.run.summary.head",
+        run_id=run.run_id,
+        nproc=run.nproc,
+        backend=run.backend,
+        wall=run.wall_time,
+        state=state,
     )
-    table = [[t(f"run.col.{c}") for c in SUMMARY_COLUMNS]] + [[row[c] for c in SUMMARY_COLUMNS] for row in rows(run)]
+    table = [[t(f"views.run.col.{c}") for c in SUMMARY_COLUMNS]] + [
+        [row[c] for c in SUMMARY_COLUMNS] for row in rows(run)
+    ]
     lines = [head, render_table(table, align="l" * len(SUMMARY_COLUMNS))]
     for r, vals in run.values.items():
         if vals:
             shown = ", ".join(f"{k}={_short(v)}" for k, v in list(vals.items())[:8])
-            lines.append(f"  {t('run.col.rank')} {r} {t('run.col.values')}: {shown}")
+            lines.append(f"  {t('views.run.col.rank')} {r} {t('views.run.col.values')}: {shown}")
     return "\n".join(lines)
 
 
-MEMORY_LABELS = {"allocated": "run.mem.cuda", "tensor_bytes": "run.mem.tensor", "rss": "run.mem.rss"}
+MEMORY_LABELS = {"allocated": "views.run.mem.cuda", "tensor_bytes": "views.run.mem.tensor", "rss": "views.run.mem.rss"}
 
 
 def main_memory(run: Run) -> tuple[str, str]:
@@ -128,18 +101,20 @@ def plot(run: Run, ax: Any = None) -> Any:
     for r, samples in run.memory.items():
         xs = [s[ELAPSED] for s in samples if key in s]
         ys = [s[key] / 2**20 for s in samples if key in s]
-        ax_mem.plot(xs, ys, label=f"{t('run.col.rank')} {rank_label(run, r)}")
-    ax_mem.set_title(f"{t('run.plot.title')} ({label})")
-    ax_mem.set_xlabel(t("run.plot.time"))
-    ax_mem.set_ylabel(t("run.plot.mem"))
+        ax_mem.plot(xs, ys, label=f"{t('views.run.col.rank')} {rank_label(run, r)}")
+    ax_mem.set_title(f"{t('views.run.plot.title')} ({label})")
+    ax_mem.set_xlabel(t("views.run.plot.time"))
+    ax_mem.set_ylabel(t("views.run.plot.mem"))
     ax_mem.legend(fontsize="small")
     if ax_step is not None:
         for r, times in run.step_times.items():
             if times:
-                ax_step.plot(range(len(times)), times, marker="o", label=f"{t('run.col.rank')} {rank_label(run, r)}")
-        ax_step.set_title(t("run.plot.steps"))
-        ax_step.set_xlabel(t("run.plot.step"))
-        ax_step.set_ylabel(t("run.plot.seconds"))
+                ax_step.plot(
+                    range(len(times)), times, marker="o", label=f"{t('views.run.col.rank')} {rank_label(run, r)}"
+                )
+        ax_step.set_title(t("views.run.plot.steps"))
+        ax_step.set_xlabel(t("views.run.plot.step"))
+        ax_step.set_ylabel(t("views.run.plot.seconds"))
         if any(run.step_times.values()):
             ax_step.legend(fontsize="small")
     plt.close(fig)  # returned, not shown twice by the inline backend

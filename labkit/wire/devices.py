@@ -30,33 +30,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.i18n import catalog, t
+from labkit.i18n import t
 from labkit.wire.errors import OptionError
 
 CPU_NPROC = 2  # ranks when there is no GPU: enough to see sharding, light on a laptop
 
 # A GPU named by UUID ("GPU-8f6c..."), or a MIG slice ("MIG-..."), as CUDA accepts them.
 _UUID = re.compile(r"^(GPU|MIG)-[0-9A-Za-z-]+$")
-
-catalog(
-    {
-        "gpus.none": {
-            "en": "NCCL needs GPUs, and this kernel has none ({where}). Use backend='gloo' to run the ranks on the CPU.",
-            "ro": "NCCL are nevoie de GPU-uri, iar acest kernel nu are niciunul ({where}). Folosiți backend='gloo' pentru a rula rangurile pe CPU.",
-        },
-        "gpus.too_many": {
-            "en": "{nproc} NCCL ranks need {nproc} GPUs, but only {count} are yours: {names} ({where}). "
-            "Use nproc={count} or fewer, or backend='gloo' to run {nproc} ranks on the CPU.",
-            "ro": "{nproc} ranguri NCCL au nevoie de {nproc} GPU-uri, dar doar {count} sunt ale dumneavoastră: {names} ({where}). "
-            "Folosiți nproc={count} sau mai puțin, ori backend='gloo' pentru a rula {nproc} ranguri pe CPU.",
-        },
-        "gpus.where.env": {"en": "CUDA_VISIBLE_DEVICES={value!r}", "ro": "CUDA_VISIBLE_DEVICES={value!r}"},
-        "gpus.where.torch": {
-            "en": "torch sees {count} CUDA device(s)",
-            "ro": "torch vede {count} dispozitiv(e) CUDA",
-        },
-    }
-)
 
 
 def parse_visible_devices(value: str) -> list[str]:
@@ -119,41 +99,15 @@ def check_nccl(nproc: int, env: Mapping[str, str] | None = None, device_count: i
     count = _torch_device_count() if device_count is None else device_count
     found = visible_gpus(env, count)
     value = env.get("CUDA_VISIBLE_DEVICES")
-    where = t("gpus.where.env", value=value) if value is not None else t("gpus.where.torch", count=count or 0)
+    where = t("wire.gpus.where.env", value=value) if value is not None else t("wire.gpus.where.torch", count=count or 0)
     if not found:
-        raise OptionError(t("gpus.none", where=where))
+        raise OptionError(t("wire.gpus.none", where=where))
     if nproc > len(found):
-        raise OptionError(t("gpus.too_many", nproc=nproc, count=len(found), names=", ".join(found), where=where))
+        raise OptionError(t("wire.gpus.too_many", nproc=nproc, count=len(found), names=", ".join(found), where=where))
     return found[:nproc]
 
 
 # -- backend "auto": NCCL only when every rank gets a GPU of its own ------------------------
-
-catalog(
-    {
-        "gpus.auto.nccl": {
-            "en": "backend auto: nccl, one GPU per rank ({names})",
-            "ro": "backend auto: nccl, câte un GPU pentru fiecare rang ({names})",
-        },
-        "gpus.auto.no_gpu": {
-            "en": "backend auto: gloo, because this kernel has no GPU ({where})",
-            "ro": "backend auto: gloo, pentru că acest kernel nu are niciun GPU ({where})",
-        },
-        "gpus.auto.too_few": {
-            "en": "backend auto: gloo on the CPU, because {nproc} ranks need {nproc} GPUs for NCCL "
-            "and only {count} are yours ({names}); use -n {count} to run on the GPUs",
-            "ro": "backend auto: gloo pe CPU, pentru că {nproc} ranguri au nevoie de {nproc} GPU-uri pentru NCCL "
-            "și doar {count} sunt ale dumneavoastră ({names}); folosiți -n {count} pentru a rula pe GPU-uri",
-        },
-        "gpus.auto.mig": {
-            "en": "backend auto: gloo on the CPU, because the GPUs given to this kernel are MIG slices ({names}), "
-            "on which NCCL is reported not to run",
-            "ro": "backend auto: gloo pe CPU, pentru că GPU-urile date acestui kernel sunt partiții MIG ({names}), "
-            "pe care NCCL nu rulează, după cum s-a raportat",
-        },
-        "gpus.asked": {"en": "backend {backend}, as asked", "ro": "backend {backend}, cum s-a cerut"},
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -178,20 +132,22 @@ def choose_backend(
     env = os.environ if env is None else env
     count = _torch_device_count() if device_count is None else device_count
     if requested == "gloo":
-        return BackendChoice("gloo", [], t("gpus.asked", backend="gloo"), False)
+        return BackendChoice("gloo", [], t("wire.gpus.asked", backend="gloo"), False)
     if requested == "nccl":
-        return BackendChoice("nccl", check_nccl(nproc, env, count), t("gpus.asked", backend="nccl"), False)
+        return BackendChoice("nccl", check_nccl(nproc, env, count), t("wire.gpus.asked", backend="nccl"), False)
     found = visible_gpus(env, count)
     names = ", ".join(found)
     if not found:
         value = env.get("CUDA_VISIBLE_DEVICES")
-        where = t("gpus.where.env", value=value) if value is not None else t("gpus.where.torch", count=count or 0)
-        return BackendChoice("gloo", [], t("gpus.auto.no_gpu", where=where), False)
+        where = (
+            t("wire.gpus.where.env", value=value) if value is not None else t("wire.gpus.where.torch", count=count or 0)
+        )
+        return BackendChoice("gloo", [], t("wire.gpus.auto.no_gpu", where=where), False)
     if any(d.startswith("MIG-") for d in found):
-        return BackendChoice("gloo", [], t("gpus.auto.mig", names=names), True)
+        return BackendChoice("gloo", [], t("wire.gpus.auto.mig", names=names), True)
     if nproc > len(found):
-        return BackendChoice("gloo", [], t("gpus.auto.too_few", nproc=nproc, count=len(found), names=names), True)
-    return BackendChoice("nccl", found[:nproc], t("gpus.auto.nccl", names=", ".join(found[:nproc])), False)
+        return BackendChoice("gloo", [], t("wire.gpus.auto.too_few", nproc=nproc, count=len(found), names=names), True)
+    return BackendChoice("nccl", found[:nproc], t("wire.gpus.auto.nccl", names=", ".join(found[:nproc])), False)
 
 
 def resolve_backend(requested: str, nproc: int, quiet: bool = False) -> str:
@@ -203,19 +159,6 @@ def resolve_backend(requested: str, nproc: int, quiet: bool = False) -> str:
 
 
 # -- in each rank: the device by LOCAL_RANK, and a fork that CUDA has not poisoned --------
-
-catalog(
-    {
-        "gpus.bad_fork": {
-            "en": "rank {rank}: CUDA was initialised in torchrun's agent before this rank was forked from it, "
-            "so CUDA cannot start here. Something in the agent touched CUDA ({calls}); "
-            "LABKIT_START_METHOD=spawn starts each rank as a fresh interpreter instead.",
-            "ro": "rangul {rank}: CUDA a fost inițializat în agentul torchrun înainte ca acest rang să fie creat "
-            "prin fork din el, așa că CUDA nu poate porni aici. Ceva din agent a atins CUDA ({calls}); "
-            "LABKIT_START_METHOD=spawn pornește în schimb fiecare rang ca un interpretor nou.",
-        },
-    }
-)
 
 
 class CudaForkError(RuntimeError):
@@ -248,7 +191,7 @@ def bind_device(backend: str) -> Any:
         _bound = None
         return None
     if parent["initialized"] or parent["bad_fork"]:
-        raise CudaForkError(t("gpus.bad_fork", rank=rank, calls=", ".join(parent["calls"]) or "?"))
+        raise CudaForkError(t("wire.gpus.bad_fork", rank=rank, calls=", ".join(parent["calls"]) or "?"))
     import torch
 
     local = int(os.environ.get("LOCAL_RANK", "0"))

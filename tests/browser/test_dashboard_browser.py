@@ -166,7 +166,7 @@ def test_lesson_dashboard_shows_every_rank_updates_live_and_ends_with_summary(la
     assert nb.cells_src[i].source.startswith("%%torchrun -n $nproc")
     assert re.search(r"(?m)^nproc = 2$", nb.cells_src[cells["params"]].source)
     nb.run(i)
-    running = t_en("run.status.running")
+    running = t_en("views.run.status.running")
     shot = []
 
     def mid_run_screenshot(rows):
@@ -187,7 +187,7 @@ def test_lesson_dashboard_shows_every_rank_updates_live_and_ends_with_summary(la
     assert shot, f"no moment with both ranks running and 3 steps done: nothing to screenshot; seen: {samples[::5]}"
 
     final = nb.rank_rows(i)
-    assert [r["status"] for r in final] == [t_en("run.status.done")] * 2, final
+    assert [r["status"] for r in final] == [t_en("views.run.status.done")] * 2, final
     assert [r["steps"] for r in final] == [str(LESSON_STEPS)] * 2, final
     assert all(f"step {LESSON_STEPS - 1}" in r["log"] for r in final), final
     out = nb.output_text(i)
@@ -205,8 +205,8 @@ def test_rank_error_is_shown_naming_rank_1(lab):
     watch(nb, i)
 
     rows = nb.rank_rows(i)
-    assert rows[1]["status"].startswith(t_en("run.status.failed")), (rows, nb.output_text(i))
-    assert not rows[0]["status"].startswith(t_en("run.status.failed")), "rank 0 only stopped because of rank 1"
+    assert rows[1]["status"].startswith(t_en("views.run.status.failed")), (rows, nb.output_text(i))
+    assert not rows[0]["status"].startswith(t_en("views.run.status.failed")), "rank 0 only stopped because of rank 1"
     error = nb.cell(i).locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").last
     text = error.inner_text()
     line = next(n for n, x in enumerate(nb.cells_src[i].source.splitlines(), 1) if "raise ValueError" in x)
@@ -236,7 +236,7 @@ def test_stop_button_ends_a_long_run_and_leaves_no_rank(lab):
     assert took < 15, f"the run took {took:.1f} s to stop"
     assert ranks_left(lab.server, wait=5) == [], "a rank survived the Stop button"
     rows = nb.rank_rows(i)
-    assert [r["status"] for r in rows] == [t_en("run.status.stopped")] * 2, rows
+    assert [r["status"] for r in rows] == [t_en("views.run.status.stopped")] * 2, rows
     assert int(rows[0]["steps"]) < 1000
     assert "RunStopped: " + t_en("launch.stopped") in nb.output_text(i)
     assert cell.locator("button.labkit-stop").is_disabled()
@@ -252,7 +252,7 @@ def test_memory_breakdown_and_prefetch_timeline_render(lab):
     i = nb.index("fsdp")
     nb.run(i)
     watch(nb, i, timeout=300)
-    assert [r["status"] for r in nb.rank_rows(i)] == [t_en("run.status.done")] * 2, nb.output_text(i)
+    assert [r["status"] for r in nb.rank_rows(i)] == [t_en("views.run.status.done")] * 2, nb.output_text(i)
     bars = nb.cell(i).locator(".labkit-dashboard svg.labkit-membars")  # the dashboard's own per-category bars
     assert bars.count() == 1 and bars.locator("rect").count() > 4, nb.output_text(i)
     lab.screenshot(nb.cell(i).locator(".labkit-dashboard"), "dashboard-breakdown.png")

@@ -1,0 +1,346 @@
+"""The messages of labkit.launch: the options, the magics, launches, warm sessions and their failures.
+
+Data only, in English and Romanian; every key starts with ``launch.``. ``labkit.i18n.t`` imports
+this module the first time one of its keys is asked for.
+"""
+
+MESSAGES: dict[str, dict[str, str]] = {
+    # labkit.launch.diagnose
+    "launch.rank_failed": {
+        "en": "rank {rank} failed{at}: {type}: {message}",
+        "ro": "rangul {rank} a eșuat{at}: {type}: {message}",
+    },
+    "launch.at_step": {"en": " at step {step}", "ro": " la pasul {step}"},
+    "launch.at_line": {"en": " (cell line {line})", "ro": " (linia {line} din celulă)"},
+    "launch.rank_exit": {
+        "en": "rank {rank} exited with code {code} (sys.exit)",
+        "ro": "rangul {rank} a ieșit cu codul {code} (sys.exit)",
+    },
+    "launch.rank_signal": {
+        "en": "rank {rank} was killed by {signal} (exit {code})",
+        "ro": "rangul {rank} a fost omorât de {signal} (ieșire {code})",
+    },
+    "launch.rank_vanished": {
+        "en": "rank {rank} stopped without a word (exit code {code})",
+        "ro": "rangul {rank} s-a oprit fără niciun mesaj (cod de ieșire {code})",
+    },
+    "launch.early_exit": {
+        "en": "rank {rank} finished early, while rank {other} still waited for it in a collective ({detail})",
+        "ro": "rangul {rank} a terminat prea devreme, în timp ce rangul {other} încă îl aștepta într-o operație colectivă ({detail})",
+    },
+    "launch.timeout": {
+        "en": "the run went past its timeout of {timeout:.0f} s; ranks still running: {alive}",
+        "ro": "rularea a depășit limita de {timeout:.0f} s; ranguri încă active: {alive}",
+    },
+    "launch.timeout.last": {"en": "rank {rank}, last lines:", "ro": "rangul {rank}, ultimele linii:"},
+    "launch.timeout.where": {"en": "stuck in: {frames}", "ro": "blocat în: {frames}"},
+    "launch.stopped": {"en": "the run was stopped", "ro": "rularea a fost oprită"},
+    "launch.interrupted": {
+        "en": "interrupted: every rank was stopped (results so far are in labkit.last_run)",
+        "ro": "întrerupt: toate rangurile au fost oprite (rezultatele de până acum sunt în labkit.last_run)",
+    },
+    "launch.agent_died": {
+        "en": "torchrun exited with code {code} before the ranks reported back. Its output:\n{log}",
+        "ro": "torchrun a ieșit cu codul {code} înainte ca rangurile să raporteze. Ieșirea sa:\n{log}",
+    },
+    "launch.missing": {
+        "en": "ranks {ranks} never connected; torchrun's output:\n{log}",
+        "ro": "rangurile {ranks} nu s-au conectat niciodată; ieșirea torchrun:\n{log}",
+    },
+    "launch.secondary": {
+        "en": "other ranks stopped because of it: {ranks}",
+        "ro": "alte ranguri s-au oprit din cauza lui: {ranks}",
+    },
+    "launch.same_way": {"en": "ranks {ranks} failed the same way", "ro": "rangurile {ranks} au eșuat la fel"},
+    "launch.also_failed": {
+        "en": "rank {rank} failed too: {type}: {message}",
+        "ro": "rangul {rank} a eșuat și el: {type}: {message}",
+    },
+    "launch.stderr_tail": {
+        "en": "rank {rank} stderr (last lines):",
+        "ro": "stderr rangul {rank} (ultimele linii):",
+    },
+    "launch.hint.early": {
+        "en": "every rank must make the same collective calls in the same order; look for a rank-dependent `if` or `return`.",
+        "ro": "toate rangurile trebuie să facă aceleași apeluri colective în aceeași ordine; căutați un `if` sau un `return` care depinde de rang.",
+    },
+    "launch.hint.sigkill": {
+        "en": "SIGKILL with no traceback usually means the machine ran out of memory (the OOM killer): try a smaller model, fewer ranks, or more sharding.",
+        "ro": "SIGKILL fără traceback înseamnă de obicei că mașina a rămas fără memorie (OOM killer): încercați un model mai mic, mai puține ranguri sau mai multă fragmentare.",
+    },
+    "launch.hint.sigsegv": {
+        "en": "a native crash; the rank's stderr (below) has the stack that faulthandler printed.",
+        "ro": "o prăbușire nativă; stderr-ul rangului (mai jos) conține stiva afișată de faulthandler.",
+    },
+    "launch.diag.hint.cuda_oom": {
+        "en": "the GPU ran out of memory: a smaller batch or model, activation checkpointing, or more sharding (FULL_SHARD) lowers the peak; torch.cuda.memory_summary() shows what holds it.",
+        "ro": "GPU-ul a rămas fără memorie: un lot sau un model mai mic, checkpointing de activări sau mai multă fragmentare (FULL_SHARD) scad vârful; torch.cuda.memory_summary() arată ce îl ocupă.",
+    },
+    "launch.diag.hint.nccl_timeout": {
+        "en": "an NCCL collective timed out: some rank never made the matching call (a rank-dependent `if`, a hang, or a failed peer); the first rank to fail is the cause.",
+        "ro": "o operație colectivă NCCL a expirat: un rang nu a făcut apelul corespunzător (un `if` care depinde de rang, un blocaj sau un rang căzut); primul rang care a eșuat este cauza.",
+    },
+    "launch.diag.hint.never_joined": {
+        "en": "the ranks waited in init_process_group for a rank that never wrote its address to the store: the number at the end of the key is that rank. It did not reach init_process_group in time (stuck before it, or still starting); its log (run.logs[rank].stderr) has its stack.",
+        "ro": "rangurile au așteptat în init_process_group un rang care nu și-a scris niciodată adresa în store: numărul de la capătul cheii este acel rang. Nu a ajuns la timp la init_process_group (blocat înainte sau încă pornind); jurnalul lui (run.logs[rang].stderr) conține stiva.",
+    },
+    "launch.diag.hint.peer_lost": {
+        "en": "a peer rank closed its gloo connection: it failed, was stopped, or finished before this collective.",
+        "ro": "un rang pereche și-a închis conexiunea gloo: a eșuat, a fost oprit sau a terminat înaintea acestei operații colective.",
+    },
+    "launch.diag.hint.port_in_use": {
+        "en": "the port is taken by another process: omit the port (labkit picks a free one) or choose another.",
+        "ro": "portul este ocupat de alt proces: omiteți portul (labkit alege unul liber) sau alegeți altul.",
+    },
+    "launch.diag.hint.open_files": {
+        "en": "the process ran out of file descriptors: close files and sockets you open (a `with` block), or raise the limit (ulimit -n).",
+        "ro": "procesul a rămas fără descriptori de fișier: închideți fișierele și socket-urile deschise (un bloc `with`) sau ridicați limita (ulimit -n).",
+    },
+    # labkit.launch.group
+    "launch.bad_target": {
+        "en": "torchrun() takes code (a string), a path to a .py file, or a function; got {type}",
+        "ro": "torchrun() primește cod (un șir), calea unui fișier .py sau o funcție; nu {type}",
+    },
+    # labkit.launch.logs
+    "launch.log.truncated": {
+        "en": "[{n} earlier lines not shown; the whole log is in {path}]",
+        "ro": "[{n} linii anterioare nu sunt afișate; jurnalul complet este în {path}]",
+    },
+    # labkit.launch.magic
+    "launch.magic.bad_option": {"en": "{magic}: {error}\nusage: {usage}", "ro": "{magic}: {error}\nutilizare: {usage}"},
+    "launch.magic.lang": {"en": "labkit speaks English now.", "ro": "labkit vorbește acum românește."},
+    "launch.warm.started": {
+        "en": "{nproc} warm ranks ({backend}) ready in {seconds:.1f} s: run cells on them with %%ranks",
+        "ro": "{nproc} ranguri persistente ({backend}) gata în {seconds:.1f} s: rulați celule pe ele cu %%ranks",
+    },
+    "launch.warm.stopped": {"en": "the warm ranks were stopped", "ro": "rangurile persistente au fost oprite"},
+    "launch.warm.none": {
+        "en": "no warm ranks are running: start them with %torchrun_start -n 2 (or labkit.Session(nproc=2))",
+        "ro": "nu rulează niciun rang persistent: porniți-le cu %torchrun_start -n 2 (sau labkit.Session(nproc=2))",
+    },
+    "launch.warm.no_session": {"en": "no warm ranks to stop", "ro": "nu există ranguri persistente de oprit"},
+    "launch.warm.restarting": {"en": "restarting the warm ranks…", "ro": "se repornesc rangurile persistente…"},
+    "launch.warm.replacing": {
+        "en": "stopping the warm ranks that were running first",
+        "ro": "mai întâi se opresc rangurile persistente care rulau",
+    },
+    # labkit.launch.nodes
+    "launch.nodes.ran_on": {
+        "en": "rank {rank} ran on node {node} (local rank {local})",
+        "ro": "rangul {rank} a rulat pe nodul {node} (rang local {local})",
+    },
+    "launch.nodes.rdzv": {
+        "en": "the rendezvous never completed; nodes whose agent started: {started}; node ranks that never joined: {missing} (a node stuck or slow to start: LABKIT_RDZV_TIMEOUT gives it longer)",
+        "ro": "rendezvous-ul nu s-a încheiat niciodată; noduri al căror agent a pornit: {started}; ranguri de nod care nu s-au alăturat: {missing} (un nod blocat sau lent la pornire: LABKIT_RDZV_TIMEOUT îi dă mai mult timp)",
+    },
+    # labkit.launch.options
+    "launch.opt.nproc.type": {
+        "en": "nproc must be a whole number of ranks, got {value!r}",
+        "ro": "nproc trebuie să fie un număr întreg de ranguri, nu {value!r}",
+    },
+    "launch.opt.nproc.small": {
+        "en": "nproc must be at least 1, got {value}",
+        "ro": "nproc trebuie să fie cel puțin 1, nu {value}",
+    },
+    "launch.opt.nproc.large": {
+        "en": "{value} CPU ranks is too many for this machine ({cpus} cores, {mem:.0f} GiB free): at most {limit}. Set LABKIT_MAX_RANKS to raise the limit.",
+        "ro": "{value} ranguri CPU sunt prea multe pentru această mașină ({cpus} nuclee, {mem:.0f} GiB liberi): cel mult {limit}. Setați LABKIT_MAX_RANKS pentru a ridica limita.",
+    },
+    "launch.opt.backend": {
+        "en": "unknown backend {value!r}{hint}; choose one of: auto, gloo, nccl",
+        "ro": "backend necunoscut {value!r}{hint}; alegeți unul dintre: auto, gloo, nccl",
+    },
+    "launch.opt.didyoumean": {"en": " (did you mean {name!r}?)", "ro": " (ați vrut să scrieți {name!r}?)"},
+    "launch.opt.timeout": {
+        "en": "timeout must be a positive number of seconds, got {value!r}",
+        "ro": "timeout trebuie să fie un număr pozitiv de secunde, nu {value!r}",
+    },
+    "launch.opt.display": {
+        "en": "display must be one of auto, widgets, text, none; got {value!r}",
+        "ro": "display trebuie să fie unul dintre auto, widgets, text, none; nu {value!r}",
+    },
+    "launch.opt.start_method": {
+        "en": "LABKIT_START_METHOD must be fork or spawn, got {value!r}",
+        "ro": "LABKIT_START_METHOD trebuie să fie fork sau spawn, nu {value!r}",
+    },
+    "launch.opt.env": {
+        "en": "--env expects KEY=VALUE, got {value!r}",
+        "ro": "--env așteaptă CHEIE=VALOARE, nu {value!r}",
+    },
+    "launch.opt.nnodes": {
+        "en": "nnodes must be a whole number of nodes, at least 1; got {value!r}",
+        "ro": "nnodes trebuie să fie un număr întreg de noduri, cel puțin 1; nu {value!r}",
+    },
+    "launch.opt.nodes.how": {
+        "en": "{nnodes} nodes need a way to reach them: --slurm (srun) or --hosts a,b (ssh)",
+        "ro": "{nnodes} noduri au nevoie de o cale de a ajunge la ele: --slurm (srun) sau --hosts a,b (ssh)",
+    },
+    "launch.opt.nodes.both": {
+        "en": "--slurm and --hosts exclude each other: Slurm chooses the nodes, --hosts names them",
+        "ro": "--slurm și --hosts se exclud: Slurm alege nodurile, --hosts le numește",
+    },
+    "launch.opt.nodes.count": {
+        "en": "--nnodes {nnodes} but --hosts names {count} hosts ({hosts}): one agent per host",
+        "ro": "--nnodes {nnodes}, dar --hosts numește {count} gazde ({hosts}): un agent pe gazdă",
+    },
+    "launch.opt.nodes.no_srun": {
+        "en": "--slurm needs srun, which is not on PATH here ({path}): run the kernel on a Slurm login or compute node, or load Slurm's module",
+        "ro": "--slurm are nevoie de srun, care nu este în PATH aici ({path}): porniți kernelul pe un nod de login sau de calcul Slurm, sau încărcați modulul Slurm",
+    },
+    "launch.opt.nodes.no_ssh": {
+        "en": "--hosts needs ssh, which is not on PATH here",
+        "ro": "--hosts are nevoie de ssh, care nu este în PATH aici",
+    },
+    "launch.opt.nodes.slurm_args": {
+        "en": "--slurm-args without --slurm: the arguments are srun's",
+        "ro": "--slurm-args fără --slurm: argumentele sunt pentru srun",
+    },
+    "launch.opt.nodes.slurm_args_bad": {
+        "en": "--slurm-args {value!r}: {error}",
+        "ro": "--slurm-args {value!r}: {error}",
+    },
+    "launch.opt.nodes.channel_host": {
+        "en": "--channel-host is for ranks on other nodes; with one node the channel is a Unix socket",
+        "ro": "--channel-host este pentru rangurile de pe alte noduri; pe un singur nod canalul este un socket Unix",
+    },
+    "launch.opt.vars.pickle": {
+        "en": "variable {name!r} ({type}) cannot be sent to the ranks: {error}",
+        "ro": "variabila {name!r} ({type}) nu poate fi trimisă rangurilor: {error}",
+    },
+    "launch.opt.vars.undefined": {
+        "en": "--vars names {name!r}, which is not defined in the notebook",
+        "ro": "--vars numește {name!r}, care nu este definită în notebook",
+    },
+    # the magics' usage lines and option help (labkit.launch.magic builds its parsers from these)
+    "launch.magic.usage": {
+        "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR]",
+        "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR]",
+    },
+    "launch.warm.usage.start": {
+        "en": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECONDS] [--env K=V ...]",
+        "ro": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECUNDE] [--env K=V ...]",
+    },
+    "launch.warm.usage.ranks": {
+        "en": "%%ranks [--timeout SECONDS] [--vars a,b] [--quiet] [--display auto|widgets|text|none]",
+        "ro": "%%ranks [--timeout SECUNDE] [--vars a,b] [--quiet] [--display auto|widgets|text|none]",
+    },
+    "launch.magic.help.nproc": {
+        "en": "number of ranks (default: the visible GPUs, else 2)",
+        "ro": "numărul de ranguri (implicit: GPU-urile vizibile, altfel 2)",
+    },
+    "launch.magic.help.backend": {"en": "process-group backend", "ro": "backend-ul grupului de procese"},
+    "launch.magic.help.timeout": {
+        "en": "limit for the whole run, in seconds",
+        "ro": "limita pentru întreaga rulare, în secunde",
+    },
+    "launch.magic.help.vars": {
+        "en": "notebook variables to send to every rank",
+        "ro": "variabile din notebook trimise fiecărui rang",
+    },
+    "launch.magic.help.env": {
+        "en": "environment variable for the ranks (repeatable)",
+        "ro": "variabilă de mediu pentru ranguri (repetabilă)",
+    },
+    "launch.magic.help.quiet": {"en": "no dashboard, no summary", "ro": "fără panou și fără rezumat"},
+    "launch.magic.help.nnodes": {
+        "en": "nodes, one torchrun agent each (needs --slurm or --hosts)",
+        "ro": "noduri, câte un agent torchrun pe fiecare (cere --slurm sau --hosts)",
+    },
+    "launch.magic.help.slurm": {
+        "en": "start the agents with srun (inside an allocation, or srun asks for one)",
+        "ro": "pornește agenții cu srun (într-o alocare, sau srun cere una)",
+    },
+    "launch.magic.help.slurm_args": {"en": "srun's own options, quoted", "ro": "opțiunile lui srun, între ghilimele"},
+    "launch.magic.help.hosts": {
+        "en": "hosts to start the agents on with ssh",
+        "ro": "gazdele pe care ssh pornește agenții",
+    },
+    "launch.magic.help.channel_host": {
+        "en": "address the ranks connect back to (default: the interface facing the nodes)",
+        "ro": "adresa la care se conectează rangurile (implicit: interfața spre noduri)",
+    },
+    "launch.magic.help.display": {
+        "en": "widgets, text or none (default: auto)",
+        "ro": "widgets, text sau none (implicit: auto)",
+    },
+    "launch.warm.help.pg_timeout": {
+        "en": "collective timeout in the ranks, in seconds",
+        "ro": "limita operațiilor colective în ranguri, în secunde",
+    },
+    "launch.warm.help.timeout": {
+        "en": "limit for this cell, in seconds",
+        "ro": "limita pentru această celulă, în secunde",
+    },
+    # labkit.launch.warm
+    "launch.warm.not_running": {
+        "en": "this session's ranks are not running ({why}); session.restart() (or %torchrun_restart) starts fresh ones",
+        "ro": "rangurile acestei sesiuni nu rulează ({why}); session.restart() (sau %torchrun_restart) pornește altele noi",
+    },
+    "launch.warm.why.never": {"en": "not started", "ro": "nepornite"},
+    "launch.warm.why.stopped": {"en": "stopped", "ro": "oprite"},
+    "launch.warm.why.ended": {"en": "ended in cell {cell}", "ro": "încheiate în celula {cell}"},
+    "launch.warm.busy": {
+        "en": "this session is running a cell already; wait for it to end",
+        "ro": "această sesiune rulează deja o celulă; așteptați să se termine",
+    },
+    "launch.warm.bad_code": {
+        "en": "Session.run() takes code (a string); got {type}",
+        "ro": "Session.run() primește cod (un șir); nu {type}",
+    },
+    "launch.warm.ended": {
+        "en": "The session has ended and its processes are gone: session.restart() (or %torchrun_restart) starts fresh ranks.",
+        "ro": "Sesiunea s-a încheiat și procesele ei au dispărut: session.restart() (sau %torchrun_restart) pornește ranguri noi.",
+    },
+    "launch.warm.unsafe": {
+        "en": "The session is still up, but its ranks may now disagree about which collective comes next: session.restart() (or %torchrun_restart) gives fresh ranks.",
+        "ro": "Sesiunea rulează în continuare, dar rangurile ei pot să nu mai fie de acord asupra următoarei operații colective: session.restart() (sau %torchrun_restart) pornește ranguri noi.",
+    },
+    "launch.warm.unsafe.note": {
+        "en": "note: {reason}, so collectives may not line up; session.restart() (or %torchrun_restart) gives fresh ranks.",
+        "ro": "notă: {reason}, deci operațiile colective pot să nu se potrivească; session.restart() (sau %torchrun_restart) pornește ranguri noi.",
+    },
+    "launch.warm.reason.interrupted": {"en": "cell {cell} was interrupted", "ro": "celula {cell} a fost întreruptă"},
+    "launch.warm.reason.collective": {
+        "en": "a collective failed on rank {rank} in cell {cell}",
+        "ro": "o operație colectivă a eșuat pe rangul {rank} în celula {cell}",
+    },
+    "launch.warm.busy_after_error": {
+        "en": "ranks {ranks} were still running {grace:.0f} s after rank {rank} failed (waiting for it in a collective?), so they were interrupted.",
+        "ro": "rangurile {ranks} încă rulau la {grace:.0f} s după ce rangul {rank} a eșuat (îl așteptau într-o operație colectivă?), așa că au fost întrerupte.",
+    },
+    "launch.warm.timeout": {
+        "en": "the cell went past its timeout of {timeout:g} s; ranks still running: {alive}",
+        "ro": "celula a depășit limita de {timeout:g} s; ranguri încă active: {alive}",
+    },
+    "launch.warm.done_early": {
+        "en": "ranks {done} had finished the cell while ranks {busy} were still in it.",
+        "ro": "rangurile {done} terminaseră celula, în timp ce rangurile {busy} erau încă în ea.",
+    },
+    "launch.warm.interrupted": {
+        "en": "interrupted: the cell was stopped on every rank (what it measured is in labkit.last_run)",
+        "ro": "întrerupt: celula a fost oprită pe toate rangurile (ce a măsurat este în labkit.last_run)",
+    },
+    "launch.warm.cell_stopped": {
+        "en": "the cell was stopped on every rank",
+        "ro": "celula a fost oprită pe toate rangurile",
+    },
+    "launch.warm.stuck": {
+        "en": "ranks {ranks} did not stop when interrupted (stuck outside Python?), so the session was ended.",
+        "ro": "rangurile {ranks} nu s-au oprit la întrerupere (blocate în afara Python?), așa că sesiunea a fost încheiată.",
+    },
+    "launch.warm.start_timeout": {
+        "en": "the ranks were not ready within {timeout:.0f} s; torchrun's output:\n{log}",
+        "ro": "rangurile nu au fost gata în {timeout:.0f} s; ieșirea torchrun:\n{log}",
+    },
+    "launch.warm.start_interrupted": {
+        "en": "interrupted while the warm ranks were starting; they were stopped",
+        "ro": "întrerupt în timp ce rangurile persistente porneau; au fost oprite",
+    },
+    "launch.warm.repr": {
+        "en": "<labkit.Session {run_id}: {nproc} ranks, {backend}, {cells} cells, {state}>",
+        "ro": "<labkit.Session {run_id}: {nproc} ranguri, {backend}, {cells} celule, {state}>",
+    },
+    "launch.warm.state.up": {"en": "running", "ro": "rulează"},
+    "launch.warm.state.unsafe": {"en": "running, unsafe", "ro": "rulează, nesigură"},
+    "launch.warm.state.down": {"en": "not running", "ro": "nu rulează"},
+}
