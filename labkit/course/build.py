@@ -4,13 +4,14 @@
     python -m labkit.course.build --check    # exit 1 if a committed file differs from a fresh build
     labkit build-course [--check]            # the same, from the labkit command
 
-Each lesson is ``labkit/course/lessons/lessonN.py`` (found by that name, so a new
-lesson needs no registration). The notebooks carry no outputs and no execution
-counts, with two exceptions that exist for nbval: a ``labkit.check`` cell carries
-the feedback a correct answer gets, and a ``pure`` cell (deterministic, no ranks:
-a formula table) carries the output the build got by running it. Both are tagged
-``nbval-check-output``, so ``pytest --nbval-lax`` fails when a solution notebook
-stops scoring full marks or a formula's table changes.
+Each lesson is one MyST file, ``labkit/course/lessons/NN_name.md`` (found by that name, so a
+new lesson needs no registration; what it holds: ``labkit.course.source``). The build keeps
+each edition's prose, runs the pure cells, lints every code cell with ruff (a lesson that fails
+is not written) and writes the notebooks. They carry no outputs and no execution counts, with
+two exceptions that exist for nbval: a ``labkit.check`` cell carries the feedback a correct
+answer gets, and a ``pure`` cell (deterministic, no ranks: a formula table) carries the output
+the build got by running it. Both are tagged ``nbval-check-output``, so ``pytest --nbval-lax``
+fails when a solution notebook stops scoring full marks or a formula's table changes.
 
 Cell ids are made from the cell's content (the English text for markdown), so an
 edit changes the id of that cell only and both editions share their ids.
@@ -22,10 +23,7 @@ import argparse
 import ast
 import contextlib
 import hashlib
-import importlib
 import io
-import pkgutil
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,11 +31,10 @@ from typing import Any
 import nbformat
 
 from labkit import i18n
-from labkit.course import lint
-from labkit.course.cells import LANGS, Code, Lesson, Markdown
+from labkit.course import lint, source
 from labkit.course.glossary import glossary_markdown, terms_table
+from labkit.course.source import CHECK_CALL, LANGS, Code, CourseBuildError, Lesson, Markdown
 from labkit.i18n import catalog, t
-from labkit.wire.errors import LabkitError
 
 catalog(
     {
@@ -64,8 +61,8 @@ catalog(
             "ro": "aceste fișiere diferă de o construire nouă (rulați: python -m labkit.course.build):\n{files}",
         },
         "course.lint": {
-            "en": "the lessons' code cells do not pass ruff (fix them in labkit/course/lessons):\n{problems}",
-            "ro": "celulele de cod ale lecțiilor nu trec de ruff (corectați-le în labkit/course/lessons):\n{problems}",
+            "en": "the lessons' code cells do not pass ruff (fix them in the lesson's source):\n{problems}",
+            "ro": "celulele de cod ale lecțiilor nu trec de ruff (corectați-le în sursa lecției):\n{problems}",
         },
         "course.lint_missing": {
             "en": "ruff is not installed (pip install -e '.[test]'): the lessons' code cells were not linted",
@@ -88,32 +85,58 @@ catalog(
             "en": "{lesson}, cell {cell}: a check cell without labkit.check(...)",
             "ro": "{lesson}, celula {cell}: o celulă de verificare fără labkit.check(...)",
         },
+        # reading a lesson's MyST source (labkit.course.source)
+        "course.src.where": {
+            "en": "{file}, cell {cell} ({start!r})",
+            "ro": "{file}, celula {cell} ({start!r})",
+        },
+        "course.src.name": {
+            "en": "{path}: a lesson's source is named NN_name.md (e.g. 02_zero3_sharding.md)",
+            "ro": "{path}: sursa unei lecții se numește NN_nume.md (de ex. 02_zero3_sharding.md)",
+        },
+        "course.src.lang_tag": {
+            "en": "{where}: a markdown cell is tagged lang-en or lang-ro, once (its tags: {tags})",
+            "ro": "{where}: o celulă markdown are eticheta lang-en sau lang-ro, o singură dată (etichetele ei: {tags})",
+        },
+        "course.src.twin": {
+            "en": "{where}: each lang-en cell is followed by its lang-ro twin, and only by it",
+            "ro": "{where}: fiecare celulă lang-en este urmată de perechea ei lang-ro, și numai de ea",
+        },
+        "course.src.no_twin": {
+            "en": "{where}: a lang-en cell without its lang-ro twin after it",
+            "ro": "{where}: o celulă lang-en fără perechea ei lang-ro după ea",
+        },
+        "course.src.cell_type": {
+            "en": "{where}: a {kind} cell; a lesson has markdown and code cells only",
+            "ro": "{where}: o celulă {kind}; o lecție are doar celule markdown și de cod",
+        },
+        "course.src.one_line": {
+            "en": "{where}: the lessons mark a solution with '### BEGIN SOLUTION' / '### END SOLUTION' lines, "
+            "not '# SOLUTION' at the end of a line",
+            "ro": "{where}: lecțiile marchează o soluție cu liniile '### BEGIN SOLUTION' / '### END SOLUTION', "
+            "nu cu '# SOLUTION' la sfârșitul unei linii",
+        },
+        "course.src.title": {
+            "en": "{file}: the first markdown cells (English, Romanian) start with the lesson's '# title'",
+            "ro": "{file}: primele celule markdown (engleză, română) încep cu '# titlul' lecției",
+        },
+        "course.src.terms": {
+            "en": "{file}: not in the glossary (labkit/course/glossary.py): {terms}",
+            "ro": "{file}: nu sunt în glosar (labkit/course/glossary.py): {terms}",
+        },
     }
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECK_CALL = re.compile(r"""labkit\.check\(\s*(['"])([\w.\-]+)\1""")
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
-
-
-class CourseBuildError(LabkitError):
-    """A lesson source that cannot become a notebook."""
 
 
 # -- lessons ---------------------------------------------------------------------
 
 
-def lessons() -> list[Lesson]:
-    """Every ``labkit/course/lessons/lessonN.py``'s ``LESSON``, in lesson order."""
-    from labkit.course import lessons as package
-
-    found = []
-    for info in pkgutil.iter_modules(package.__path__):
-        m = re.fullmatch(r"lesson(\d+)", info.name)
-        if m:
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
-            found.append((int(m.group(1)), module.LESSON))
-    return [lesson for _, lesson in sorted(found, key=lambda pair: pair[0])]
+def lessons(folder: Path = source.LESSONS) -> list[Lesson]:
+    """Every lesson source in ``folder`` (``NN_name.md``), read, in lesson order."""
+    return [source.read(path) for path in source.files(folder)]
 
 
 def cell_source(cell: Code, lang: str) -> str:
@@ -238,24 +261,22 @@ def render(nb: nbformat.NotebookNode) -> str:
 
 def course_files(root: Path = ROOT, only: list[str] | None = None) -> dict[Path, str]:
     """Every file the build writes, and its content; ``only``: the notebooks of these lesson ids."""
-    files, built = {}, {}
-    for lesson in lessons():
-        if only and lesson.id not in only:
-            continue
+    files = {}
+    chosen = [lesson for lesson in lessons() if not only or lesson.id in only]
+    lint_code_cells(chosen)
+    for lesson in chosen:
         for lang in LANGS:
-            nb = built[f"{lang}/{lesson.file}"] = notebook(lesson, lang)
-            files[root / "notebooks" / lang / f"{lesson.file}.ipynb"] = render(nb)
-    lint_code_cells(built)
+            files[root / "notebooks" / lang / f"{lesson.file}.ipynb"] = render(notebook(lesson, lang))
     files[root / "docs" / "glossary.md"] = glossary_markdown()
     return files
 
 
-def lint_code_cells(notebooks: dict[str, nbformat.NotebookNode]) -> None:
+def lint_code_cells(lessons: list[Lesson]) -> None:
     """A lesson whose code cells ruff finds fault with (an undefined name, a syntax error) is not written."""
     if not lint.available():
         print(t("course.lint_missing"), file=sys.stderr)
         return
-    found = lint.problems(notebooks)
+    found = lint.problems(lessons)
     if found:
         raise CourseBuildError(t("course.lint", problems="\n".join(f"  {line}" for line in found)))
 
