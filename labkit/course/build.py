@@ -290,13 +290,10 @@ def build(root: Path = ROOT, only: list[str] | None = None) -> list[Path]:
     return list(files)
 
 
-def stale(root: Path = ROOT, only: list[str] | None = None) -> list[Path]:
-    """The files whose committed content is not what a fresh build writes."""
-    return [
-        path
-        for path, text in course_files(root, only).items()
-        if not path.exists() or path.read_text(encoding="utf-8") != text
-    ]
+def stale(root: Path = ROOT, only: list[str] | None = None, files: dict[Path, str] | None = None) -> list[Path]:
+    """The files whose committed content is not what a fresh build (or ``files``, one already made) writes."""
+    files = course_files(root, only) if files is None else files
+    return [path for path, text in files.items() if not path.exists() or path.read_text(encoding="utf-8") != text]
 
 
 # -- command line -------------------------------------------------------------------
@@ -311,11 +308,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run_cli(args: argparse.Namespace) -> int:
     root = Path(args.root)
     if args.check:
-        bad = stale(root, args.lesson)
+        files = course_files(root, args.lesson)  # once: a build runs every pure cell and ruff
+        bad = stale(root, files=files)
         if bad:
             print(t("course.stale", files="\n".join(f"  {p}" for p in bad)), file=sys.stderr)
             return 1
-        print(t("course.fresh", n=len(course_files(root, args.lesson))))
+        print(t("course.fresh", n=len(files)))
         return 0
     print(t("course.wrote", n=len(build(root, args.lesson)), root=root))
     return 0
