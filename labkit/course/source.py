@@ -1,9 +1,9 @@
 """A lesson's source: one MyST markdown file (jupytext's ``md:myst``), read into a ``Lesson``.
 
-``labkit/course/lessons/NN_name.md`` is lesson NN (``lessonNN`` without the leading zero, the
-prefix of its question ids); its notebooks are ``notebooks/{en,ro}/NN_name.ipynb``. JupyterLab
-with jupytext opens the file as a notebook and runs it; ``labkit.course.build`` writes the two
-editions from it. What the build reads:
+``labkit/course/lessons/NN_name.md`` is lesson N: its id is ``lessonN`` (``02_zero3_sharding.md``
+is ``lesson2``, the prefix of its question ids), its notebooks ``notebooks/{en,ro}/NN_name.ipynb``.
+JupyterLab with jupytext opens the file as a notebook and runs it; ``labkit.course.build`` writes
+the two editions from it. What the build reads:
 
 - **prose**: every markdown cell is tagged ``lang-en`` or ``lang-ro``, and each English cell is
   followed by its Romanian twin. The first pair starts with the lesson's ``# title``.
