@@ -33,7 +33,7 @@ import nbformat
 from labkit import i18n
 from labkit.course import lint, source
 from labkit.course.glossary import glossary_markdown, terms_table
-from labkit.course.source import CHECK_CALL, LANGS, Code, CourseBuildError, Lesson, Markdown
+from labkit.course.source import CHECK_CALL, LANGS, LANGUAGE_TEMPLATE, Code, CourseBuildError, Lesson, Markdown
 from labkit.i18n import catalog, t
 
 catalog(
@@ -140,7 +140,12 @@ def lessons(folder: Path = source.LESSONS) -> list[Lesson]:
 
 
 def cell_source(cell: Code, lang: str) -> str:
-    return cell.source.replace("{lang}", lang) if cell.language_line else cell.source
+    """The cell as edition ``lang`` has it: the setup cell's language line names that language."""
+    return (
+        cell.source.replace(LANGUAGE_TEMPLATE, LANGUAGE_TEMPLATE.format(lang=lang))
+        if cell.language_line
+        else cell.source
+    )
 
 
 def cell_ids(lesson: Lesson) -> list[str]:
