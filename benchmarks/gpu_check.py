@@ -100,9 +100,10 @@ def audit_file(plan: Plan, step: str) -> str:
 
 def seed_cell(backend: str) -> str:
     """Lesson 0's Example 1 cell with the CPU-only parts made device-neutral; fails if they moved."""
-    from labkit.course.lessons.lesson0 import LESSON
+    from labkit.course import source
 
-    cell = next(c for c in LESSON.cells if getattr(c, "source", "").startswith("%%torchrun -n 2 --backend gloo"))
+    lesson = source.read(source.LESSONS / "00_setup.md")
+    cell = next(c for c in lesson.cells if getattr(c, "source", "").startswith("%%torchrun -n 2 --backend gloo"))
     code = cell.source.split("\n", 1)[1]
     changes = {
         'dist.init_process_group("gloo"': f'dist.init_process_group("{backend}"',

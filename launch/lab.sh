@@ -3,6 +3,10 @@
 #
 #   bash launch/lab.sh                  # sets up .venv first if needed (launch/setup-env.sh)
 #   LABKIT_LAB_PORT=9000 bash launch/lab.sh
+#   LABKIT_LAB_DIR=labkit/course/lessons bash launch/lab.sh   # the lessons' MyST sources, to edit and run
+#
+# A lesson's source (NN_name.md) opens as a notebook on a double click: jupytext reads and saves it,
+# and launch/jupyter/labconfig (on JUPYTER_CONFIG_PATH) makes its notebook view the default for .md files.
 #
 # Listens on 127.0.0.1 with a fresh random token (in the environment, not on the command line,
 # where `ps` would show it to every user of the machine). Extra arguments go to `jupyter lab`.
@@ -12,6 +16,10 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 source "$repo/launch/lib.sh"
 bash "$repo/launch/setup-env.sh"
 py=${LABKIT_VENV:-$repo/.venv}/bin/python
+dir=${LABKIT_LAB_DIR:-notebooks}
+case $dir in /*) ;; *) dir=$repo/$dir ;; esac
+[ -d "$dir" ] || die "labkit: no folder %s (LABKIT_LAB_DIR)" "labkit: nu există folderul %s (LABKIT_LAB_DIR)" "$dir"
+export JUPYTER_CONFIG_PATH="$repo/launch/jupyter${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
 
 # the first free port from LABKIT_LAB_PORT (default 8888) on: the URL printed below is then right
 port=$("$py" - "${LABKIT_LAB_PORT:-8888}" <<'PY'
@@ -35,7 +43,7 @@ say "labkit: the lab is at http://127.0.0.1:%s/lab?token=%s" "labkit: laboratoru
 allow_root=
 [ "$(id -u)" -ne 0 ] || allow_root=--allow-root # root in a container (or CI): Jupyter refuses it otherwise
 exec "$py" -m jupyter lab ${allow_root:+"$allow_root"} \
-    --ServerApp.root_dir="$repo/notebooks" \
+    --ServerApp.root_dir="$dir" \
     --ServerApp.ip=127.0.0.1 \
     --ServerApp.port="$port" \
     --ServerApp.port_retries=0 \

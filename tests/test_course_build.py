@@ -1,10 +1,11 @@
-"""The course build and the two editions it writes: no kernel, no ranks, a few seconds.
+"""The lessons' MyST sources, the course build and the two editions it writes: no kernel, no ranks, seconds.
 
     .venv/bin/pytest tests/test_course_build.py -q
 
 The committed notebooks must be exactly what ``python -m labkit.course.build`` writes
 (so nobody edits one by hand), the two editions must run the same code, exercises and
-checks, and no Romanian text may carry a cedilla where Romanian has a comma below.
+checks, and no Romanian text may carry a cedilla where Romanian has a comma below. A
+source must read back as jupytext writes it (what JupyterLab saves is what is committed).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import ast
 import re
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 
-from labkit.course import build, glossary
-from labkit.course.cells import Code, Lesson, Markdown, check, code, exercise, md, parameters, setup
+from labkit.course import build, glossary, source
+from labkit.course.source import Code, CourseBuildError, Lesson, Markdown
 from labkit.grading import registry
 from labkit.grading.build import check_ids, student_notebook
 from labkit.i18n import all_messages
@@ -103,11 +105,11 @@ def test_notebook_metadata_ids_and_outputs(lesson):
 
 
 def test_ids_come_from_content_and_survive_an_insertion():
-    cells = [md("# A", "# A ro"), code("x = 1"), code("y = 2")]
+    cells = [Markdown({"en": "# A", "ro": "# A ro"}), Code("x = 1"), Code("y = 2")]
     before = build.cell_ids(Lesson("lessonX", "x", {"en": "X", "ro": "X"}, cells))
-    after = build.cell_ids(Lesson("lessonX", "x", {"en": "X", "ro": "X"}, [cells[0], code("z = 0"), *cells[1:]]))
+    after = build.cell_ids(Lesson("lessonX", "x", {"en": "X", "ro": "X"}, [cells[0], Code("z = 0"), *cells[1:]]))
     assert before == [after[0], after[2], after[3]]
-    twice = build.cell_ids(Lesson("lessonX", "x", {"en": "X", "ro": "X"}, [code("x = 1"), code("x = 1")]))
+    twice = build.cell_ids(Lesson("lessonX", "x", {"en": "X", "ro": "X"}, [Code("x = 1"), Code("x = 1")]))
     assert len(set(twice)) == 2
 
 
@@ -150,25 +152,126 @@ def test_check_cells_carry_the_feedback_of_a_correct_answer(lesson):
         assert [r["status"] for r in records] == expected and all(r["lang"] == lang for r in records)
 
 
+# -- the MyST source ------------------------------------------------------------------------
+
+
+def md(en: str, ro: str) -> list[nbformat.NotebookNode]:
+    return [
+        nbformat.v4.new_markdown_cell(en, metadata={"tags": ["lang-en"]}),
+        nbformat.v4.new_markdown_cell(ro, metadata={"tags": ["lang-ro"]}),
+    ]
+
+
+def code(text: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell(text, metadata={"tags": list(tags)} if tags else {})
+
+
+def myst(*cells: nbformat.NotebookNode, terms: tuple[str, ...] = ()) -> str:
+    """A lesson source as jupytext writes it (and JupyterLab saves it): a title, a parameters cell, a setup cell."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {
+        "kernelspec": dict(build.KERNELSPEC),
+        "language_info": {"name": "python", "pygments_lexer": "ipython3"},
+        "labkit": {"terms": list(terms)},
+        "jupytext": {"notebook_metadata_filter": "labkit"},
+    }
+    nb.cells = [
+        *md("# Lesson 9: a test", "# Lecția 9: un test"),
+        code("n = 3", "parameters"),
+        code("%load_ext labkit\n%labkit_lang en\nimport labkit"),
+        *cells,
+    ]
+    return jupytext.writes(nb, fmt=source.FORMAT)
+
+
+def read(text: str, name: str = "09_test.md") -> Lesson:
+    return source.reads(text, Path(name))
+
+
+def test_a_source_reads_into_a_lesson_with_each_cell_once():
+    lesson = read(myst(*md("Some *prose*.", "Niște *proză*."), code("print(n * 2)", "pure")))
+    assert (lesson.id, lesson.file, lesson.title) == (
+        "lesson9",
+        "09_test",
+        {"en": "Lesson 9: a test", "ro": "Lecția 9: un test"},
+    )
+    title, parameters, setup, prose, pure = lesson.cells
+    assert prose == Markdown({"en": "Some *prose*.", "ro": "Niște *proză*."})
+    assert parameters == Code("n = 3", ("parameters",), pure=True)  # papermill's tag; run by the build, not compared
+    assert setup.language_line and setup.source.splitlines()[1] == "%labkit_lang {lang}"
+    assert pure == Code("print(n * 2)", ("nbval-check-output",), pure=True)
+    check = read(myst(code('labkit.check("lesson9.x", 3)'))).cells[-1]
+    assert check.checks and check.tags == ("nbval-check-output",)  # a check is known by its call
+    kept = read(myst(code("print(1)", "nbval-ignore-output"))).cells[-1]
+    assert kept.tags == ("nbval-ignore-output",) and not kept.pure  # nbval's own tags pass through
+    assert [build.cell_source(setup, lang).splitlines()[1] for lang in ("en", "ro")] == [
+        "%labkit_lang en",
+        "%labkit_lang ro",
+    ]
+
+
+@pytest.mark.parametrize(
+    "cells, name, error",
+    [
+        ([nbformat.v4.new_markdown_cell("no tag")], "09_test.md", "lang-en or lang-ro"),
+        ([md("a", "b")[0], code("x = 1")], "09_test.md", "without its lang-ro twin"),
+        ([md("a", "b")[1]], "09_test.md", "followed by its lang-ro twin"),
+        ([*md("a", "b")[:1], *md("c", "d")], "09_test.md", "followed by its lang-ro twin"),
+        ([nbformat.v4.new_raw_cell("raw")], "09_test.md", "a raw cell"),
+        ([code("x = 16  # SOLUTION")], "09_test.md", "### BEGIN SOLUTION"),
+        ([], "lesson9.md", "NN_name.md"),
+    ],
+    ids=["untagged", "no-twin", "ro-first", "two-en", "raw", "one-line-solution", "file-name"],
+)
+def test_a_source_that_breaks_a_rule_is_refused_with_its_file_and_cell(cells, name, error):
+    with pytest.raises(CourseBuildError, match=re.escape(error)) as caught:
+        read(myst(*cells), name)
+    assert name in str(caught.value)
+
+
+def test_terms_must_be_glossary_keys_and_the_title_a_heading():
+    assert read(myst(terms=("rank",))).terms == ("rank",)
+    with pytest.raises(CourseBuildError, match="not_a_term"):
+        read(myst(terms=("rank", "not_a_term")))
+    text = myst().replace("# Lesson 9: a test", "Lesson 9, no heading")
+    with pytest.raises(CourseBuildError, match="title"):
+        read(text)
+
+
+def test_sources_read_back_as_jupytext_writes_them(lesson):
+    """What JupyterLab saves is what is committed: a source survives a round trip through a kernel's metadata."""
+    text = lesson.path.read_text(encoding="utf-8")
+    nb = jupytext.reads(text, fmt=source.FORMAT)
+    nb.metadata["language_info"] = {"name": "python", "version": "3.11.2", "pygments_lexer": "ipython3"}
+    for cell in nb.cells:  # what running the cells in the lab adds
+        cell.metadata.update(trusted=True, execution={"iopub.status.busy": "2026-01-01T00:00:00Z"})
+    again = jupytext.writes(nb, fmt=source.FORMAT)
+    version = re.compile(r"^    jupytext_version: .*$", re.M)  # the jupytext that saved it
+    assert version.sub("", again) == version.sub("", text)
+    assert source.read(lesson.path) == lesson
+
+
+def test_each_lesson_has_an_exercise_on_the_ranks_inline(lesson):
+    """The rank exercises live in their lesson: a %%torchrun cell with a solution, checked from its run."""
+    cells = [c for c in lesson.cells if isinstance(c, Code)]
+    ranks = [i for i, c in enumerate(cells) if c.source.startswith("%%torchrun") and "### BEGIN SOLUTION" in c.source]
+    assert ranks, lesson.id
+    assert any("labkit.last_run" in c.source for c in cells[ranks[0] + 1 :] if c.checks)
+
+
 def test_pure_cells_are_run_by_the_build_and_must_be_deterministic():
-    def lesson(*cells):
-        return Lesson("lessonX", "x", {"en": "X", "ro": "X"}, [parameters(n=3), setup(), *cells])
-
-    nb = build.notebook(lesson(code("print(n * 2)", pure=True)), "en")
+    nb = build.notebook(read(myst(code("print(n * 2)", "pure"))), "en")
     assert nb.cells[-1].outputs[0].text == "6\n"
-    with pytest.raises(build.CourseBuildError, match="pure cell failed"):
-        build.notebook(lesson(code("print(run.values)", pure=True)), "en")  # a run's result is not pure
-    with pytest.raises(build.CourseBuildError, match="expression"):
-        build.notebook(lesson(code("n * 2", pure=True)), "en")
-    with pytest.raises(build.CourseBuildError, match="stderr"):
-        build.notebook(lesson(code("import sys; print('x', file=sys.stderr)", pure=True)), "en")
+    with pytest.raises(CourseBuildError, match="pure cell failed"):
+        build.notebook(read(myst(code("print(run.values)", "pure"))), "en")  # a run's result is not pure
+    with pytest.raises(CourseBuildError, match="expression"):
+        build.notebook(read(myst(code("n * 2", "pure"))), "en")
+    with pytest.raises(CourseBuildError, match="stderr"):
+        build.notebook(read(myst(code("import sys; print('x', file=sys.stderr)", "pure"))), "en")
 
 
-def test_exercise_and_check_helpers_make_nbgrader_cells():
-    cell = exercise("w = 2", solution="x = w * 3", after="print(x)")
-    assert cell.source.splitlines() == ["w = 2", "### BEGIN SOLUTION", "x = w * 3", "### END SOLUTION", "print(x)"]
-    assert check('labkit.check("lesson0.allreduce_sum", 3, world_size=2)').checks
-    with pytest.raises(build.CourseBuildError, match="without labkit.check"):
+def test_a_check_cell_needs_its_call():
+    with pytest.raises(CourseBuildError, match="without labkit.check"):
         build.notebook(Lesson("lessonX", "x", {"en": "X", "ro": "X"}, [Code("print(1)", checks=True)]), "en")
 
 

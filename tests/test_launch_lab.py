@@ -2,11 +2,13 @@
 
 setup-env.sh's decisions are checked with a stand-in Python whose pip only writes down what
 it was asked (a real install takes minutes; CI's own first step is a real run). lab.sh is
-started for real and answered over HTTP on 127.0.0.1.
+started for real and answered over HTTP on 127.0.0.1, on the notebooks and on the lessons' MyST sources.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import signal
@@ -17,6 +19,7 @@ import time
 import types
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 import yaml
@@ -97,8 +100,9 @@ def get(url: str) -> tuple[int, str]:
         return 0, ""
 
 
-@pytest.mark.slow
-def test_lab_starts_on_loopback_with_a_token(fake, tmp_path):
+@contextlib.contextmanager
+def running_lab(fake: dict[str, str], tmp_path, **extra: str) -> Iterator[tuple[str, str]]:
+    """lab.sh started for real on a free port: (its base URL, its token); stopped afterwards."""
     setup(fake)  # the venv is ready: lab.sh's own setup step does nothing
     port = free_port()
     env = {
@@ -106,6 +110,7 @@ def test_lab_starts_on_loopback_with_a_token(fake, tmp_path):
         "LABKIT_LAB_PORT": str(port),
         "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"),
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"),
+        **extra,
     }
     log = open(tmp_path / "lab.log", "w")
     lab = subprocess.Popen(["bash", LAB], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -122,16 +127,37 @@ def test_lab_starts_on_loopback_with_a_token(fake, tmp_path):
             time.sleep(0.5)
         else:
             pytest.fail("the lab did not answer:\n" + open(tmp_path / "lab.log").read()[-3000:])
-        assert get(f"http://127.0.0.1:{port}/api/status")[0] == 403  # no token, no lab
-        status, page = get(f"http://127.0.0.1:{port}/lab?token={token}")
-        assert status == 200 and re.search(r'"news":\s*\{\s*"disabled":\s*true', page)  # no news prompt
-        status, body = get(f"http://127.0.0.1:{port}/api/contents?token={token}")
-        assert status == 200 and os.path.exists(os.path.join(ROOT, "notebooks"))
-        # the token is in the environment, not on any command line `ps` shows
-        assert token not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        yield f"http://127.0.0.1:{port}", token
     finally:
         stop(lab)
         log.close()
+
+
+@pytest.mark.slow
+def test_lab_starts_on_loopback_with_a_token(fake, tmp_path):
+    with running_lab(fake, tmp_path) as (base, token):
+        assert get(f"{base}/api/status")[0] == 403  # no token, no lab
+        status, page = get(f"{base}/lab?token={token}")
+        assert status == 200 and re.search(r'"news":\s*\{\s*"disabled":\s*true', page)  # no news prompt
+        status, body = get(f"{base}/api/contents?token={token}")
+        assert status == 200 and {item["name"] for item in json.loads(body)["content"]} >= {"en", "ro"}
+        # the token is in the environment, not on any command line `ps` shows
+        assert token not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.slow
+def test_lab_opens_a_lesson_source_as_a_notebook(fake, tmp_path):
+    with running_lab(fake, tmp_path, LABKIT_LAB_DIR="labkit/course/lessons") as (base, token):
+        status, body = get(f"{base}/api/contents/00_setup.md?type=notebook&token={token}")  # what the lab asks
+        assert status == 200, body
+        model = json.loads(body)
+        cells = model["content"]["cells"]
+        assert model["type"] == "notebook" and cells[0]["metadata"]["tags"] == ["lang-en"]
+        assert any(c["cell_type"] == "code" and c["source"].startswith("%%torchrun") for c in cells)
+        # a double click opens a .md with jupytext's notebook view (launch/jupyter/labconfig)
+        status, body = get(f"{base}/lab/api/settings/@jupyterlab/docmanager-extension:plugin?token={token}")
+        viewers = json.loads(body)["schema"]["properties"]["defaultViewers"]["default"]
+        assert status == 200 and viewers["markdown"] == "Jupytext Notebook"
 
 
 def stop(proc: subprocess.Popen) -> None:

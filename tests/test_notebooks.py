@@ -109,11 +109,12 @@ def test_papermill_with_four_ranks_scores_full_marks(path: Path, tag: str, tmp_p
 
 def example1_source() -> tuple[str, str]:
     """The Example 1 cell of lesson 0: its %%torchrun line and its code."""
-    from labkit.course.lessons.lesson0 import LESSON
+    from labkit.course import source
 
+    lesson = source.read(source.LESSONS / "00_setup.md")
     cell = next(
         c
-        for c in LESSON.cells
+        for c in lesson.cells
         if getattr(c, "source", "").startswith("%%torchrun -n 2") and "FullyShardedDataParallel(" in c.source
     )
     line, code = cell.source.split("\n", 1)

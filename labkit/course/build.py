@@ -4,13 +4,14 @@
     python -m labkit.course.build --check    # exit 1 if a committed file differs from a fresh build
     labkit build-course [--check]            # the same, from the labkit command
 
-Each lesson is ``labkit/course/lessons/lessonN.py`` (found by that name, so a new
-lesson needs no registration). The notebooks carry no outputs and no execution
-counts, with two exceptions that exist for nbval: a ``labkit.check`` cell carries
-the feedback a correct answer gets, and a ``pure`` cell (deterministic, no ranks:
-a formula table) carries the output the build got by running it. Both are tagged
-``nbval-check-output``, so ``pytest --nbval-lax`` fails when a solution notebook
-stops scoring full marks or a formula's table changes.
+Each lesson is one MyST file, ``labkit/course/lessons/NN_name.md`` (found by that name, so a
+new lesson needs no registration; what it holds: ``labkit.course.source``). The build keeps
+each edition's prose, runs the pure cells, lints every code cell with ruff (a lesson that fails
+is not written) and writes the notebooks. They carry no outputs and no execution counts, with
+two exceptions that exist for nbval: a ``labkit.check`` cell carries the feedback a correct
+answer gets, and a ``pure`` cell (deterministic, no ranks: a formula table) carries the output
+the build got by running it. Both are tagged ``nbval-check-output``, so ``pytest --nbval-lax``
+fails when a solution notebook stops scoring full marks or a formula's table changes.
 
 Cell ids are made from the cell's content (the English text for markdown), so an
 edit changes the id of that cell only and both editions share their ids.
@@ -22,10 +23,7 @@ import argparse
 import ast
 import contextlib
 import hashlib
-import importlib
 import io
-import pkgutil
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,39 +31,30 @@ from typing import Any
 import nbformat
 
 from labkit import i18n
-from labkit.course import lint
-from labkit.course.cells import LANGS, Code, Lesson, Markdown
+from labkit.course import lint, source
 from labkit.course.glossary import glossary_markdown, terms_table
+from labkit.course.source import CHECK_CALL, LANGS, LANGUAGE_TEMPLATE, Code, CourseBuildError, Lesson, Markdown
 from labkit.i18n import t
-from labkit.wire.errors import LabkitError
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECK_CALL = re.compile(r"""labkit\.check\(\s*(['"])([\w.\-]+)\1""")
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
-
-
-class CourseBuildError(LabkitError):
-    """A lesson source that cannot become a notebook."""
 
 
 # -- lessons ---------------------------------------------------------------------
 
 
-def lessons() -> list[Lesson]:
-    """Every ``labkit/course/lessons/lessonN.py``'s ``LESSON``, in lesson order."""
-    from labkit.course import lessons as package
-
-    found = []
-    for info in pkgutil.iter_modules(package.__path__):
-        m = re.fullmatch(r"lesson(\d+)", info.name)
-        if m:
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
-            found.append((int(m.group(1)), module.LESSON))
-    return [lesson for _, lesson in sorted(found, key=lambda pair: pair[0])]
+def lessons(folder: Path = source.LESSONS) -> list[Lesson]:
+    """Every lesson source in ``folder`` (``NN_name.md``), read, in lesson order."""
+    return [source.read(path) for path in source.files(folder)]
 
 
 def cell_source(cell: Code, lang: str) -> str:
-    return cell.source.replace("{lang}", lang) if cell.language_line else cell.source
+    """The cell as edition ``lang`` has it: the setup cell's language line names that language."""
+    return (
+        cell.source.replace(LANGUAGE_TEMPLATE, LANGUAGE_TEMPLATE.format(lang=lang))
+        if cell.language_line
+        else cell.source
+    )
 
 
 def cell_ids(lesson: Lesson) -> list[str]:
@@ -186,24 +175,22 @@ def render(nb: nbformat.NotebookNode) -> str:
 
 def course_files(root: Path = ROOT, only: list[str] | None = None) -> dict[Path, str]:
     """Every file the build writes, and its content; ``only``: the notebooks of these lesson ids."""
-    files, built = {}, {}
-    for lesson in lessons():
-        if only and lesson.id not in only:
-            continue
+    files = {}
+    chosen = [lesson for lesson in lessons() if not only or lesson.id in only]
+    lint_code_cells(chosen)
+    for lesson in chosen:
         for lang in LANGS:
-            nb = built[f"{lang}/{lesson.file}"] = notebook(lesson, lang)
-            files[root / "notebooks" / lang / f"{lesson.file}.ipynb"] = render(nb)
-    lint_code_cells(built)
+            files[root / "notebooks" / lang / f"{lesson.file}.ipynb"] = render(notebook(lesson, lang))
     files[root / "docs" / "glossary.md"] = glossary_markdown()
     return files
 
 
-def lint_code_cells(notebooks: dict[str, nbformat.NotebookNode]) -> None:
+def lint_code_cells(lessons: list[Lesson]) -> None:
     """A lesson whose code cells ruff finds fault with (an undefined name, a syntax error) is not written."""
     if not lint.available():
         print(t("course.lint_missing"), file=sys.stderr)
         return
-    found = lint.problems(notebooks)
+    found = lint.problems(lessons)
     if found:
         raise CourseBuildError(t("course.lint", problems="\n".join(f"  {line}" for line in found)))
 
@@ -217,13 +204,10 @@ def build(root: Path = ROOT, only: list[str] | None = None) -> list[Path]:
     return list(files)
 
 
-def stale(root: Path = ROOT, only: list[str] | None = None) -> list[Path]:
-    """The files whose committed content is not what a fresh build writes."""
-    return [
-        path
-        for path, text in course_files(root, only).items()
-        if not path.exists() or path.read_text(encoding="utf-8") != text
-    ]
+def stale(root: Path = ROOT, only: list[str] | None = None, files: dict[Path, str] | None = None) -> list[Path]:
+    """The files whose committed content is not what a fresh build (or ``files``, one already made) writes."""
+    files = course_files(root, only) if files is None else files
+    return [path for path, text in files.items() if not path.exists() or path.read_text(encoding="utf-8") != text]
 
 
 # -- command line -------------------------------------------------------------------
@@ -238,11 +222,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run_cli(args: argparse.Namespace) -> int:
     root = Path(args.root)
     if args.check:
-        bad = stale(root, args.lesson)
+        files = course_files(root, args.lesson)  # once: a build runs every pure cell and ruff
+        bad = stale(root, files=files)
         if bad:
             print(t("course.stale", files="\n".join(f"  {p}" for p in bad)), file=sys.stderr)
             return 1
-        print(t("course.fresh", n=len(course_files(root, args.lesson))))
+        print(t("course.fresh", n=len(files)))
         return 0
     print(t("course.wrote", n=len(build(root, args.lesson)), root=root))
     return 0

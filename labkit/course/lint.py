@@ -1,20 +1,23 @@
-"""The lessons' code cells through ruff's pyflakes rules (F) and syntax checks (E9), without running them.
+"""The lessons' code cells through ruff's pyflakes rules (F) and syntax checks (E9), straight from their sources.
 
-A lesson's notebook holds two kinds of code: the kernel's cells, which share one namespace and run
-in order, and the ``%%torchrun`` cells, whose body runs on every rank in a namespace of its own that
-holds only the ``--vars`` names. So the kernel's cells are checked together as one script, and each
-``%%torchrun`` body on its own with its ``--vars`` names given. Magic and shell lines (``%load_ext``,
-``!ls``) are not Python: they become blank lines, so that the line numbers stay the cell's.
+A lesson holds two kinds of code: the kernel's cells, which share one namespace and run in order,
+and the ``%%torchrun`` cells, whose body runs on every rank in a namespace of its own that holds
+only the ``--vars`` names. So the kernel's cells are checked together as one script, and each
+``%%torchrun`` body on its own with its ``--vars`` names given; a rank cell that uses a kernel
+name it was not sent is an error here, as it would be on the ranks. Magic and shell lines
+(``%load_ext``, ``!ls``) are not Python: they become blank lines, so every finding keeps its line
+in the lesson's MyST file.
 
-The course build runs this on every lesson it writes (``python -m labkit.course.build``), and
-``tests/test_lint.py`` on the committed notebooks. ruff comes with the test extras; without it the
-build says so and writes the notebooks unlinted.
+The course build runs this before it writes any notebook (``python -m labkit.course.build``), and
+``tests/test_lint.py`` on every lesson. ruff comes with the test extras; without it the build says
+so and writes the notebooks unlinted.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -23,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from labkit.course.source import Code, Lesson
+
 RULES = "F,E9"
 BUILTINS = '["display", "get_ipython"]'  # what IPython gives every kernel cell
 CELL_MAGIC = "%%torchrun"
@@ -30,17 +35,17 @@ VARS = re.compile(r"--vars[ =](\S+)")
 
 
 @dataclass
-class Source:
-    """Python text made of notebook cells, and where each of its lines came from."""
+class Script:
+    """Python text made of a lesson's code cells, and the source line each of its lines came from."""
 
-    name: str
+    lesson: Lesson
     lines: list[str] = field(default_factory=list)
-    origin: list[tuple[int, int]] = field(default_factory=list)  # (cell index, line in the cell, from 1)
+    origin: list[int] = field(default_factory=list)  # line in the lesson's source file (from 1)
 
-    def add(self, cell: int, text: str, start: int = 1) -> None:
-        for i, line in enumerate(text.split("\n"), start):
+    def add(self, text: str, first_line: int) -> None:
+        for i, line in enumerate(text.split("\n")):
             self.lines.append(line)
-            self.origin.append((cell, i))
+            self.origin.append(first_line + i)
 
 
 def python_only(text: str) -> str:
@@ -48,26 +53,25 @@ def python_only(text: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in text.split("\n"))
 
 
-def sources(nb: Any, name: str) -> list[Source]:
-    """The kernel's cells of notebook ``nb`` as one script, then each ``%%torchrun`` body on its own."""
-    kernel = Source(f"{name}:kernel")
-    ranks = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
+def scripts(lesson: Lesson) -> list[Script]:
+    """The kernel's cells of ``lesson`` as one script, then each ``%%torchrun`` body on its own."""
+    kernel, ranks = Script(lesson), []
+    for cell in lesson.cells:
+        if not isinstance(cell, Code):
             continue
-        first, _, body = cell.source.lstrip("\n").partition("\n")
+        first, _, body = cell.source.partition("\n")
         if first.startswith(CELL_MAGIC):
             found = VARS.search(first)
             names = [n for n in found.group(1).split(",") if n] if found else []
-            source = Source(f"{name}:cell{index}")
-            if names:  # the notebook sends these: a rank's namespace starts with them (on the magic's line)
-                source.add(index, f"{' = '.join(names)} = None")
-            source.add(index, python_only(body), start=2)
-            ranks.append(source)
+            script = Script(lesson)
+            # the notebook sends these: a rank's namespace starts with them (on the magic's line)
+            script.add(f"{' = '.join(names)} = None" if names else "", cell.line)
+            script.add(python_only(body), cell.line + 1)
+            ranks.append(script)
         elif first.startswith("%%"):
             continue  # another cell magic (%%capture, %%bash ...): its body is not checked here
         else:
-            kernel.add(index, python_only(cell.source))
+            kernel.add(python_only(cell.source), cell.line)
     return [kernel, *ranks]
 
 
@@ -89,18 +93,26 @@ def ruff(paths: list[Path]) -> list[dict[str, Any]]:
     return json.loads(out.stdout or "[]")
 
 
-def problems(notebooks: dict[str, Any]) -> list[str]:
-    """``{name: notebook}`` -> one line per finding: the notebook, the cell, the line in it, ruff's code."""
+def problems(lessons: list[Lesson]) -> list[str]:
+    """One line per finding: the lesson's source file, the line in it, ruff's code and message."""
     with tempfile.TemporaryDirectory(prefix="labkit-lint-") as folder:
-        files: dict[Path, tuple[str, Source]] = {}
-        for name, nb in notebooks.items():
-            for source in sources(nb, name):
+        files: dict[Path, Script] = {}
+        for lesson in lessons:
+            for script in scripts(lesson):
                 path = (Path(folder) / f"src{len(files)}.py").resolve()
-                path.write_text("\n".join(source.lines) + "\n")
-                files[path] = (name, source)
+                path.write_text("\n".join(script.lines) + "\n", encoding="utf-8")
+                files[path] = script
         found = []
         for d in ruff(list(files)):
-            name, source = files[Path(d["filename"]).resolve()]
-            cell, line = source.origin[d["location"]["row"] - 1]
-            found.append(f"{name} cell {cell} line {line}: {d['code']} {d['message']}")
+            script = files[Path(d["filename"]).resolve()]
+            line = script.origin[min(d["location"]["row"], len(script.origin)) - 1]
+            found.append(f"{shown(script.lesson)}:{line}: {d['code']} {d['message']}")
         return found
+
+
+def shown(lesson: Lesson) -> str:
+    """The lesson's source as a path to open: relative to the current folder when it is under it."""
+    if lesson.path is None:
+        return lesson.file
+    relative = os.path.relpath(lesson.path)
+    return relative if not relative.startswith("..") else str(lesson.path)

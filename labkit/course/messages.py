@@ -29,8 +29,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "aceste fișiere diferă de o construire nouă (rulați: python -m labkit.course.build):\n{files}",
     },
     "course.lint": {
-        "en": "the lessons' code cells do not pass ruff (fix them in labkit/course/lessons):\n{problems}",
-        "ro": "celulele de cod ale lecțiilor nu trec de ruff (corectați-le în labkit/course/lessons):\n{problems}",
+        "en": "the lessons' code cells do not pass ruff (fix them in the lesson's source):\n{problems}",
+        "ro": "celulele de cod ale lecțiilor nu trec de ruff (corectați-le în sursa lecției):\n{problems}",
     },
     "course.lint_missing": {
         "en": "ruff is not installed (pip install -e '.[test]'): the lessons' code cells were not linted",
@@ -192,4 +192,41 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.gpus_gib": {"en": "GPUs of 80 GiB", "ro": "GPU-uri de 80 GiB"},
     "course.col.nodes": {"en": "nodes of 8", "ro": "noduri de câte 8"},
     "course.col.deployable": {"en": "GPUs to deploy", "ro": "GPU-uri de alocat"},
+    # labkit.course.source: reading a lesson's MyST source
+    "course.src.where": {
+        "en": "{file}, cell {cell} ({start!r})",
+        "ro": "{file}, celula {cell} ({start!r})",
+    },
+    "course.src.name": {
+        "en": "{path}: a lesson's source is named NN_name.md (e.g. 02_zero3_sharding.md)",
+        "ro": "{path}: sursa unei lecții se numește NN_nume.md (de ex. 02_zero3_sharding.md)",
+    },
+    "course.src.lang_tag": {
+        "en": "{where}: a markdown cell is tagged lang-en or lang-ro, once (its tags: {tags})",
+        "ro": "{where}: o celulă markdown are eticheta lang-en sau lang-ro, o singură dată (etichetele ei: {tags})",
+    },
+    "course.src.twin": {
+        "en": "{where}: each lang-en cell is followed by its lang-ro twin, and only by it",
+        "ro": "{where}: fiecare celulă lang-en este urmată de perechea ei lang-ro, și numai de ea",
+    },
+    "course.src.no_twin": {
+        "en": "{where}: a lang-en cell without its lang-ro twin after it",
+        "ro": "{where}: o celulă lang-en fără perechea ei lang-ro după ea",
+    },
+    "course.src.cell_type": {
+        "en": "{where}: a {kind} cell; a lesson has markdown and code cells only",
+        "ro": "{where}: o celulă {kind}; o lecție are doar celule markdown și de cod",
+    },
+    "course.src.one_line": {
+        "en": "{where}: the lessons mark a solution with '### BEGIN SOLUTION' / '### END SOLUTION' lines, not '# SOLUTION' at the end of a line",
+        "ro": "{where}: lecțiile marchează o soluție cu liniile '### BEGIN SOLUTION' / '### END SOLUTION', nu cu '# SOLUTION' la sfârșitul unei linii",
+    },
+    "course.src.title": {
+        "en": "{file}: the first markdown cells (English, Romanian) start with the lesson's '# title'",
+        "ro": "{file}: primele celule markdown (engleză, română) încep cu '# titlul' lecției",
+    },
+    "course.src.terms": {
+        "en": "{file}: not in the glossary (labkit/course/glossary.py): {terms}",
+        "ro": "{file}: nu sunt în glosar (labkit/course/glossary.py): {terms}",
+    },
 }
