@@ -44,6 +44,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "export": ("labkit.export", "labkit.export.cells"),
     "gpus": ("labkit.wire.devices",),
     "grade": ("labkit.grading.report",),
+    "hooks": ("labkit.ranks.torch_hooks",),
     "launch": ("labkit.launch.cold", "labkit.launch.diagnose", "labkit.launch.group"),
     "magic": ("labkit.launch.options", "labkit.launch.magic"),  # option help lives with the options
     "nodes": ("labkit.launch.nodes",),
@@ -51,7 +52,8 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "mm": ("labkit.memory.model", "labkit.memory.states", "labkit.views.memory"),
     "opt": ("labkit.launch.options",),
     "peak": ("labkit.memory.peak",),
-    "q": ("labkit.grading.registry",),  # the questions' hints, registered as the questions load
+    "q": ("labkit.grading.registry",),
+    "regress": ("labkit.regress.messages",),  # the questions' hints, registered as the questions load
     "report": ("labkit.grading.report",),
     "run": ("labkit.launch.run", "labkit.views.runview", "labkit.launch.logs"),
     "simulate": ("labkit.timing.simulate", "labkit.timing.links", "labkit.timing.calibrate"),

@@ -1,0 +1,51 @@
+"""The commands: ``labkit sweep``, ``labkit regress compare|baseline``, ``labkit doctor``."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from labkit.i18n import t
+from labkit.regress import messages  # noqa: F401  (registers the regress.* messages)
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    """Copy a sweep's records (not its notebooks) into a baseline folder, as committed."""
+    from labkit.regress.sweep import RECORD_SUFFIX
+
+    src, dst = Path(args.run), Path(args.out)
+    files = sorted(src.rglob(f"*{RECORD_SUFFIX}"))
+    if not files:
+        print(t("regress.compare.no_records", path=str(src)), file=sys.stderr)
+        return 2
+    for f in files:
+        target = dst / f.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+    print(t("regress.baseline.done", n=len(files), out=str(dst)))
+    return 0
+
+
+def register(sub: Any) -> None:
+    from labkit.regress import compare, doctor, sweep
+
+    p = sub.add_parser("sweep", help=t("regress.sweep.help"))
+    sweep.add_arguments(p)
+    p.set_defaults(func=sweep.cmd_sweep)
+
+    p = sub.add_parser("regress", help=t("regress.help"))
+    inner = p.add_subparsers(dest="regress_command", required=True)
+    c = inner.add_parser("compare", help=t("regress.compare.help"))
+    compare.add_arguments(c)
+    c.set_defaults(func=compare.cmd_compare)
+    b = inner.add_parser("baseline", help=t("regress.baseline.help"))
+    b.add_argument("run", help=t("regress.baseline.help.run"))
+    b.add_argument("--out", required=True, help=t("regress.baseline.help.out"))
+    b.set_defaults(func=cmd_baseline)
+
+    p = sub.add_parser("doctor", help=t("regress.doctor.help"))
+    doctor.add_arguments(p)
+    p.set_defaults(func=doctor.cmd_doctor)

@@ -1,0 +1,443 @@
+"""``labkit regress compare A B``: what changed between two sweeps (or a sweep and a baseline).
+
+    labkit regress compare baselines/cpu runs/torch-2.15 --markdown report.md --junit report.xml
+
+A and B are sweep folders (``labkit sweep --out``), baseline folders (the same records,
+committed), or single ``.record.json`` files. Records are matched by notebook and parameters,
+runs by the cell they came from (and their order in it), checks by question. Each metric has
+a rule (``rule_of``):
+
+- ``exact``: collective calls and bytes (per kind, per rank; the whole cell and each step the
+  cell counted), the timeline's units and sizes, step counts, check statuses, run outcomes,
+  missing torch hooks, the notebook's status and cell errors, and the whole numbers, strings
+  and flags the ranks reported (``rank.report``: byte counts, unit sizes);
+- ``value``: the decimal numbers the ranks reported (losses, checksums): within ``value_tol`` (1%);
+- ``memory``: bytes by category and sampled peaks: within ``memory_tol`` (1%) of A, or
+  ``memory_floor`` bytes;
+- ``time``: median step time per rank: a regression only when B is slower than
+  ``(1 + time_tol)`` times A plus ``time_floor`` seconds (loose: times on shared machines wander);
+- ``info``: shown, never a regression (process RSS, reserved CUDA memory, wall time, and
+  reported values that differ on every run by nature: ``pid``, ``*_dir``, error texts).
+
+A run, check or notebook in A and not in B is a regression; one only in B is reported as new.
+The exit status is 1 when anything regressed, and each regression names its metric, its
+lesson and its cell.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from labkit.fmt import fmt_bytes
+from labkit.i18n import t
+from labkit.regress import messages  # noqa: F401  (registers the regress.* messages)
+from labkit.regress.sweep import RECORD_SUFFIX, point_text, slug
+
+# -- the rules -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    memory_tol: float = 0.01  # relative
+    memory_floor: int = 4096  # bytes: a page; below it a change is noise, not a regression
+    value_tol: float = 0.01  # relative, for the floats a rank reports (losses, checksums)
+    time_tol: float = 3.0  # B may be up to 4x A's median step time...
+    time_floor: float = 0.05  # ...plus 50 ms, before it counts
+
+
+EXACT, MEMORY, TIME, VALUE, INFO = "exact", "memory", "time", "value", "info"
+INFO_SAMPLED = ("rss", "reserved")  # the process's and the allocator's: they wander from run to run
+# values a rank reports that differ on every run by nature: process ids, temporary folders, host names
+VOLATILE_VALUES = ("pid", "host", "hostname", "node")
+VOLATILE_SUFFIXES = ("_dir", "_path", "_seconds", "_time")
+
+
+def rule_of(metric: str, value: Any = None) -> str:
+    if metric.startswith("values."):
+        leaf = metric.rsplit(".", 1)[-1].split("[", 1)[0]
+        if leaf in VOLATILE_VALUES or leaf.endswith(VOLATILE_SUFFIXES) or leaf in ("seconds", "time", "error"):
+            return INFO
+        return VALUE if isinstance(value, float) else EXACT
+    if metric.startswith("memory."):
+        return INFO if metric.rsplit(".", 1)[-1] in INFO_SAMPLED else MEMORY
+    if metric == "steps.median":
+        return TIME
+    if metric in ("wall_time", "seconds"):
+        return INFO
+    return EXACT
+
+
+@dataclass
+class Metric:
+    cell: int | None
+    source: str  # the cell's first line
+    run: int | None  # the run's order in its cell
+    name: str  # e.g. comm.total.all_gather.calls
+    rank: str | None
+    value: Any
+    steps: int | None = None  # the run's step count, to say a change per step
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.cell, self.run, self.name, self.rank)
+
+
+# -- flattening a record into metrics ------------------------------------------------------
+
+
+def _counts(prefix: str, counts: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    for kind, row in sorted(counts.items()):
+        yield f"{prefix}.{kind}.calls", row.get("calls")
+        yield f"{prefix}.{kind}.bytes", row.get("bytes")
+
+
+def _label(row: dict[str, Any], i: int) -> str:
+    """A tracker message's place: its order, step and the fields the cell labelled it with."""
+    label = ",".join(f"{k}={v}" for k, v in sorted((row.get("label") or {}).items()))
+    return f"[{i}:step={row.get('step')}{',' + label if label else ''}]"
+
+
+def leaves(x: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted path, value) for every leaf of nested dicts and lists."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from leaves(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from leaves(v, f"{path}[{i}]")
+    else:
+        yield path, x
+
+
+def run_metrics(rec: dict[str, Any]) -> Iterator[tuple[str, str | None, Any]]:
+    """(metric, rank, value) for everything a run record holds that can be compared."""
+    yield "ok", None, rec.get("ok")
+    yield "error", None, (rec.get("error") or {}).get("type")
+    yield "nproc", None, rec.get("nproc")
+    yield "backend", None, rec.get("backend")
+    yield "missing_hooks", None, ",".join(rec.get("missing_hooks") or []) or None
+    yield "wall_time", None, rec.get("wall_time")
+    for r, s in (rec.get("steps") or {}).items():
+        yield "steps.count", r, s.get("count")
+        yield "steps.median", r, s.get("median")
+    mem = rec.get("memory") or {}
+    for r, peaks in (mem.get("sampled_peak") or {}).items():
+        for k, v in sorted(peaks.items()):
+            yield f"memory.sampled_peak.{k}", r, v
+    for r, cats in (mem.get("categories_at_peak") or {}).items():
+        for k, v in sorted(cats.items()):
+            yield f"memory.at_peak.{k}", r, v
+    for r, rows in (mem.get("phases") or {}).items():
+        for i, row in enumerate(rows):
+            where = f"[{i}:step={row.get('step')}].{row.get('phase')}"
+            for k, v in sorted((row.get("categories") or {}).items()):
+                yield f"memory.phases{where}.{k}", r, v
+    comm = rec.get("comm") or {}
+    for r, tot in (comm.get("total") or {}).items():
+        yield from ((m, r, v) for m, v in _counts("comm.total", tot.get("counts") or {}))
+    for r, rows in (comm.get("steps") or {}).items():
+        for i, row in enumerate(rows):
+            yield from ((m, r, v) for m, v in _counts(f"comm.steps{_label(row, i)}", row.get("counts") or {}))
+    for r, values in (rec.get("values") or {}).items():
+        yield from ((f"values.{path}", r, v) for path, v in leaves(values))
+    for r, rows in (rec.get("timeline") or {}).items():
+        for i, row in enumerate(rows):
+            where = f"timeline{_label(row, i)}"
+            yield f"{where}.flavor", r, row.get("flavor")
+            yield f"{where}.units", r, ",".join(row.get("units") or [])
+            for unit, size in sorted((row.get("unit_bytes") or {}).items()):
+                yield f"{where}.unit_bytes.{unit}", r, size
+            for kind, n in sorted((row.get("spans") or {}).items()):
+                yield f"{where}.spans.{kind}", r, n
+
+
+def notebook_metrics(nb: dict[str, Any]) -> list[Metric]:
+    out = [Metric(None, "", None, "status", None, nb.get("status"))]
+    out.append(Metric(None, "", None, "errors", None, ",".join(f"{e['cell']}:{e['ename']}" for e in nb["errors"])))
+    for run in nb.get("runs", []):
+        rec = run["record"]
+        steps = max((s.get("count") or 0 for s in (rec.get("steps") or {}).values()), default=0)
+        for name, rank, value in run_metrics(rec):
+            out.append(Metric(run.get("cell"), run.get("source", ""), run.get("index"), name, rank, value, steps))
+    for check in nb.get("checks", []):
+        out.append(Metric(check.get("cell"), "", None, f"check.{check['id']}", None, check.get("status")))
+    return out
+
+
+# -- loading either side ---------------------------------------------------------------------
+
+
+def load(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """{(notebook, point slug): notebook record} from a sweep or baseline folder, or one record file."""
+    p = Path(path)
+    if p.is_file():
+        files = [p]
+    elif p.is_dir():
+        files = sorted(p.rglob(f"*{RECORD_SUFFIX}"))
+    else:
+        raise FileNotFoundError(t("regress.compare.no_such", path=str(p)))
+    if not files:
+        raise FileNotFoundError(t("regress.compare.no_records", path=str(p)))
+    out = {}
+    for f in files:
+        rec = json.loads(f.read_text())
+        out[(rec["notebook"], slug(rec.get("parameters") or {}))] = rec
+    return out
+
+
+# -- comparing ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Finding:
+    notebook: str
+    lesson: str | None
+    point: str
+    cell: int | None
+    source: str
+    run: int | None
+    metric: str
+    rank: str | None
+    a: Any
+    b: Any
+    rule: str
+    verdict: str  # regression | changed (within tolerance, or info) | new | missing
+    detail: str = ""
+    slug: str = ""  # the parameters as in file names
+
+    def where(self) -> str:
+        if self.cell is None:
+            return t("regress.compare.notebook_level")
+        run = "" if self.run is None else t("regress.compare.run_n", n=self.run + 1)
+        return t("regress.compare.cell", cell=self.cell, source=self.source, run=run).strip()
+
+
+def show(value: Any, metric: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if metric.startswith("memory.") or metric.endswith(".bytes") or ".unit_bytes." in metric:
+        return f"{fmt_bytes(value)} ({int(value)})"
+    if rule_of(metric) == TIME:
+        return f"{value * 1000:.1f} ms"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def judge(m: str, a: Any, b: Any, tol: Tolerances, steps: int | None) -> tuple[str, str]:
+    """(verdict, detail) for one metric present on both sides."""
+    rule = rule_of(m, a)
+    if a == b:
+        return "same", ""
+    if rule == INFO or a is None or b is None or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return ("changed" if rule == INFO else "regression"), ""
+    diff = b - a
+    rel = diff / a if a else float("inf")
+    pct = f"{rel:+.1%}" if a else ""
+    if rule == EXACT:
+        per_step = ""
+        if steps and steps > 1 and m.startswith("comm.total") and diff % steps == 0:
+            per_step = t("regress.compare.per_step", n=f"{diff // steps:+g}", steps=steps)
+        return "regression", " ".join(x for x in (f"{diff:+g}", pct, per_step) if x)
+    if rule == VALUE:
+        return ("regression" if abs(diff) > tol.value_tol * abs(a) else "changed"), pct
+    if rule == MEMORY:
+        allowed = max(tol.memory_tol * abs(a), tol.memory_floor)
+        detail = f"{fmt_bytes(diff)} {pct}".strip() if diff >= 0 else f"-{fmt_bytes(-diff)} {pct}".strip()
+        return ("regression" if abs(diff) > allowed else "changed"), detail
+    # TIME: slower beyond the loose bound regresses; faster is only reported
+    slower = b > a * (1 + tol.time_tol) + tol.time_floor
+    return ("regression" if slower else "changed"), f"×{b / a:.2f}" if a else ""
+
+
+def compare(
+    a: dict[tuple[str, str], dict[str, Any]], b: dict[tuple[str, str], dict[str, Any]], tol: Tolerances
+) -> list[Finding]:
+    findings = []
+    for key in sorted(set(a) | set(b)):
+        name, point_slug = key
+        ra, rb = a.get(key), b.get(key)
+        base = ra or rb
+        point = point_text(base.get("parameters") or {})
+        lesson = base.get("lesson")
+        if rb is None or ra is None:
+            verdict = "missing" if rb is None else "new"
+            findings.append(
+                Finding(
+                    name, lesson, point, None, "", None, "notebook", None, None, None, EXACT, verdict, "", point_slug
+                )
+            )
+            continue
+        ma = {m.key: m for m in notebook_metrics(ra)}
+        mb = {m.key: m for m in notebook_metrics(rb)}
+        for k in list(ma) + [k for k in mb if k not in ma]:
+            x, y = ma.get(k), mb.get(k)
+            m = x or y
+            common = dict(notebook=name, lesson=lesson, point=point, cell=m.cell, source=m.source, run=m.run,
+                          slug=point_slug)  # fmt: skip
+            if x is None or y is None:
+                verdict = "missing" if y is None else "new"
+                findings.append(
+                    Finding(**common, metric=m.name, rank=m.rank, a=getattr(x, "value", None),
+                            b=getattr(y, "value", None), rule=rule_of(m.name, m.value), verdict=verdict)
+                )  # fmt: skip
+                continue
+            verdict, detail = judge(m.name, x.value, y.value, tol, x.steps)
+            if verdict != "same":
+                findings.append(
+                    Finding(**common, metric=m.name, rank=m.rank, a=x.value, b=y.value, rule=rule_of(m.name, x.value),
+                            verdict=verdict, detail=detail)
+                )  # fmt: skip
+    return findings
+
+
+def regressions(findings: list[Finding]) -> list[Finding]:
+    """What fails the comparison: regressions, and whatever A had that B lost."""
+    return [f for f in findings if f.verdict in ("regression", "missing") and f.rule != INFO]
+
+
+# -- reports -------------------------------------------------------------------------------------
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(findings: list[Finding], a_path: str, b_path: str, fp_a: dict | None, fp_b: dict | None) -> str:
+    from labkit.regress.fingerprint import differences
+
+    bad = regressions(findings)
+    lines = [f"# {t('regress.compare.title')}", "", f"- A: `{a_path}`", f"- B: `{b_path}`"]
+    if fp_a and fp_b:
+        for key, x, y in differences(fp_a, fp_b):
+            lines.append(f"- {key}: {_cell(x)} → {_cell(y)}")
+    lines += ["", t("regress.compare.verdict_bad", n=len(bad)) if bad else t("regress.compare.verdict_ok"), ""]
+    head = [
+        t(f"regress.compare.col.{c}") for c in ("lesson", "parameters", "where", "metric", "rank", "a", "b", "change")
+    ]
+    for title, rows in (
+        (t("regress.compare.regressions"), bad),
+        (t("regress.compare.changes"), [f for f in findings if f not in bad]),
+    ):
+        if not rows:
+            continue
+        lines += [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for f in rows:
+            change = f.detail or t(f"regress.compare.verdict.{f.verdict}")
+            lines.append(
+                "| "
+                + " | ".join(
+                    _cell(x)
+                    for x in (
+                        f"{f.lesson or ''} ({f.notebook})",
+                        f.point,
+                        f.where(),
+                        f"{f.metric} [{f.rule}]",
+                        f.rank if f.rank is not None else "",
+                        show(f.a, f.metric),
+                        show(f.b, f.metric),
+                        change,
+                    )
+                )
+                + " |"
+            )
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def junit(findings: list[Finding], compared: list[tuple[str, str]]) -> str:
+    """One test case per notebook and parameters: failed when any of its metrics regressed."""
+    from xml.sax.saxutils import quoteattr
+
+    bad = regressions(findings)
+    cases = []
+    for name, point_slug in compared:
+        mine = [f for f in bad if f.notebook == name and f.slug == point_slug]
+        case = f"  <testcase classname={quoteattr('labkit.regress.' + name)} name={quoteattr(point_slug)}"
+        if mine:
+            text = "\n".join(line(f) for f in mine)
+            msg = quoteattr(line(mine[0]))
+            cases.append(f"{case}>\n    <failure message={msg}>{escape(text)}</failure>\n  </testcase>")
+        else:
+            cases.append(case + "/>")
+    failures = sum(1 for c in cases if "<failure" in c)
+    head = f'<testsuite name="labkit.regress" tests="{len(cases)}" failures="{failures}" errors="0">'
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + head + "\n" + "\n".join(cases) + "\n</testsuite>\n"
+
+
+def escape(text: str) -> str:
+    from xml.sax.saxutils import escape as xml_escape
+
+    return xml_escape(text)
+
+
+def line(f: Finding) -> str:
+    """One regression in one line: metric, lesson, cell, rank, A -> B."""
+    rank = t("regress.compare.rank", rank=f.rank) if f.rank is not None else ""
+    verdict = f.detail or t(f"regress.compare.verdict.{f.verdict}")
+    return t(
+        "regress.compare.line",
+        metric=f.metric,
+        lesson=f.lesson or f.notebook,
+        notebook=f.notebook,
+        point=f.point,
+        where=f.where(),
+        rank=rank,
+        a=show(f.a, f.metric),
+        b=show(f.b, f.metric),
+        change=verdict,
+    )
+
+
+def first_fingerprint(records: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any] | None:
+    return next((r.get("fingerprint") for r in records.values() if r.get("fingerprint")), None)
+
+
+def run_compare(
+    a_path: str, b_path: str, tol: Tolerances, md_path: str | None = None, junit_path: str | None = None
+) -> tuple[int, list[Finding], str]:
+    """Compare; write the reports asked for; (exit status, findings, Markdown)."""
+    a, b = load(a_path), load(b_path)
+    findings = compare(a, b, tol)
+    md = markdown(findings, a_path, b_path, first_fingerprint(a), first_fingerprint(b))
+    if md_path:
+        Path(md_path).write_text(md)
+    if junit_path:
+        Path(junit_path).write_text(junit(findings, sorted(set(a) | set(b))))
+    return (1 if regressions(findings) else 0), findings, md
+
+
+def cmd_compare(args: Any) -> int:
+    import sys
+
+    tol = Tolerances(args.memory_tol, args.memory_floor, args.value_tol, args.time_tol, args.time_floor)
+    try:
+        code, findings, _ = run_compare(args.a, args.b, tol, args.markdown, args.junit)
+    except (FileNotFoundError, json.JSONDecodeError, KeyError) as err:
+        print(t("regress.compare.unreadable", error=str(err)), file=sys.stderr)
+        return 2
+    bad = regressions(findings)
+    for f in bad:
+        print(line(f))
+    changed = len(findings) - len(bad)
+    print(t("regress.compare.verdict_bad", n=len(bad)) if bad else t("regress.compare.verdict_ok"))
+    if changed:
+        print(t("regress.compare.within", n=changed))
+    return code
+
+
+def add_arguments(p: Any) -> None:
+    d = Tolerances()
+    p.add_argument("a", help=t("regress.compare.help.a"))
+    p.add_argument("b", help=t("regress.compare.help.b"))
+    p.add_argument("--markdown", default=None, help=t("regress.compare.help.markdown"))
+    p.add_argument("--junit", default=None, help=t("regress.compare.help.junit"))
+    p.add_argument("--memory-tol", type=float, default=d.memory_tol, help=t("regress.compare.help.memory_tol"))
+    p.add_argument("--memory-floor", type=int, default=d.memory_floor, help=t("regress.compare.help.memory_floor"))
+    p.add_argument("--value-tol", type=float, default=d.value_tol, help=t("regress.compare.help.value_tol"))
+    p.add_argument("--time-tol", type=float, default=d.time_tol, help=t("regress.compare.help.time_tol"))
+    p.add_argument("--time-floor", type=float, default=d.time_floor, help=t("regress.compare.help.time_floor"))
