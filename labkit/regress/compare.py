@@ -255,10 +255,15 @@ def judge(m: str, a: Any, b: Any, tol: Tolerances, steps: int | None) -> tuple[s
 
 
 def compare(
-    a: dict[tuple[str, str], dict[str, Any]], b: dict[tuple[str, str], dict[str, Any]], tol: Tolerances
+    a: dict[tuple[str, str], dict[str, Any]],
+    b: dict[tuple[str, str], dict[str, Any]],
+    tol: Tolerances,
+    only_b: bool = False,
 ) -> list[Finding]:
+    """Every difference between A and B. ``only_b``: the notebooks and parameters B ran, only (A may be a
+    whole baseline and B a part of it); within them, a run or check A has and B lacks still counts."""
     findings = []
-    for key in sorted(set(a) | set(b)):
+    for key in sorted(set(b) if only_b else set(a) | set(b)):
         name, point_slug = key
         ra, rb = a.get(key), b.get(key)
         base = ra or rb
@@ -398,16 +403,21 @@ def first_fingerprint(records: dict[tuple[str, str], dict[str, Any]]) -> dict[st
 
 
 def run_compare(
-    a_path: str, b_path: str, tol: Tolerances, md_path: str | None = None, junit_path: str | None = None
+    a_path: str,
+    b_path: str,
+    tol: Tolerances,
+    md_path: str | None = None,
+    junit_path: str | None = None,
+    only_b: bool = False,
 ) -> tuple[int, list[Finding], str]:
     """Compare; write the reports asked for; (exit status, findings, Markdown)."""
     a, b = load(a_path), load(b_path)
-    findings = compare(a, b, tol)
+    findings = compare(a, b, tol, only_b)
     md = markdown(findings, a_path, b_path, first_fingerprint(a), first_fingerprint(b))
     if md_path:
         Path(md_path).write_text(md)
     if junit_path:
-        Path(junit_path).write_text(junit(findings, sorted(set(a) | set(b))))
+        Path(junit_path).write_text(junit(findings, sorted(set(b) if only_b else set(a) | set(b))))
     return (1 if regressions(findings) else 0), findings, md
 
 
@@ -416,7 +426,7 @@ def cmd_compare(args: Any) -> int:
 
     tol = Tolerances(args.memory_tol, args.memory_floor, args.value_tol, args.time_tol, args.time_floor)
     try:
-        code, findings, _ = run_compare(args.a, args.b, tol, args.markdown, args.junit)
+        code, findings, _ = run_compare(args.a, args.b, tol, args.markdown, args.junit, args.only_b)
     except (FileNotFoundError, json.JSONDecodeError, KeyError) as err:
         print(t("regress.compare.unreadable", error=str(err)), file=sys.stderr)
         return 2
@@ -436,6 +446,7 @@ def add_arguments(p: Any) -> None:
     p.add_argument("b", help=t("regress.compare.help.b"))
     p.add_argument("--markdown", default=None, help=t("regress.compare.help.markdown"))
     p.add_argument("--junit", default=None, help=t("regress.compare.help.junit"))
+    p.add_argument("--only-b", action="store_true", help=t("regress.compare.help.only_b"))
     p.add_argument("--memory-tol", type=float, default=d.memory_tol, help=t("regress.compare.help.memory_tol"))
     p.add_argument("--memory-floor", type=int, default=d.memory_floor, help=t("regress.compare.help.memory_floor"))
     p.add_argument("--value-tol", type=float, default=d.value_tol, help=t("regress.compare.help.value_tol"))

@@ -193,7 +193,7 @@ def check_estimator() -> Iterator[Line]:
 
     what = t("regress.doctor.estimate")
     try:
-        e = estimate_peak("small", world_size=2, precision="fp32", checkpointing=True, timeout=120, extrapolate=False)
+        e = estimate_peak("tiny", world_size=2, precision="fp32", checkpointing=True, timeout=120, extrapolate=False)
     except (LabkitError, OSError) as err:
         yield Line(FAIL, what, str(err).splitlines()[0][:400], t("regress.doctor.fix.estimate"))
         return
@@ -275,19 +275,28 @@ CHECKS: dict[str, Callable[..., Iterator[Line]]] = {
 }
 
 
+# checks that wait on a subprocess of their own: started first, in threads, while the others run
+BACKGROUND = ("agent", "estimate")
+
+
 def diagnose(
     backend: str = "auto", skip: tuple[str, ...] = (), echo: Callable[[str], None] | None = print
 ) -> list[Line]:
-    """Run every check not in ``skip``; ``echo`` each line as it comes (None: quiet)."""
+    """Run every check not in ``skip``; ``echo`` each line, in the order of ``CHECKS``, as it comes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [n for n in CHECKS if n not in skip]
     lines: list[Line] = []
-    for name, check in CHECKS.items():
-        if name in skip:
-            continue
-        found = check(backend) if name == "run" else check()
-        for line in found:
-            lines.append(line)
-            if echo:
-                echo(line.text())
+    with ThreadPoolExecutor(len(BACKGROUND)) as pool:
+        early = {n: pool.submit(lambda n=n: list(CHECKS[n]())) for n in names if n in BACKGROUND}
+        for name in names:
+            found = (
+                early[name].result() if name in early else CHECKS[name](backend) if name == "run" else CHECKS[name]()
+            )
+            for line in found:
+                lines.append(line)
+                if echo:
+                    echo(line.text())
     return lines
 
 

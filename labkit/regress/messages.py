@@ -93,6 +93,10 @@ catalog(
             "en": "memory changes up to this many bytes are never a regression (default 4096)",
             "ro": "schimbările de memorie de cel mult atâția octeți nu sunt niciodată o regresie (implicit 4096)",
         },
+        "regress.compare.help.only_b": {
+            "en": "compare only the notebooks and parameters B has (A: a larger baseline)",
+            "ro": "compară doar notebook-urile și parametrii pe care îi are B (A: o referință mai mare)",
+        },
         "regress.compare.help.value_tol": {
             "en": "relative tolerance for the decimal values ranks report, e.g. losses (default 0.01)",
             "ro": "toleranța relativă pentru valorile zecimale raportate de ranguri, de exemplu pierderi (implicit 0.01)",
@@ -263,13 +267,13 @@ catalog(
             "ro": "estimatorul cu tensori falși (labkit estimate)",
         },
         "regress.doctor.estimate.ok": {
-            "en": "small model on 2 fake ranks: peak {peak} in {seconds:.1f} s",
-            "ro": "modelul small pe 2 ranguri false: vârf {peak} în {seconds:.1f} s",
+            "en": "tiny model on 2 fake ranks: peak {peak} in {seconds:.1f} s",
+            "ro": "modelul tiny pe 2 ranguri false: vârf {peak} în {seconds:.1f} s",
         },
         "regress.doctor.fix.estimate": {
-            "en": "labkit estimate --model small --nproc 2 shows the whole error; it needs "
+            "en": "labkit estimate --model tiny --nproc 2 shows the whole error; it needs "
             "torch.testing._internal.distributed.fake_pg",
-            "ro": "labkit estimate --model small --nproc 2 arată toată eroarea; are nevoie de "
+            "ro": "labkit estimate --model tiny --nproc 2 arată toată eroarea; are nevoie de "
             "torch.testing._internal.distributed.fake_pg",
         },
         "regress.doctor.gpus": {"en": "GPUs", "ro": "GPU-uri"},
