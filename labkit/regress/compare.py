@@ -83,6 +83,8 @@ class Metric:
 
     @property
     def key(self) -> tuple[Any, ...]:
+        if self.name.startswith("check."):  # a question is itself, wherever its cell moved
+            return (None, None, self.name, self.rank)
         return (self.cell, self.run, self.name, self.rank)
 
 
@@ -242,7 +244,7 @@ def judge(m: str, a: Any, b: Any, tol: Tolerances, steps: int | None) -> tuple[s
         per_step = ""
         if steps and steps > 1 and m.startswith("comm.total") and diff % steps == 0:
             per_step = t("regress.compare.per_step", n=f"{diff // steps:+g}", steps=steps)
-        return "regression", " ".join(x for x in (f"{diff:+g}", pct, per_step) if x)
+        return "regression", ", ".join(x for x in (f"{diff:+g}", pct, per_step) if x)
     if rule == VALUE:
         return ("regression" if abs(diff) > tol.value_tol * abs(a) else "changed"), pct
     if rule == MEMORY:
@@ -279,11 +281,19 @@ def compare(
             continue
         ma = {m.key: m for m in notebook_metrics(ra)}
         mb = {m.key: m for m in notebook_metrics(rb)}
+        runs_a = {(m.cell, m.run) for m in ma.values() if m.run is not None}
+        runs_b = {(m.cell, m.run) for m in mb.values() if m.run is not None}
         for k in list(ma) + [k for k in mb if k not in ma]:
             x, y = ma.get(k), mb.get(k)
             m = x or y
             common = dict(notebook=name, lesson=lesson, point=point, cell=m.cell, source=m.source, run=m.run,
                           slug=point_slug)  # fmt: skip
+            if m.run is not None and ((m.cell, m.run) not in runs_a or (m.cell, m.run) not in runs_b):
+                if m.name == "ok":  # a whole run only one side has: one finding, not one per metric
+                    verdict = "missing" if (m.cell, m.run) not in runs_b else "new"
+                    findings.append(Finding(**common, metric="run", rank=None, a=getattr(x, "value", None),
+                                            b=getattr(y, "value", None), rule=EXACT, verdict=verdict))  # fmt: skip
+                continue
             if x is None or y is None:
                 verdict = "missing" if y is None else "new"
                 findings.append(

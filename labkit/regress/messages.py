@@ -156,8 +156,8 @@ catalog(
         "regress.compare.run_n": {"en": "(run {n})", "ro": "(rularea {n})"},
         "regress.compare.rank": {"en": "rank {rank}: ", "ro": "rangul {rank}: "},
         "regress.compare.per_step": {
-            "en": "({n} per step over {steps} steps)",
-            "ro": "({n} pe pas, în {steps} pași)",
+            "en": "{n} per step over {steps} steps",
+            "ro": "{n} pe pas, în {steps} pași",
         },
         "regress.compare.line": {
             "en": "REGRESSION {metric}: lesson {lesson} ({notebook}, {point}), {where}: {rank}{a} -> {b} ({change})",

@@ -20,6 +20,7 @@ then ``OUT/sweep.json`` (the grid and each job's outcome) and ``OUT/summary.md``
 from __future__ import annotations
 
 import ast
+import glob
 import itertools
 import json
 import re
@@ -86,7 +87,7 @@ def find_notebooks(args: Iterable[str]) -> list[Path]:
         elif p.is_file():
             found.append(p)
         else:
-            matches = sorted(Path().glob(arg)) if any(c in arg for c in "*?[") else []
+            matches = sorted(Path(m) for m in glob.glob(arg)) if any(c in arg for c in "*?[") else []
             if not matches:
                 raise FileNotFoundError(t("regress.sweep.no_notebook", path=arg))
             found += matches
