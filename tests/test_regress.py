@@ -21,7 +21,7 @@ import pytest
 
 from labkit.launch.run import Run
 from labkit.ranks import torch_hooks
-from labkit.regress import compare, record, sweep
+from labkit.regress import compare, record, report, sweep
 from labkit.regress.compare import Tolerances, regressions
 
 STEPS = 3
@@ -136,7 +136,7 @@ def test_one_extra_all_gather_per_step_fails_naming_metric_lesson_and_cell():
     bad = regressions(compare.compare(side(a), side(b), Tolerances()))
     calls = [f for f in bad if f.metric == "comm.total.all_gather.calls"]
     assert {f.rank for f in calls} == {"0", "1"} and all(f.cell == 3 for f in calls)
-    line = compare.line(calls[0])
+    line = report.line(calls[0])
     assert "comm.total.all_gather.calls" in line and "lesson9" in line and "cell 3" in line
     assert "+3" in line and "+1 per step over 3 steps" in line
     assert all(f.cell == 3 for f in bad), "the unchanged run in cell 2 is not blamed"
@@ -149,7 +149,7 @@ def test_five_percent_more_memory_in_one_category_fails_and_half_a_percent_does_
     assert {f.metric for f in bad} == {"memory.at_peak.optimizer"} | {
         f"memory.phases[{i}:step=2].{p}.optimizer" for i, p in enumerate(("forward", "backward", "optimizer", "peak"))
     }
-    assert "+5.0%" in compare.line(bad[0])
+    assert "+5.0%" in report.line(bad[0])
     noise = notebook_rec(fake_run(optimizer_bytes=804_000))
     assert regressions(compare.compare(side(a), side(noise), Tolerances())) == []
 

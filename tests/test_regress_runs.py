@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit.regress import compare, sweep
+from labkit.regress import report, sweep
 from labkit.regress.compare import Tolerances, regressions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,23 +94,23 @@ def swept(tmp_path: Path, name: str, plant: list[str]) -> Path:
 
 def test_a_planted_change_fails_and_names_metric_lesson_and_cell(tmp_path: Path):
     clean = swept(tmp_path, "clean", [])
-    code, findings, _ = compare.run_compare(str(clean), str(clean), Tolerances())
+    code, findings, _ = report.run_compare(str(clean), str(clean), Tolerances())
     assert code == 0 and findings == []
     planted = swept(tmp_path, "planted", ["all_gather", "optimizer"])
-    code, findings, md = compare.run_compare(str(clean), str(planted), Tolerances())
+    code, findings, md = report.run_compare(str(clean), str(planted), Tolerances())
     bad = regressions(findings)
     assert code == 1 and all(f.cell == 3 for f in bad), "only the cell with the planted change is blamed"
 
     gathered = [f for f in bad if f.metric == "comm.total.all_gather.calls"]
     assert {f.rank for f in gathered} == {"0", "1"}
-    line = compare.line(gathered[0])
+    line = report.line(gathered[0])
     assert line.startswith("REGRESSION comm.total.all_gather.calls: lesson fixture (en/regress_fixture, nproc=2)")
     assert ", cell 3 `%%torchrun -n $nproc --backend $backend --vars plant`" in line
     assert "+3, +14.3%, +1 per step over 3 steps" in line  # 7 all-gathers a step: 21 -> 24
 
     optimizer = [f for f in bad if f.metric == "memory.at_peak.optimizer"]
     assert {f.rank for f in optimizer} == {"0", "1"}
-    assert "+5.0%" in compare.line(optimizer[0]) and "| memory.at_peak.optimizer [memory] |" in md
+    assert "+5.0%" in report.line(optimizer[0]) and "| memory.at_peak.optimizer [memory] |" in md
 
 
 def test_the_course_matches_its_cpu_baseline(tmp_path: Path):
@@ -120,7 +120,7 @@ def test_the_course_matches_its_cpu_baseline(tmp_path: Path):
     outcomes = sweep.sweep(notebooks, {"nproc": [2, 4], "backend": ["gloo"]}, out, workers=2, timeout=600)
     assert [(o.status, o.errors) for o in outcomes] == [("ok", [])] * 4
     # times on a shared CI machine wander far more than elsewhere: only a tenfold slowdown counts here
-    code, findings, md = compare.run_compare(
+    code, findings, md = report.run_compare(
         str(BASELINE), str(out), Tolerances(time_tol=9.0), md_path=str(tmp_path / "report.md"), only_b=True
     )
     assert code == 0, md

@@ -30,7 +30,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    from labkit.regress import compare, doctor, sweep
+    from labkit.regress import doctor, report, sweep
 
     p = sub.add_parser("sweep", help=t("regress.sweep.help"))
     sweep.add_arguments(p)
@@ -39,8 +39,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("regress", help=t("regress.help"))
     inner = p.add_subparsers(dest="regress_command", required=True)
     c = inner.add_parser("compare", help=t("regress.compare.help"))
-    compare.add_arguments(c)
-    c.set_defaults(func=compare.cmd_compare)
+    report.add_arguments(c)
+    c.set_defaults(func=report.cmd_compare)
     b = inner.add_parser("baseline", help=t("regress.baseline.help"))
     b.add_argument("run", help=t("regress.baseline.help.run"))
     b.add_argument("--out", required=True, help=t("regress.baseline.help.out"))
