@@ -226,6 +226,8 @@ def test_a_baseline_is_the_records_alone(tmp_path: Path):
     assert [p.relative_to(tmp_path / "base").as_posix() for p in (tmp_path / "base").rglob("*.*")] == [
         f"en/09_fixture/p{sweep.RECORD_SUFFIX}"
     ]
+    kept = json.loads((tmp_path / "base" / "en" / "09_fixture" / f"p{sweep.RECORD_SUFFIX}").read_text())
+    assert kept["runs"][0]["record"]["values"]["0"] == {"loss": 5.25, "pid": None, "units": {"root": 65600}}
 
 
 # -- the sweep's grid ---------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import shutil
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,9 @@ from labkit.regress import messages  # noqa: F401  (registers the regress.* mess
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    """Copy a sweep's records (not its notebooks) into a baseline folder, as committed."""
+    """Copy a sweep's records (not its notebooks) into a baseline folder, as committed: the values
+    never compared (process ids, temporary folders) are left out."""
+    from labkit.regress.compare import without_volatile
     from labkit.regress.sweep import RECORD_SUFFIX
 
     src, dst = Path(args.run), Path(args.out)
@@ -24,7 +26,10 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     for f in files:
         target = dst / f.relative_to(src)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, target)
+        rec = json.loads(f.read_text())
+        for run in rec.get("runs", []):
+            run["record"]["values"] = without_volatile(run["record"].get("values") or {})
+        target.write_text(json.dumps(rec, indent=1) + "\n")
     print(t("regress.baseline.done", n=len(files), out=str(dst)))
     return 0
 

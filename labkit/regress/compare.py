@@ -115,6 +115,16 @@ def leaves(x: Any, path: str = "") -> Iterator[tuple[str, Any]]:
         yield path, x
 
 
+def without_volatile(values: Any, path: str = "") -> Any:
+    """``values`` with the leaves whose rule is ``info`` (process ids, temporary folders) set to None:
+    what a baseline keeps of them, since they are never compared."""
+    if isinstance(values, dict):
+        return {k: without_volatile(v, f"{path}.{k}" if path else str(k)) for k, v in values.items()}
+    if isinstance(values, list):
+        return [without_volatile(v, f"{path}[{i}]") for i, v in enumerate(values)]
+    return None if rule_of(f"values.{path}", values) == INFO else values
+
+
 def run_metrics(rec: dict[str, Any]) -> Iterator[tuple[str, str | None, Any]]:
     """(metric, rank, value) for everything a run record holds that can be compared."""
     yield "ok", None, rec.get("ok")
