@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labkit.fmt import fmt_bytes
+from labkit.fmt import fmt_bytes, fmt_number
 from labkit.i18n import t
 from labkit.regress import messages  # noqa: F401  (registers the regress.* messages)
 from labkit.regress.sweep import RECORD_SUFFIX, point_text, slug
@@ -237,7 +237,7 @@ def judge(m: str, a: Any, b: Any, tol: Tolerances, steps: int | None) -> tuple[s
         return ("changed" if rule == INFO else "regression"), ""
     diff = b - a
     rel = diff / a if a else float("inf")
-    pct = f"{rel:+.1%}" if a else ""
+    pct = ("+" if rel >= 0 else "") + fmt_number(rel * 100, 1) + "%" if a else ""
     if rule == EXACT:
         per_step = ""
         if steps and steps > 1 and m.startswith("comm.total") and diff % steps == 0:
@@ -251,7 +251,7 @@ def judge(m: str, a: Any, b: Any, tol: Tolerances, steps: int | None) -> tuple[s
         return ("regression" if abs(diff) > allowed else "changed"), detail
     # TIME: slower beyond the loose bound regresses; faster is only reported
     slower = b > a * (1 + tol.time_tol) + tol.time_floor
-    return ("regression" if slower else "changed"), f"×{b / a:.2f}" if a else ""
+    return ("regression" if slower else "changed"), f"×{fmt_number(b / a, 2)}" if a else ""
 
 
 def compare(

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from labkit.fmt import fmt_number
 from labkit.i18n import t
 from labkit.regress import messages  # noqa: F401  (registers the regress.* messages)
 
@@ -204,7 +205,7 @@ def check_estimator() -> Iterator[Line]:
             FAIL, what, t("regress.doctor.memtrack.zero", cats=", ".join(zero)), t("regress.doctor.fix.estimate")
         )
     else:
-        yield Line(PASS, what, t("regress.doctor.estimate.ok", peak=fmt(e.total), seconds=e.seconds))
+        yield Line(PASS, what, t("regress.doctor.estimate.ok", peak=fmt(e.total), seconds=fmt_number(e.seconds, 1)))
 
 
 # -- 5. GPUs -------------------------------------------------------------------------------------
@@ -310,7 +311,7 @@ def cmd_doctor(args: Any) -> int:
     if args.json:
         print(json.dumps({"lines": [asdict(line) for line in lines], "counts": counts, "seconds": round(seconds, 1)}))
     else:
-        print(t("regress.doctor.summary", seconds=seconds, **counts))
+        print(t("regress.doctor.summary", seconds=fmt_number(seconds, 1), **counts))
     return 1 if counts[FAIL] else 0
 
 

@@ -41,8 +41,8 @@ catalog(
             "ro": "sweep: {jobs} rulări ({notebooks} notebook-uri × {points} seturi de parametri), câte {workers} deodată",
         },
         "regress.sweep.progress": {
-            "en": "[{n}/{total}] {name} {point}: {status} in {seconds:.1f} s, {runs} runs, checks {checks}",
-            "ro": "[{n}/{total}] {name} {point}: {status} în {seconds:.1f} s, {runs} rulări, verificări {checks}",
+            "en": "[{n}/{total}] {name} {point}: {status} in {seconds} s, {runs} runs, checks {checks}",
+            "ro": "[{n}/{total}] {name} {point}: {status} în {seconds} s, {runs} rulări, verificări {checks}",
         },
         "regress.sweep.title": {"en": "Sweep summary", "ro": "Rezumatul rulărilor"},
         "regress.sweep.cell_errors": {"en": "cell errors", "ro": "erori în celule"},
@@ -183,8 +183,8 @@ catalog(
         "regress.doctor.status.skip": {"en": "SKIP", "ro": "OMIS"},
         "regress.doctor.todo": {"en": "what to do: {fix}", "ro": "ce e de făcut: {fix}"},
         "regress.doctor.summary": {
-            "en": "{pass} passed, {warn} warnings, {fail} failed, {skip} skipped in {seconds:.1f} s",
-            "ro": "{pass} trecute, {warn} avertismente, {fail} eșuate, {skip} omise în {seconds:.1f} s",
+            "en": "{pass} passed, {warn} warnings, {fail} failed, {skip} skipped in {seconds} s",
+            "ro": "{pass} trecute, {warn} avertismente, {fail} eșuate, {skip} omise în {seconds} s",
         },
         "regress.doctor.torch.ok": {
             "en": "in the supported range ({spec}) and tested",
@@ -267,8 +267,8 @@ catalog(
             "ro": "estimatorul cu tensori falși (labkit estimate)",
         },
         "regress.doctor.estimate.ok": {
-            "en": "tiny model on 2 fake ranks: peak {peak} in {seconds:.1f} s",
-            "ro": "modelul tiny pe 2 ranguri false: vârf {peak} în {seconds:.1f} s",
+            "en": "tiny model on 2 fake ranks: peak {peak} in {seconds} s",
+            "ro": "modelul tiny pe 2 ranguri false: vârf {peak} în {seconds} s",
         },
         "regress.doctor.fix.estimate": {
             "en": "labkit estimate --model tiny --nproc 2 shows the whole error; it needs "

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from labkit.fmt import fmt_bytes
+from labkit.fmt import fmt_bytes, fmt_number
 from labkit.i18n import t
 from labkit.regress import messages  # noqa: F401  (registers the regress.* messages)
 from labkit.regress.compare import TIME, Finding, Tolerances, compare, load, regressions, rule_of
@@ -23,7 +23,7 @@ def show(value: Any, metric: str) -> str:
     if metric.startswith("memory.") or metric.endswith(".bytes") or ".unit_bytes." in metric:
         return f"{fmt_bytes(value)} ({int(value)})"
     if rule_of(metric) == TIME:
-        return f"{value * 1000:.1f} ms"
+        return f"{fmt_number(value * 1000, 1)} ms"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from labkit.fmt import fmt_number
 from labkit.i18n import t
 from labkit.regress import messages  # noqa: F401  (registers the regress.* messages)
 
@@ -207,7 +208,7 @@ def summary_table(outcomes: list[Outcome]) -> str:
     for o in outcomes:
         status = o.status if not o.errors else f"{o.status} ({len(o.errors)} {t('regress.sweep.cell_errors')})"
         lines.append(
-            f"| {o.name} | {point_text(o.point)} | {status} | {o.seconds:.1f} | {o.runs_ok}/{o.runs} "
+            f"| {o.name} | {point_text(o.point)} | {status} | {fmt_number(o.seconds, 1)} | {o.runs_ok}/{o.runs} "
             f"| {o.checks_correct}/{o.checks} |"
         )
     return "\n".join(lines) + "\n"
@@ -240,7 +241,7 @@ def sweep(
                 name=job.name,
                 point=point_text(job.point),
                 status=o.status,
-                seconds=o.seconds,
+                seconds=fmt_number(o.seconds, 1),
                 runs=o.runs,
                 checks=f"{o.checks_correct}/{o.checks}",
             )
