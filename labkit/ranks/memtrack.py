@@ -100,7 +100,7 @@ def roles(model: Any, optimizers: Sequence[Any] = ()) -> dict[int, tuple[str, An
         if st is not None:
             found.setdefault(st._cdata, (role, st, device))
 
-    from labkit.ranks.torch_hooks import fsdp1_handle, fsdp2_group
+    from labkit.ranks.torch_hooks import fsdp1_handle, fsdp2_group, missing
 
     for m in model.modules():
         handle = fsdp1_handle(m)  # FSDP1 FullyShardedDataParallel (warns where this torch moved it)
@@ -112,7 +112,11 @@ def roles(model: Any, optimizers: Sequence[Any] = ()) -> dict[int, tuple[str, An
             for g in (fp.grad, getattr(fp, "_saved_grad_shard", None), getattr(fp, "_cpu_grad", None)):
                 add("grads", g)
         group = fsdp2_group(m)  # FSDP2 fully_shard
+        if group is not None and not hasattr(group, "fsdp_params"):
+            missing("fsdp2.param_group", "FSDPParamGroup.fsdp_params")
         for p in getattr(group, "fsdp_params", ()):
+            if not hasattr(p, "_sharded_param_data"):  # set when the parameter is sharded, never lazily
+                missing("fsdp2.param_group", "FSDPParam._sharded_param_data")
             add("params", getattr(p, "_sharded_param_data", None))
             add("grads", p.sharded_param.grad)
             unsharded = getattr(p, "_unsharded_param", None)
