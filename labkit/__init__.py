@@ -158,7 +158,10 @@ def __getattr__(name: str) -> Any:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext labkit``: registers ``%%torchrun`` (and the warm-rank magics)."""
+    """``%load_ext labkit``: registers ``%%torchrun`` (and the warm-rank magics); every run then leaves
+    its record in the notebook (``labkit.regress.record``)."""
     from labkit.launch.magic import register
+    from labkit.regress import record
 
     register(ipython)
+    record.subscribe()

@@ -5,6 +5,7 @@ Each role of the kit adds its own subcommand:
     labkit run train.py -n 2        # a script on 2 torchrun ranks, with labkit's reporting
     labkit cleanup                  # kill rank processes left by any earlier run
     labkit grade / build-student / export / estimate / build-course  (see --help)
+    labkit sweep / regress compare / doctor   regression runs and the environment check
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ CONTRIBUTED = [
     "labkit.export",
     "labkit.memory.estimate",
     "labkit.course.build",
+    "labkit.regress.cli",
 ]
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import labkit
-from labkit.launch import diagnose
+from labkit.launch import diagnose, finished
 from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes
 from labkit.launch.nodes import failure_note
 from labkit.launch.options import RunConfig, resolve
@@ -97,6 +97,7 @@ class Launch:
             run.ended = time.time()
             if view is not None:
                 view.finish(run)
+            finished.notify(run)
         if error is not None and (raise_on_error or isinstance(error, RunInterrupted)):
             raise error
         return run

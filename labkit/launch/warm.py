@@ -39,7 +39,7 @@ from typing import Any
 
 import labkit
 from labkit.i18n import t
-from labkit.launch import diagnose
+from labkit.launch import diagnose, finished
 from labkit.launch.diagnose import ranks_text, with_note
 from labkit.launch.group import Job, RankGroup, sigint_deferred
 from labkit.launch.options import DISPLAYS, RunConfig, check_picklable, check_timeout, resolve
@@ -298,6 +298,7 @@ class Session:
             error = self._conclude(group, run, n, code, outcome, timeout)
             run.error, run.ended = error, time.time()
             view.finish(run)
+            finished.notify(run)
         if error is not None and (raise_on_error or isinstance(error, RunInterrupted)):
             raise error
         return run

@@ -40,6 +40,7 @@ import traceback
 from typing import Any
 
 from labkit.ranks import rank as rank_api
+from labkit.ranks import recording
 from labkit.ranks.sampler import Sampler
 from labkit.wire import devices as gpus
 from labkit.wire.channel import ChannelClient
@@ -287,7 +288,8 @@ def main() -> None:
 
     exit_code = 0
     try:
-        result = execute(job, run_dir, namespace)
+        with recording.recording():  # its torch and the collectives of the whole cell, for the run record
+            result = execute(job, run_dir, namespace)
     except SystemExit as exc:
         code = exc.code
         exit_code = code if isinstance(code, int) else (0 if code is None else 1)

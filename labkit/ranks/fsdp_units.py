@@ -15,6 +15,10 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from labkit.ranks.torch_hooks import fsdp1_handle, fsdp2_group
+
+__all__ = ["find_units", "fsdp1_handle", "fsdp2_group", "padded_numel", "padded_units", "unit_bytes", "unit_name"]
+
 
 def padded_numel(numel: int, world_size: int) -> int:
     """A flat parameter padded so that it splits evenly (FSDP1's FlatParameter)."""
@@ -30,16 +34,15 @@ def padded_units(model: Any) -> dict[str, int]:
     units: dict[str, int] = {}
     for fqn, module in model.named_modules():
         fqn = unit_name(fqn)
-        handle = getattr(module, "_handle", None)  # FSDP1
-        if handle is not None and hasattr(handle, "flat_param"):
+        handle = fsdp1_handle(module)  # warns, rather than skipping the unit, where this torch moved it
+        if handle is not None:
             fp = handle.flat_param
             sharded = handle.uses_sharded_strategy
             units[fqn] = (
                 fp._sharded_size.numel() * handle.world_size if sharded else fp._unpadded_unsharded_size.numel()
             )
             continue
-        state = getattr(module, "_get_fsdp_state", None)  # FSDP2
-        group = getattr(state(), "_fsdp_param_group", None) if callable(state) else None
+        group = fsdp2_group(module)
         if group is not None:
             units[fqn] = sum(_fsdp2_padded(p) for p in group.fsdp_params)
     return units
@@ -55,11 +58,6 @@ def unit_name(fqn: str) -> str:
 def _fsdp2_padded(fsdp_param: Any) -> int:
     shard = fsdp_param.padded_sharded_param_size  # one rank's padded shard, dim 0 padded
     return math.prod(shard) * fsdp_param.mesh_info.shard_mesh_size
-
-
-def fsdp2_group(module: Any) -> Any:
-    get_state = getattr(module, "_get_fsdp_state", None)
-    return getattr(get_state(), "_fsdp_param_group", None) if callable(get_state) else None
 
 
 def find_units(
@@ -115,7 +113,7 @@ def unit_bytes(model: Any, units: Sequence[tuple[str, Any, list[Any], Any]]) -> 
     for name, unit, compute, _ in units:
         params = [p for m in compute for p in m.parameters()]
         size = params[0].element_size() if params else 4
-        handle = getattr(unit, "_handle", None)
+        handle = fsdp1_handle(unit)
         if handle is not None:
             size = handle.flat_param.element_size()
         out[name] = padded[name] * size if name in padded else sum(p.numel() * p.element_size() for p in params)

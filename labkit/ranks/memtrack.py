@@ -91,8 +91,10 @@ def roles(model: Any, optimizers: Sequence[Any] = ()) -> dict[int, tuple[str, An
         if st is not None:
             found.setdefault(st._cdata, (role, st, device))
 
+    from labkit.ranks.torch_hooks import fsdp1_handle, fsdp2_group, missing
+
     for m in model.modules():
-        handle = getattr(m, "_handle", None)  # FSDP1 FullyShardedDataParallel
+        handle = fsdp1_handle(m)  # FSDP1 FullyShardedDataParallel (warns where this torch moved it)
         fp = getattr(handle, "flat_param", None)
         if fp is not None:
             add("params", getattr(fp, "_local_shard", None))
@@ -100,9 +102,12 @@ def roles(model: Any, optimizers: Sequence[Any] = ()) -> dict[int, tuple[str, An
                 add("params_unsharded", getattr(fp, name, None))
             for g in (fp.grad, getattr(fp, "_saved_grad_shard", None), getattr(fp, "_cpu_grad", None)):
                 add("grads", g)
-        state_of = getattr(m, "_get_fsdp_state", None)  # FSDP2 fully_shard
-        group = getattr(state_of(), "_fsdp_param_group", None) if callable(state_of) else None
+        group = fsdp2_group(m)  # FSDP2 fully_shard
+        if group is not None and not hasattr(group, "fsdp_params"):
+            missing("fsdp2.param_group", "FSDPParamGroup.fsdp_params")
         for p in getattr(group, "fsdp_params", ()):
+            if not hasattr(p, "_sharded_param_data"):  # set when the parameter is sharded, never lazily
+                missing("fsdp2.param_group", "FSDPParam._sharded_param_data")
             add("params", getattr(p, "_sharded_param_data", None))
             add("grads", p.sharded_param.grad)
             unsharded = getattr(p, "_unsharded_param", None)

@@ -15,4 +15,40 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "no FSDP unit and no module of the given types found in the model",
         "ro": "nu s-a găsit nicio unitate FSDP și niciun modul de tipurile date în model",
     },
+    # labkit.ranks.torch_hooks
+    "ranks.hooks.missing": {
+        "en": "torch {torch} has no {api} (a private torch API that labkit {version_note}reads): {lost}. "
+        "`labkit doctor` checks them all.",
+        "ro": "torch {torch} nu are {api} (un API privat torch pe care labkit {version_note}îl citește): {lost}. "
+        "`labkit doctor` le verifică pe toate.",
+    },
+    "ranks.hooks.tested_on": {"en": "(tested on torch {tested}) ", "ro": "(testat pe torch {tested}) "},
+    "ranks.hooks.lost.fsdp1": {
+        "en": "FSDP1 units are not sized, their collectives are not named after them in the timeline, and "
+        "memtrack counts their gathered parameters as other memory",
+        "ro": "unitățile FSDP1 nu sunt măsurate, colectivele lor nu poartă numele lor în cronologie, iar "
+        "memtrack le socotește parametrii adunați ca altă memorie",
+    },
+    "ranks.hooks.lost.fsdp2": {
+        "en": "FSDP2 units are not sized, their collectives are not named after them in the timeline, and "
+        "memtrack counts their shards and gathered parameters as other memory",
+        "ro": "unitățile FSDP2 nu sunt măsurate, colectivele lor nu poartă numele lor în cronologie, iar "
+        "memtrack le socotește fragmentele și parametrii adunați ca altă memorie",
+    },
+    "ranks.hooks.lost.agent": {
+        "en": "when several ranks fail, only the first is named",
+        "ro": "când eșuează mai multe ranguri, doar primul este numit",
+    },
+    "ranks.hooks.lost.estimate": {
+        "en": "the fake-tensor estimator (labkit estimate, lesson 6's 70B plan) cannot run",
+        "ro": "estimatorul cu tensori falși (labkit estimate, planul 70B din lecția 6) nu poate rula",
+    },
+    "ranks.hooks.lost.comm": {
+        "en": "labkit.comm cannot count collectives (comm counts, the timeline, the run records)",
+        "ro": "labkit.comm nu poate număra colectivele (numărătorile, cronologia, înregistrările rulărilor)",
+    },
+    "ranks.hooks.lost.memtrack": {
+        "en": "labkit.memtrack cannot follow tensor storages (memory by category)",
+        "ro": "labkit.memtrack nu poate urmări stocările tensorilor (memoria pe categorii)",
+    },
 }

@@ -48,7 +48,7 @@ from typing import Any
 
 from labkit.i18n import t
 from labkit.ranks import rank as _rank
-from labkit.ranks.fsdp_units import find_units, fsdp2_group, unit_bytes
+from labkit.ranks.fsdp_units import find_units, fsdp1_handle, fsdp2_group, unit_bytes
 from labkit.timing.spans import span, union
 from labkit.wire.protocol import Msg
 
@@ -198,9 +198,8 @@ class Recorder:
 
     def _wrap_fsdp(self, name: str, unit: Any) -> None:
         """Name the collectives after the unit they serve, and note when its parameters are freed."""
-        handle = getattr(unit, "_handle", None)  # FSDP1: FlatParamHandle
-        get_state = getattr(unit, "_get_fsdp_state", None)  # FSDP2
-        group = getattr(get_state(), "_fsdp_param_group", None) if callable(get_state) else None
+        handle = fsdp1_handle(unit)  # FSDP1: FlatParamHandle (these two warn where this torch moved them)
+        group = fsdp2_group(unit)  # FSDP2: FSDPParamGroup
         if handle is not None:
             self._patch(handle, "unshard", self._in_unit(name, handle.unshard, sticky=False))
             self._patch(handle, "reshard", self._on_reshard_fsdp1(name, handle.reshard))
