@@ -51,6 +51,17 @@ DYNAMIC = {
     "views.run.status.": "a rank's status (wire.protocol.Status)",
     "views.timeline.lane.": "a timeline lane: compute, comm, held",
     "views.timeline.legend.": "a span's kind in the timeline legend",
+    "regress.doctor.status.": "a doctor line's status: pass, warn, fail",
+    "regress.compare.col.": "the comparison report's columns",
+    "regress.compare.verdict.": "a compared metric's verdict",
+    "regress.sweep.col.": "the sweep summary's columns",
+}
+
+# strings that look like message keys and are not: a run record's metric names (labkit.regress)
+NOT_KEYS = {
+    "memory.phases": "the record's memory phases",
+    "memory.at_peak.": "a memory category at the peak, in a record",
+    "memory.sampled_peak.": "a sampled peak (rss, allocated, ...), in a record",
 }
 
 
@@ -270,6 +281,8 @@ def looks_like_a_key(text: str) -> bool:
     parts = text.split(".")
     firsts = {*i18n.packages(), *(k.split(".", 1)[0] for k in i18n.load(i18n.TOP))}
     if len(parts) < 2 or parts[0] not in firsts or not all(re.fullmatch(r"[a-z0-9_]+", p) for p in parts):
+        return False
+    if any(text.startswith(prefix) for prefix in NOT_KEYS):
         return False
     module = ROOT / "labkit" / Path(*parts)
     return not (module.with_suffix(".py").exists() or module.is_dir() or parts[-1] in ("py", "ipynb", "json", "md"))

@@ -1,7 +1,5 @@
 """The messages of ``labkit sweep``, ``labkit regress`` and ``labkit doctor``, in English and Romanian."""
 
-from __future__ import annotations
-
 MESSAGES: dict[str, dict[str, str]] = {
     # labkit sweep
     "regress.sweep.help": {
