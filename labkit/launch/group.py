@@ -42,7 +42,7 @@ from labkit.launch.options import RunConfig, check_picklable, multinode
 from labkit.launch.run import Run
 from labkit.wire.channel import ChannelServer
 from labkit.wire.errors import LaunchError, OptionError
-from labkit.wire.protocol import TYPE, Msg, Outcome
+from labkit.wire.protocol import Msg, Outcome, message
 
 catalog(
     {
@@ -238,7 +238,7 @@ class RankGroup:
         )
 
     def send(self, rank: int, kind: Msg, **payload: Any) -> None:
-        self.server.send(rank, {TYPE: kind, **payload})
+        self.server.send(rank, message(kind, **payload))
 
     def poll(self) -> list[dict[str, Any]]:
         """What arrived, without waiting (between warm cells)."""

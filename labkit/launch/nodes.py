@@ -32,11 +32,11 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from labkit.i18n import catalog, t
 from labkit.wire.channel import parse_tcp, tcp_address
-from labkit.wire.protocol import TYPE, Msg
+from labkit.wire.protocol import Msg
+from labkit.wire.records import RunRecord, first_message
 
 catalog(
     {
@@ -260,12 +260,12 @@ def node_report(text: str, nnodes: int) -> list[str]:
     return lines
 
 
-def failure_note(run: Any, rank: int | None, text: str, nnodes: int, said: str = "") -> str:
+def failure_note(run: RunRecord, rank: int | None, text: str, nnodes: int, said: str = "") -> str:
     """Where the failed rank ran (``node/local rank``), and what srun or the nodes said: the note a
     multi-node error gets under ``labkit.diagnose``'s wording. ``text``: the agents' labelled log;
     ``said``: the error's message (a line it already shows is not repeated)."""
     lines = []
-    hello = next((m for m in run.events.get(rank, []) if m.get(TYPE) == Msg.HELLO), None) if rank is not None else None
+    hello = first_message(run, rank, Msg.HELLO) if rank is not None else None
     if hello and hello.get("node"):
         lines.append(t("nodes.ran_on", rank=rank, node=hello["node"], local=hello.get("local_rank")))
     lines += [line for line in node_report(text, nnodes) if line not in said]

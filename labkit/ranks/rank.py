@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from labkit.wire.channel import ChannelClient
-from labkit.wire.protocol import TIME, TYPE, Msg
+from labkit.wire.protocol import Msg, stamped
 
 _client: ChannelClient | None = None
 values: dict[str, Any] = {}  # everything this rank reported, as sent
@@ -82,7 +82,7 @@ def to_jsonable(value: Any) -> Any:
 
 def send(kind: str, **payload: Any) -> None:
     """Send one message of type ``kind`` to the notebook (used by labkit's own trackers)."""
-    msg = {TYPE: kind, TIME: time.time(), **to_jsonable(payload)}
+    msg = stamped(kind, **to_jsonable(payload))
     if _client is not None:
         _client.send(msg)
         return
