@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass
 
 from labkit.i18n import catalog, t
+from labkit.wire import env as envvars
 from labkit.wire.channel import parse_tcp, tcp_address
 from labkit.wire.protocol import Msg
 from labkit.wire.records import RunRecord, first_message
@@ -96,7 +97,7 @@ class NodeLauncher:
             LABKIT_NODES=self.kind,
             LABKIT_NNODES=str(self.nnodes),
             LABKIT_RDZV_PORT=str(self.port),
-            LABKIT_RDZV_TIMEOUT=str(int(os.environ.get("LABKIT_RDZV_TIMEOUT", rdzv))),
+            LABKIT_RDZV_TIMEOUT=str(int(envvars.get("LABKIT_RDZV_TIMEOUT", rdzv))),  # type: ignore[arg-type]
         )
         if self.kind == "hosts":
             env["LABKIT_HOSTS"] = ",".join(self.hosts)
@@ -130,7 +131,7 @@ class NodeLauncher:
 
 
 def launcher_for(nnodes: int, slurm: bool, slurm_args: str, hosts: tuple[str, ...], run_id: str) -> NodeLauncher:
-    port = int(os.environ.get("LABKIT_RDZV_PORT") or free_port())
+    port = int(envvars.get("LABKIT_RDZV_PORT") or free_port())
     kind = "slurm" if slurm else "hosts"
     return NodeLauncher(kind, nnodes, run_id, slurm_args, tuple(hosts), port)
 
@@ -215,17 +216,17 @@ def agent_args() -> list[str]:
 
     Also sets ``LABKIT_NODE`` (the node's name, for the dashboard's ``node/local rank``).
     """
-    if os.environ.get("LABKIT_NODES") == "slurm":
+    if envvars.get("LABKIT_NODES") == "slurm":
         node_rank = int(os.environ.get("SLURM_PROCID", "0"))  # one task per node: the task is the node
         head = node_addr(first_slurm_node(os.environ.get("SLURM_STEP_NODELIST") or None))
         name = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     else:
-        hosts = os.environ["LABKIT_HOSTS"].split(",")
-        node_rank = int(os.environ["LABKIT_NODE_RANK"])
+        hosts = envvars.require("LABKIT_HOSTS").split(",")
+        node_rank = int(envvars.require("LABKIT_NODE_RANK"))
         head, name = hosts[0], hosts[node_rank]
     os.environ["LABKIT_NODE"] = name
-    port = os.environ["LABKIT_RDZV_PORT"]
-    timeout = os.environ.get("LABKIT_RDZV_TIMEOUT", str(int(RDZV_TIMEOUT)))
+    port = envvars.require("LABKIT_RDZV_PORT")
+    timeout = envvars.get("LABKIT_RDZV_TIMEOUT", str(int(RDZV_TIMEOUT)))
     print(f"labkit: node {name} (node rank {node_rank}) agent started", file=sys.stderr, flush=True)
     return [
         f"--rdzv-endpoint={head}:{port}",
@@ -282,7 +283,7 @@ def fanout(hosts: list[str], agent: list[str]) -> int:
     ends the remote agent), like srun --kill-on-bad-exit; exits with that node's code.
     """
     env = {k: v for k, v in os.environ.items() if k.startswith(ENV_KEYS)}
-    ssh = shlex.split(os.environ.get("LABKIT_SSH", " ".join(SSH)))
+    ssh = shlex.split(envvars.get("LABKIT_SSH", " ".join(SSH)) or "")
     cwd = os.getcwd()
     procs = []
     for i, host in enumerate(hosts):
