@@ -201,6 +201,9 @@ class MemCat(TypedDict, total=False):
     by_device: dict[str, dict[str, int]]
     peak: dict[str, int]
     stage: str  # the peak's: where in the step it was reached
+    config: str  # the caller's: which setting (labkit.testing's jobs), and on what
+    model: str
+    world_size: int
 
 
 class Comm(TypedDict, total=False):
