@@ -36,7 +36,7 @@ from labkit.i18n import catalog, t
 from labkit.timing.links import Link
 from labkit.timing.spans import intersect, length, union
 from labkit.wire.protocol import Msg
-from labkit.wire.records import Source, Span, Stream, given, messages
+from labkit.wire.records import Source, Span, Stream, given, messages, on
 
 catalog(
     {
@@ -189,7 +189,7 @@ def step_segments(msg: dict[str, Any]) -> dict[str, Any]:
         return ddp and s["stream"] == Stream.COMM and s["kind"] in REPLAYED  # only the bucket's issue, not its run
 
     thread = sorted((s for s in spans if on_thread(s)), key=lambda s: s["start"])
-    background = [s["end"] for s in spans if s["stream"] == Stream.COMM and not s.get("blocking")]
+    background = [s["end"] for s in on(spans, Stream.COMM) if not s.get("blocking")]
     fwd: list[list[Any]] = []
     bwd: list[list[Any]] = []
     hook_total: dict[str, float] = {}
@@ -251,12 +251,12 @@ REPLAYED = ("all_gather", "reduce_scatter", "all_reduce")  # DDP's buffer broadc
 
 def comm_seconds(spans: Sequence[Span]) -> float:
     """Time in the collectives that the simulator replays."""
-    return math.fsum(s["end"] - s["start"] for s in spans if s["stream"] == Stream.COMM and s["kind"] in REPLAYED)
+    return math.fsum(s["end"] - s["start"] for s in on(spans, Stream.COMM) if s["kind"] in REPLAYED)
 
 
 def unattributed(msg: dict[str, Any]) -> float:
     """Step time in no span: the host overhead that ``step_segments`` charges to the ops."""
-    busy = union([(s["start"], s["end"]) for s in msg["spans"] if s["stream"] in (Stream.COMPUTE, Stream.COMM)])
+    busy = union([(s["start"], s["end"]) for s in on(msg["spans"], Stream.COMPUTE, Stream.COMM)])
     return msg["end"] - msg["start"] - length(busy)
 
 
@@ -277,7 +277,7 @@ def link_of(msgs: Sequence[dict[str, Any]]) -> Link:
     """
     rows = []  # (ring steps, wire bytes, seconds, ran alone)
     for m in msgs:
-        compute = union([(s["start"], s["end"]) for s in m["spans"] if s["stream"] == Stream.COMPUTE])
+        compute = union([(s["start"], s["end"]) for s in on(m["spans"], Stream.COMPUTE)])
         for s in m["spans"]:
             if s["stream"] == Stream.COMM and s.get("wire_bytes") and s["kind"] in REPLAYED:
                 n = int(s.get("group_size") or 2)

@@ -59,7 +59,7 @@ from labkit.timing.calibrate import Profile, fit_link, profile_from_run
 from labkit.timing.links import LINKS, Link, link
 from labkit.timing.spans import intersect, length, union
 from labkit.wire.protocol import Msg, message
-from labkit.wire.records import Events, Span, Stream, span
+from labkit.wire.records import Events, Span, Stream, on, span
 
 __all__ = [
     "LINKS",
@@ -128,8 +128,8 @@ class Result:
     @property
     def hidden_comm(self) -> float:
         """Collective time that ran under compute."""
-        comm = union([(s["start"], s["end"]) for s in self.spans if s["stream"] == Stream.COMM])
-        compute = union([(s["start"], s["end"]) for s in self.spans if s["stream"] == Stream.COMPUTE])
+        comm = union([(s["start"], s["end"]) for s in on(self.spans, Stream.COMM)])
+        compute = union([(s["start"], s["end"]) for s in on(self.spans, Stream.COMPUTE)])
         return length(intersect(comm, compute))
 
     @property
@@ -308,9 +308,9 @@ def simulate(
         sch.held_spans.append((unit, start, step))
     spans = [s for s in sch.spans if s["end"] > s["start"] or s["kind"] != "optimizer"]
     spans += [span(u, "held", a, b, Stream.MEMORY) for u, a, b in sch.held_spans]
-    comm = math.fsum(s["end"] - s["start"] for s in sch.spans if s["stream"] == Stream.COMM)
-    host = math.fsum(s["end"] - s["start"] for s in sch.spans if s["stream"] == Stream.HOST)
-    busy = length(union([(s["start"], s["end"]) for s in sch.spans if s["stream"] in (Stream.COMPUTE, Stream.HOST)]))
+    comm = math.fsum(s["end"] - s["start"] for s in on(sch.spans, Stream.COMM))
+    host = math.fsum(s["end"] - s["start"] for s in on(sch.spans, Stream.HOST))
+    busy = length(union([(s["start"], s["end"]) for s in on(sch.spans, Stream.COMPUTE, Stream.HOST)]))
     exposed = max(step - busy, 0.0)
     return Result(step, prof.compute_time, comm, exposed, sch.peak_units, sch.peak_bytes, spans, o, ln, True, host)
 

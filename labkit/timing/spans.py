@@ -16,7 +16,7 @@ from typing import Any
 
 from labkit.i18n import catalog, t
 from labkit.wire.protocol import TYPE, Msg
-from labkit.wire.records import Source, Span, Stream, events_of, messages
+from labkit.wire.records import Source, Span, Stream, events_of, messages, on
 from labkit.wire.records import span as span  # labkit.timeline.span, as before
 
 catalog(
@@ -121,8 +121,8 @@ def summary(run: Timeline, step: int | None = None) -> dict[int, dict[str, float
     out = {}
     for r, msg in spans_by_rank(run, step).items():
         spans = msg["spans"]
-        compute = union([(s["start"], s["end"]) for s in spans if s["stream"] == Stream.COMPUTE])
-        comm = union([(s["start"], s["end"]) for s in spans if s["stream"] == Stream.COMM])
+        compute = union([(s["start"], s["end"]) for s in on(spans, Stream.COMPUTE)])
+        comm = union([(s["start"], s["end"]) for s in on(spans, Stream.COMM)])
         start = msg.get("start", min(s["start"] for s in spans))
         end = msg.get("end", max(s["end"] for s in spans))
         out[r] = {

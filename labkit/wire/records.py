@@ -13,7 +13,7 @@ The rank side writes these records (``labkit.ranks``), the kernel side reads the
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence, Sized
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol, TypedDict, runtime_checkable
@@ -86,7 +86,14 @@ SPAN_FIELDS = ("unit", "kind", "start", "end", "stream")  # in every span, in th
 
 def span(unit: str, kind: str, start: float, end: float, stream: Stream | str, **extra: Any) -> Span:
     """A span, its fields in their usual order (the JSON of a ``spans`` message keeps it)."""
-    return {"unit": unit, "kind": kind, "start": start, "end": end, "stream": Stream(stream), **extra}  # type: ignore[typeddict-item]
+    if type(stream) is not Stream:  # Stream(x) costs a µs; the simulator makes thousands of spans
+        stream = Stream(stream)
+    return {"unit": unit, "kind": kind, "start": start, "end": end, "stream": stream, **extra}  # type: ignore[typeddict-item]
+
+
+def on(spans: Iterable[Span], *streams: Stream) -> list[Span]:
+    """The spans that ran on one of ``streams``, in their order: ``on(spans, Stream.COMM)``."""
+    return [s for s in spans if s["stream"] in streams]
 
 
 # -- a rank's state, as the notebook sees it ------------------------------------------------------
