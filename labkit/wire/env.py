@@ -14,7 +14,6 @@ labkit is not installed). Their variables are listed all the same.
 
 from __future__ import annotations
 
-import argparse
 import os
 from dataclasses import dataclass
 
@@ -314,6 +313,8 @@ def markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    import argparse  # not at import: every rank imports this module
+
     parser = argparse.ArgumentParser(prog="python -m labkit.wire.env", description="labkit's environment variables")
     parser.add_argument("--write", metavar="FILE", help="write the markdown page there instead of printing it")
     args = parser.parse_args(argv)

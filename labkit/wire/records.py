@@ -81,9 +81,6 @@ class Span(TypedDict, total=False):
     blocking: bool
 
 
-SPAN_FIELDS = ("unit", "kind", "start", "end", "stream")  # in every span, in this order
-
-
 def span(unit: str, kind: str, start: float, end: float, stream: Stream | str, **extra: Any) -> Span:
     """A span, its fields in their usual order (the JSON of a ``spans`` message keeps it)."""
     if type(stream) is not Stream:  # Stream(x) costs a µs; the simulator makes thousands of spans
