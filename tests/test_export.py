@@ -376,10 +376,12 @@ def rank_api(module) -> dict[str, list[str]]:
 def standin(monkeypatch):
     """The stand-in as an exported script makes it, its sys.modules entries undone afterwards."""
     import labkit
+    import labkit.ranks
     from labkit.export.runtime import RUNTIME
     from labkit.ranks import rank
 
     monkeypatch.setitem(sys.modules, "labkit", labkit)
+    monkeypatch.setitem(sys.modules, "labkit.ranks", labkit.ranks)
     monkeypatch.setitem(sys.modules, "labkit.ranks.rank", rank)
     make = next(fn for fn in RUNTIME if fn.__name__.endswith("standin_rank"))
     return make(export.WIRE)

@@ -116,9 +116,11 @@ def _labkit_standin_rank(wire):
     mod.current_step, mod.reset_steps, mod.log, mod.phase = current_step, reset_steps, log, phase
     mod.to_jsonable, mod.use_channel, mod.connected = to_jsonable, use_channel, connected
     mod.on_phase, mod.on_step = hook_list(phase_hooks), hook_list(step_hooks)
-    package = types.ModuleType("labkit")
-    package.rank = mod
-    sys.modules.update({"labkit": package, "labkit.ranks.rank": mod})
+    # ``from labkit.ranks import rank`` and ``from labkit import rank`` both find it: packages need a path
+    package, ranks = types.ModuleType("labkit"), types.ModuleType("labkit.ranks")
+    package.__path__, ranks.__path__ = [], []
+    package.rank, package.ranks, ranks.rank = mod, ranks, mod
+    sys.modules.update({"labkit": package, "labkit.ranks": ranks, "labkit.ranks.rank": mod})
     return mod
 
 
