@@ -19,6 +19,7 @@ import pytest
 from labkit import export
 from labkit.export import cells as export_cells
 from labkit.i18n import set_lang
+from labkit.ranks import rank as labkit_rank
 from labkit.wire.errors import OptionError
 
 PY = sys.executable
@@ -362,12 +363,10 @@ def rank_api(module) -> dict[str, list[str]]:
     """labkit.rank's public calls (defined there, not imported) and their parameters; ``values``."""
     import inspect
 
-    from labkit.ranks import rank
-
     calls = {
         name: list(inspect.signature(fn).parameters)
-        for name, fn in inspect.getmembers(rank, inspect.isfunction)
-        if not name.startswith("_") and fn.__module__ == rank.__name__
+        for name, fn in inspect.getmembers(labkit_rank, inspect.isfunction)
+        if not name.startswith("_") and fn.__module__ == labkit_rank.__name__
     }
     return {name: list(inspect.signature(getattr(module, name)).parameters) for name in calls} | {"values": []}
 
@@ -378,19 +377,21 @@ def standin(monkeypatch):
     import labkit
     import labkit.ranks
     from labkit.export.runtime import RUNTIME
-    from labkit.ranks import rank
 
+    # the stand-in replaces these three; the test's own labkit_rank was imported before
     monkeypatch.setitem(sys.modules, "labkit", labkit)
     monkeypatch.setitem(sys.modules, "labkit.ranks", labkit.ranks)
-    monkeypatch.setitem(sys.modules, "labkit.ranks.rank", rank)
+    monkeypatch.setitem(sys.modules, "labkit.ranks.rank", labkit_rank)
     make = next(fn for fn in RUNTIME if fn.__name__.endswith("standin_rank"))
     return make(export.WIRE)
 
 
 def test_the_standin_has_labkit_ranks_public_api(standin):
-    from labkit.ranks import rank
+    from labkit import rank as flat
+    from labkit.ranks import rank as imported  # what an exported cell writes
 
-    expected = rank_api(rank)
+    assert imported is flat is standin
+    expected = rank_api(labkit_rank)
     assert {"on_step", "use_channel", "to_jsonable", "on_phase", "steps", "report"} <= set(expected)
     missing = sorted(set(expected) - set(dir(standin)))
     assert not missing, f"the exported script's labkit.rank lacks {missing}"
@@ -402,7 +403,7 @@ def test_the_standin_sends_what_labkit_rank_sends(standin, tmp_path, monkeypatch
 
     import torch
 
-    from labkit.ranks import rank
+    rank = labkit_rank
 
     @dataclasses.dataclass
     class Point:
