@@ -19,6 +19,7 @@ import pytest
 from labkit import export
 from labkit.export import cells as export_cells
 from labkit.i18n import set_lang
+from labkit.ranks import rank as labkit_rank
 from labkit.wire.errors import OptionError
 
 PY = sys.executable
@@ -353,3 +354,88 @@ def test_option_line_variables_take_the_notebooks_values(tmp_path):
     set_lang("en")
     with pytest.raises(OptionError, match=r"cell 4 uses \$nproc .* a plain value"):
         export.export_notebook(path, cells=[4])
+
+
+# -- the stand-in for labkit.rank that an exported script carries -----------------------------
+
+
+def rank_api(module) -> dict[str, list[str]]:
+    """labkit.rank's public calls (defined there, not imported) and their parameters; ``values``."""
+    import inspect
+
+    calls = {
+        name: list(inspect.signature(fn).parameters)
+        for name, fn in inspect.getmembers(labkit_rank, inspect.isfunction)
+        if not name.startswith("_") and fn.__module__ == labkit_rank.__name__
+    }
+    return {name: list(inspect.signature(getattr(module, name)).parameters) for name in calls} | {"values": []}
+
+
+@pytest.fixture
+def standin(monkeypatch):
+    """The stand-in as an exported script makes it, its sys.modules entries undone afterwards."""
+    import labkit
+    import labkit.ranks
+    from labkit.export.runtime import RUNTIME
+
+    # the stand-in replaces these three; the test's own labkit_rank was imported before
+    monkeypatch.setitem(sys.modules, "labkit", labkit)
+    monkeypatch.setitem(sys.modules, "labkit.ranks", labkit.ranks)
+    monkeypatch.setitem(sys.modules, "labkit.ranks.rank", labkit_rank)
+    make = next(fn for fn in RUNTIME if fn.__name__.endswith("standin_rank"))
+    return make(export.WIRE)
+
+
+def test_the_standin_has_labkit_ranks_public_api(standin):
+    from labkit import rank as flat
+    from labkit.ranks import rank as imported  # what an exported cell writes
+
+    assert imported is flat is standin
+    expected = rank_api(labkit_rank)
+    assert {"on_step", "use_channel", "to_jsonable", "on_phase", "steps", "report"} <= set(expected)
+    missing = sorted(set(expected) - set(dir(standin)))
+    assert not missing, f"the exported script's labkit.rank lacks {missing}"
+    assert rank_api(standin) == expected, "the stand-in's calls take other parameters than labkit.rank's"
+
+
+def test_the_standin_sends_what_labkit_rank_sends(standin, tmp_path, monkeypatch):
+    import dataclasses
+
+    import torch
+
+    rank = labkit_rank
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    def session(module, folder):
+        monkeypatch.setenv("LABKIT_REPORT_DIR", str(folder))
+        seen = []
+        undo = [module.on_step(lambda i: seen.append(("step", i))), module.on_phase(lambda n: seen.append(n))]
+        module.reset_steps()
+        for _ in module.steps(2):
+            module.phase("forward")
+        module.report(loss=torch.tensor(1.5), sizes=(1, 2), point=Point(3), meta=torch.empty(2, 3, device="meta"))
+        module.log("x" * 600)
+        for u in undo:
+            u()
+        module.phase("after")  # no hook left
+        module.values.clear()
+        return seen, [json.loads(line) for line in open(folder / "rank0.jsonl")]
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert rank._client is None  # labkit.rank writes to the report folder, as the stand-in does
+    ours, sent = session(rank, tmp_path / "a")
+    theirs, standin_sent = session(standin, tmp_path / "b")
+    assert ours == theirs == ["forward", ("step", 0), "forward", ("step", 1)]
+
+    def shape(msgs):  # the times differ
+        return [{k: v for k, v in m.items() if k not in ("time", "dt")} for m in msgs]
+
+    assert shape(standin_sent) == shape(sent)
+    assert [list(m) for m in standin_sent] == [list(m) for m in sent]  # the keys, in the same order
+    assert sent[-3]["values"] == {"loss": 1.5, "sizes": [1, 2], "point": {"x": 3}, "meta": {"meta_tensor": [2, 3]}}
+    for value in (None, {1: (torch.tensor([1, 2]), {3})}, Point(4), object):
+        assert standin.to_jsonable(value) == rank.to_jsonable(value)

@@ -1,9 +1,15 @@
-"""The code's layout rules (issue 16's "done when"), read from the source with ``ast``; nothing is imported or run.
+"""The code's layout rules (issues 16 and 21), read from the source with ``ast``; only the torch check
+imports anything (in a subprocess).
 
-- no labkit file over 500 lines (the lessons' sources aside);
+- the packages import each other only along the layers of ``ALLOWED`` (docs/architecture.md draws them);
+- no import cycle of any kind among labkit modules: function-level imports and imports under
+  ``if TYPE_CHECKING:`` count (a cycle a type hint needs is still a cycle);
+- nothing a rank runs (``labkit.ranks``, and all it imports) imports matplotlib, ipywidgets or IPython;
+- ``import labkit.memory`` and ``import labkit.timing`` (each of their modules) import no torch;
+- at most 10 modules directly in labkit/, the rest in packages named by the side they run on;
 - no labkit module uses another module's ``_private`` name;
-- no import cycles between labkit modules (imports under ``if TYPE_CHECKING:`` aside);
-- no ``sys.path`` edits in tests/.
+- no ``sys.path`` edits in tests/;
+- a labkit file over 500 lines is a warning to look at it, not a failure.
 
     .venv/bin/python -m pytest tests/test_layout.py -q
 """
@@ -11,13 +17,67 @@
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
+import warnings
 from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LABKIT = ROOT / "labkit"
 MAX_LINES = 500
+MAX_TOP_MODULES = 10
 LONG_FILES_ALLOWED = (LABKIT / "course" / "lessons",)  # a lesson's source is its notebook, read top to bottom
+
+# The layers, lowest first. A package may import its own modules, the base, and the packages of the
+# layers below it; the few edges inside a layer are listed. ``testing`` (test jobs, cluster fixtures)
+# may import anything, and nothing of labkit imports it.
+BASE = "base"  # labkit/__init__.py (the public names), i18n, fmt
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (BASE,),
+    ("wire",),  # the kernel<->rank contract: both sides import it, it imports neither
+    ("models", "memory", "timing", "ranks"),  # formulas and the rank side; no views, no launch
+    ("views",),  # what the notebook shows: takes a RunRecord, never a launch.Run
+    ("launch",),  # the kernel side of a run: starts ranks, fills a Run, shows it
+    ("export", "course", "grading", "regress", "cli"),  # what is built on runs
+)
+WITHIN_LAYER = {
+    "memory": {"models"},  # the formulas read the models' configs
+    "ranks": {"models", "timing"},  # FSDP units are labkit's blocks; a recorded span's interval arithmetic
+    "course": {"grading"},  # the lessons' questions register with the grader
+    "cli": {"export", "course", "grading", "regress"},
+    "regress": {
+        "grading"
+    },  # a sweep executes notebooks the way the grader does (grading.grade.execute)  # the labkit command: each package's subcommand
+}
+EVERYWHERE = {"testing"}
+# Module edges that the package table does not allow, each with its reason.
+MODULE_EXCEPTIONS = {
+    ("labkit", "labkit.launch.magic"): "IPython calls labkit.load_ipython_extension for %load_ext labkit",
+    ("labkit", "labkit.regress.record"): "%load_ext labkit also subscribes the run record to every finished run",
+    ("labkit.memory.faketrace", "labkit.ranks.memtrack"): "estimate's subprocess runs the in-rank tracker on a "
+    "fake FSDP step (inside its function: import labkit.memory never imports it)",
+}
+RANK_SIDE = "labkit.ranks"
+NOT_IN_A_RANK = ("matplotlib", "ipywidgets", "IPython")
+NO_TORCH = ("labkit.memory", "labkit.timing")
+
+
+def package(module: str) -> str:
+    """``labkit.launch.group`` -> ``launch``; labkit itself, ``labkit.i18n``, ``labkit.fmt`` and ``labkit.messages`` -> base."""
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] in ("i18n", "fmt", "messages"):
+        return BASE
+    return parts[1]
+
+
+def allowed(pkg: str) -> set[str]:
+    """The packages ``pkg`` may import."""
+    if pkg in EVERYWHERE:
+        return {p for layer in LAYERS for p in layer} | EVERYWHERE
+    level = next(i for i, layer in enumerate(LAYERS) if pkg in layer)
+    return {p for layer in LAYERS[:level] for p in layer} | {pkg} | WITHIN_LAYER.get(pkg, set())
 
 
 @cache
@@ -55,28 +115,27 @@ def absolute(name: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-# Modules whose module names are a lookup, not a dependency: i18n.t imports a package's catalog
-# (labkit/<package>/messages.py, data that imports nothing) the first time one of its keys is used, and
-# names the top-level one, labkit.messages. i18n's own code uses nothing from the catalogs. (A plugin
-# loader such as grading.registry's COURSE_MODULES is a real dependency: the grader cannot grade without
-# the questions it imports, so it counts.)
-LOOKUP_TABLES = {"labkit.i18n"}
+# Modules whose tables of module names are lookups, not dependencies. i18n: which module registers each
+# message prefix, imported the first time one of its keys is used; i18n works with none of them
+# imported and every one of them imports i18n. labkit (the package): the public names and the short
+# aliases (ALIASES, _LAZY, QUESTION_SOURCES), each module loaded on first use. (A plugin loader such as
+# grading.registry's is a real dependency: the grader cannot grade without the questions it imports.)
+# wire.env: the modules that read each variable, as documentation. Their ``import`` statements still count.
+LOOKUP_TABLES = {"labkit.i18n", "labkit", "labkit.wire.env"}
 
 
 @cache
 def imports() -> dict[str, dict[str, int]]:
     """module -> {labkit module it imports: first line}. Function-level imports count (a cycle through a
-    lazy import is still a cycle), and so does a module's name given to ``importlib`` as a string;
-    a module importing its own parent package does not (Python imports the package first anyway)."""
+    lazy import is still a cycle), so do imports under ``if TYPE_CHECKING:``, and so does a module's
+    name given to ``importlib`` as a string; a module importing its own parent package does not
+    (Python imports the package first anyway)."""
     mods = modules()
     graph: dict[str, dict[str, int]] = {}
     for name, path in mods.items():
         module = tree(path)
-        skip = type_checking_nodes(module)
         edges = graph.setdefault(name, {})
         for node in ast.walk(module):
-            if id(node) in skip:
-                continue
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -92,6 +151,58 @@ def imports() -> dict[str, dict[str, int]]:
                 if target in mods and target != name and not name.startswith(target + "."):
                     edges.setdefault(target, getattr(node, "lineno", 0))
     return graph
+
+
+@cache
+def external_imports() -> dict[str, dict[str, int]]:
+    """module -> {top-level name of each non-labkit module it imports: first line}, function-level too."""
+    out: dict[str, dict[str, int]] = {}
+    for name, path in modules().items():
+        found = out.setdefault(name, {})
+        for node in ast.walk(tree(path)):
+            if isinstance(node, ast.Import):
+                tops = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                tops = [node.module.split(".")[0]]
+            else:
+                continue
+            for top in tops:
+                if top != "labkit":
+                    found.setdefault(top, node.lineno)
+    return out
+
+
+def reached(start: str) -> dict[str, list[str]]:
+    """Every labkit module ``start`` imports, directly or not, with the chain that gets there."""
+    graph, paths, todo = imports(), {start: [start]}, [start]
+    while todo:
+        here = todo.pop()
+        for nxt in sorted(graph.get(here, {})):
+            if nxt not in paths:
+                paths[nxt] = paths[here] + [nxt]
+                todo.append(nxt)
+    return paths
+
+
+def layer_violations() -> list[str]:
+    out = []
+    for a, targets in sorted(imports().items()):
+        for b, line in sorted(targets.items()):
+            pa, pb = package(a), package(b)
+            if pb not in allowed(pa) and (a, b) not in MODULE_EXCEPTIONS:
+                out.append(f"{a}:{line} imports {b} ({pa} -> {pb})")
+    return out
+
+
+def rank_side_plotting() -> list[str]:
+    """A plotting or notebook import anywhere a rank-side module reaches (function-level imports count)."""
+    out = []
+    for start in sorted(m for m in modules() if m == RANK_SIDE or m.startswith(RANK_SIDE + ".")):
+        for mod, chain in sorted(reached(start).items()):
+            for top, line in sorted(external_imports()[mod].items()):
+                if top in NOT_IN_A_RANK:
+                    out.append(f"{' -> '.join(chain)}:{line} imports {top}")
+    return sorted(set(out))
 
 
 def cycles() -> list[list[str]]:
@@ -198,6 +309,10 @@ def private_uses() -> list[str]:
     return sorted(set(found))
 
 
+def top_level_modules() -> list[str]:
+    return sorted(p.name for p in LABKIT.glob("*.py"))
+
+
 def long_files() -> list[str]:
     out = []
     for path in sorted(LABKIT.rglob("*.py")):
@@ -225,10 +340,60 @@ def test_the_checks_see_the_code():
     graph = imports()
     assert "labkit.launch.cold" in graph and "labkit.launch.options" in graph["labkit.launch.cold"]
     assert "labkit.i18n" in private_definitions() and "_CATALOG" in private_definitions()["labkit.i18n"]
+    assert "labkit.views.gantt" in reached("labkit.launch.run")  # a function-level import counts
+    assert "matplotlib" in external_imports()["labkit.views.gantt"]  # so does a function-level plotting import
+    assert "torch" in external_imports()["labkit.ranks.memtrack"]
+    assert all(package(m) in allowed(package(m)) for m in modules())
+    assert "wire" not in allowed(BASE) and "launch" not in allowed("views") and "views" in allowed("launch")
 
 
-def test_no_labkit_file_is_over_500_lines():
-    assert not long_files(), "split these by role: " + "; ".join(long_files())
+def test_packages_import_along_the_layers():
+    bad = layer_violations()
+    assert not bad, (
+        "imports against the layers (tests/test_layout.py ALLOWED; move the code, or the shared\n"
+        "definition down to labkit.wire):\n" + "\n".join(bad)
+    )
+
+
+def test_module_exceptions_are_still_needed():
+    graph = imports()
+    stale = [f"{a} -> {b}" for a, b in MODULE_EXCEPTIONS if b not in graph.get(a, {})]
+    assert not stale, f"MODULE_EXCEPTIONS lists edges the code no longer has: {stale}"
+
+
+def test_nothing_a_rank_runs_imports_plotting_or_the_notebook():
+    bad = rank_side_plotting()
+    assert not bad, "rank-side code reaches a notebook-only module:\n" + "\n".join(bad)
+
+
+def test_memory_and_timing_import_no_torch():
+    # a fresh interpreter: import every module of the two packages, then look for torch
+    names = sorted(m for m in modules() if any(m == p or m.startswith(p + ".") for p in NO_TORCH))
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "    if 'torch' in sys.modules:\n"
+        "        print(json.dumps(name)); break\n"
+        "else:\n"
+        "    print(json.dumps(None))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    culprit = json.loads(done.stdout.strip().splitlines()[-1])
+    assert culprit is None, f"importing {culprit} imports torch (import it inside the function that needs it)"
+    assert len(names) > 8, names
+
+
+def test_few_modules_directly_in_labkit():
+    top = top_level_modules()
+    assert len(top) <= MAX_TOP_MODULES, f"{len(top)} modules directly in labkit/ (at most {MAX_TOP_MODULES}): {top}"
+
+
+def test_long_files_are_a_warning_not_a_failure():
+    long = long_files()
+    if long:  # a module that grew long may still be one idea: look, do not split it into siblings by reflex
+        warnings.warn(f"labkit files over {MAX_LINES} lines, worth a look: " + "; ".join(long), stacklevel=1)
 
 
 def test_no_module_uses_another_modules_private_names():

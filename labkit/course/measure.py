@@ -20,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from labkit.wire import records
+from labkit.wire.records import Message, Source
+
 
 def nbytes(tensors: Iterable[Any]) -> int:
     """Bytes of the given tensors (``None`` entries, e.g. missing gradients, count 0)."""
@@ -35,12 +38,12 @@ def state_bytes(model: Any, optimizer: Any) -> dict[str, int]:
     return {"params": nbytes(params), "grads": nbytes(p.grad for p in params), "optim": nbytes(optim)}
 
 
-def last_message(run: Any, kind: str, rank: int = 0, **match: Any) -> dict[str, Any]:
+def last_message(run: Source, kind: str, rank: int = 0, **match: Any) -> Message:
     """The last message of type ``kind`` from ``rank`` whose fields equal ``match``."""
-    found = [m for m in run.messages(kind)[rank] if all(m.get(k) == v for k, v in match.items())]
-    if not found:
+    found = records.last_message(run, rank, kind, **match)
+    if found is None:
         raise KeyError(f"rank {rank} sent no {kind!r} message with {match}")
-    return found[-1]
+    return found
 
 
 def peak_gathered(spans: Sequence[dict[str, Any]], unit_bytes: dict[str, int]) -> int:

@@ -31,6 +31,7 @@ from labkit.export.cells import MAGIC, Bindings, Position, TorchrunCell, read_ce
 from labkit.export.runtime import RUNTIME
 from labkit.i18n import t
 from labkit.wire.errors import OptionError
+from labkit.wire.protocol import TIME, TYPE
 
 # -- writing the script ------------------------------------------------------------------
 
@@ -135,6 +136,9 @@ def header(path: str, chosen: list[TorchrunCell], nproc: int | None, script: str
     return "\n".join(lines) + '\n"""'
 
 
+WIRE = {"type": TYPE, "time": TIME}  # the message keys, for the stand-in of labkit.rank in the script
+
+
 def build_script(
     path: str, cells: list[int] | None = None, script_name: str = "script.py"
 ) -> tuple[str, list[int], int | None]:
@@ -155,7 +159,8 @@ def build_script(
         "#!/usr/bin/env python3\n" + header(path, chosen, nproc, script_name) + "\n",
         env_line if env else None,
         *[inspect.getsource(fn) for fn in RUNTIME],
-        f"_LABKIT = _labkit_setup(nproc={nproc!r}, pg_timeout={RunConfig().pg_timeout!r}, messages={messages!r})\n",
+        f"_LABKIT = _labkit_setup(nproc={nproc!r}, pg_timeout={RunConfig().pg_timeout!r}, messages={messages!r}, "
+        f"wire={WIRE!r})\n",
         *[s + "\n" for s in sections],
         "_labkit_exit()  # as a labkit rank ends: no interpreter teardown (see the function)\n",
     ]

@@ -8,9 +8,14 @@ values shown, the group destroyed at the cell's end.
 """
 
 
-def _labkit_standin_rank():
-    """labkit is not installed here: a stand-in for ``labkit.rank`` with the same calls and JSON lines."""
+def _labkit_standin_rank(wire):
+    """labkit is not installed here: a stand-in for ``labkit.rank`` with the same calls and JSON lines.
+
+    ``wire``: the message keys (``labkit.wire.protocol``'s TYPE and TIME), given by the export so that
+    this copy writes messages as labkit does. tests/test_export.py checks its calls against labkit.rank's.
+    """
     import contextlib
+    import dataclasses
     import json
     import os
     import sys
@@ -20,27 +25,48 @@ def _labkit_standin_rank():
     mod = types.ModuleType("labkit.ranks.rank")
     mod.values = {}
     count = [0]  # the next step's index, as labkit.rank keeps it
+    channel = [None]  # a channel given by use_channel (an exported script has none of its own)
+    phase_hooks, step_hooks = [], []
     mod.rank = lambda: int(os.environ.get("RANK", "0"))
     mod.local_rank = lambda: int(os.environ.get("LOCAL_RANK", "0"))
     mod.world_size = lambda: int(os.environ.get("WORLD_SIZE", "1"))
-    mod.connected = lambda: False
 
-    def plain(v):
-        if isinstance(v, dict):
-            return {str(k): plain(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple, set)):
-            return [plain(x) for x in v]
-        return v.tolist() if callable(getattr(v, "tolist", None)) else v
+    def to_jsonable(value):
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, dict):
+            return {str(k): to_jsonable(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple, set)):
+            return [to_jsonable(v) for v in value]
+        tolist = getattr(value, "tolist", None)  # torch.Tensor, numpy arrays and scalars
+        if callable(tolist):
+            if getattr(value, "is_meta", False):
+                return {"meta_tensor": list(value.shape)}
+            return to_jsonable(value.detach().cpu().tolist() if hasattr(value, "detach") else tolist())
+        if hasattr(value, "__dataclass_fields__"):
+            return to_jsonable(dataclasses.asdict(value))
+        return repr(value)
+
+    def use_channel(client):
+        channel[0] = client
+
+    def connected():
+        return channel[0] is not None and not getattr(channel[0], "closed", False)
 
     def send(kind, **payload):
+        msg = {wire["type"]: kind, wire["time"]: time.time(), **to_jsonable(payload)}
+        if channel[0] is not None:
+            channel[0].send(msg)
+            return
         folder = os.environ.get("LABKIT_REPORT_DIR")
         if folder:
             with open(os.path.join(folder, f"rank{mod.rank()}.jsonl"), "a") as f:
-                f.write(json.dumps({"t": kind, "time": time.time(), **plain(payload)}, default=repr) + "\n")
+                f.write(json.dumps(msg, default=repr) + "\n")
 
-    def report(**named):
-        mod.values.update(plain(named))
-        send("report", values=plain(named))
+    def report(**named_values):
+        clean = to_jsonable(named_values)
+        mod.values.update(clean)
+        send("report", values=clean)
 
     @contextlib.contextmanager
     def step(index=None):
@@ -48,8 +74,11 @@ def _labkit_standin_rank():
         t0 = time.perf_counter()
         send("step_start", i=i)
         yield
+        dt = time.perf_counter() - t0
         count[0] = i + 1
-        send("step", i=i, dt=time.perf_counter() - t0)
+        send("step", i=i, dt=dt)
+        for hook in list(step_hooks):
+            hook(i)
 
     def current_step():
         return count[0]
@@ -68,18 +97,34 @@ def _labkit_standin_rank():
         nccl = os.environ.get("LABKIT_BACKEND") == "nccl" and torch.cuda.is_available()
         return torch.device("cuda", mod.local_rank()) if nccl else torch.device("cpu")
 
+    def log(text):
+        send("log", text=str(text)[:500])
+
+    def phase(name):
+        for hook in list(phase_hooks):
+            hook(name)
+        send("phase", name=name)
+
+    def hook_list(hooks):
+        def register(hook):
+            hooks.append(hook)
+            return lambda: hooks.remove(hook) if hook in hooks else None
+
+        return register
+
     mod.send, mod.report, mod.step, mod.steps, mod.device = send, report, step, steps, device
-    mod.current_step, mod.reset_steps = current_step, reset_steps
-    mod.log = lambda text: send("log", text=str(text)[:500])
-    mod.phase = lambda name: send("phase", name=name)
-    mod.on_phase = lambda hook: None
-    package = types.ModuleType("labkit")
-    package.rank = mod
-    sys.modules.update({"labkit": package, "labkit.ranks.rank": mod})
+    mod.current_step, mod.reset_steps, mod.log, mod.phase = current_step, reset_steps, log, phase
+    mod.to_jsonable, mod.use_channel, mod.connected = to_jsonable, use_channel, connected
+    mod.on_phase, mod.on_step = hook_list(phase_hooks), hook_list(step_hooks)
+    # ``from labkit.ranks import rank`` and ``from labkit import rank`` both find it: packages need a path
+    package, ranks = types.ModuleType("labkit"), types.ModuleType("labkit.ranks")
+    package.__path__, ranks.__path__ = [], []
+    package.rank, package.ranks, ranks.rank = mod, ranks, mod
+    sys.modules.update({"labkit": package, "labkit.ranks": ranks, "labkit.ranks.rank": mod})
     return mod
 
 
-def _labkit_setup(nproc, pg_timeout, messages):
+def _labkit_setup(nproc, pg_timeout, messages, wire):
     """Once, before the first cell: labkit.rank, or its stand-in."""
     import os
     import sys
@@ -87,7 +132,7 @@ def _labkit_setup(nproc, pg_timeout, messages):
     try:
         from labkit.ranks import rank
     except ImportError:
-        rank = _labkit_standin_rank()
+        rank = _labkit_standin_rank(wire)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if nproc is not None and world != nproc and rank.rank() == 0:
         print(messages["world"].format(nproc=nproc, world=world), file=sys.stderr, flush=True)

@@ -19,6 +19,7 @@ from typing import Any
 from labkit.grading import registry
 from labkit.i18n import get_lang, t
 from labkit.wire.errors import OptionError
+from labkit.wire.records import RunRecord
 
 MIME = "application/vnd.labkit.check+json"
 
@@ -124,7 +125,7 @@ def _ipython() -> Any:
     return mod.get_ipython() if mod is not None else None
 
 
-def check(question_id: str, value: Any, *, run: Any = None, **context: Any) -> CheckResult:
+def check(question_id: str, value: Any, *, run: RunRecord | None = None, **context: Any) -> CheckResult:
     """Check ``value`` against the question ``question_id``; show and return the result.
 
     ``run=`` (a ``labkit.Run``) and any other keyword are the context that answers

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from labkit.i18n import LANGS, t
+from labkit.wire import env as envvars
 from labkit.wire.errors import OptionError
 
 
@@ -51,7 +52,7 @@ def run_grade(args: argparse.Namespace) -> int:
         return 2
     # the kernels inherit the variable, so the notebooks see the same questions; they run in
     # a folder of their own, so a relative path would not be found there
-    names = [p for p in os.environ.get("LABKIT_QUESTIONS", "").split(os.pathsep) if p] + args.questions
+    names = [p for p in (envvars.get("LABKIT_QUESTIONS") or "").split(os.pathsep) if p] + args.questions
     os.environ["LABKIT_QUESTIONS"] = os.pathsep.join(os.path.abspath(n) if n.endswith(".py") else n for n in names)
     try:
         registry.load_questions()  # a broken questions module fails here, not in every notebook

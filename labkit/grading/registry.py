@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.i18n import LANGS, catalog, t
+from labkit.wire import env as envvars
 from labkit.wire.errors import OptionError
 
 _UNSET: Any = object()
@@ -262,7 +263,7 @@ def load_questions() -> None:
     import labkit  # the package names the course's question modules, so grading imports no course code
 
     names = [n for n in (*getattr(labkit, "QUESTION_SOURCES", ()), *SOURCES) if _exists(n)]
-    names += [n for n in os.environ.get("LABKIT_QUESTIONS", "").split(os.pathsep) if n.strip()]
+    names += [n for n in (envvars.get("LABKIT_QUESTIONS") or "").split(os.pathsep) if n.strip()]
     for name in names:
         if name in _loaded:
             continue

@@ -15,7 +15,6 @@ with an error when the failure was seen gets a line ``labkit: local_rank N exitc
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import traceback
 from typing import Any
@@ -63,7 +62,9 @@ def main() -> None:
     gpus.prepare_agent()  # torchrun must not start CUDA here: the ranks are forked from this process
     for name in LOGGERS:
         logging.getLogger(name).addFilter(PlainTraceback())
-    if os.environ.get("LABKIT_NODES"):  # one of several nodes: where they meet, and who hosts the store
+    from labkit.wire import env as envvars
+
+    if envvars.get("LABKIT_NODES"):  # one of several nodes: where they meet, and who hosts the store
         from labkit.launch.nodes import agent_args
 
         sys.argv[1:1] = agent_args()

@@ -73,7 +73,7 @@ class Launch:
         error: BaseException | None = None
         view = None
         try:
-            view = make_view(run, self.cfg, on_stop=self.request_stop)
+            view = make_view(run, self.request_stop, display=self.cfg.display, quiet=self.cfg.quiet)
             outcome = self.group.supervise(run, lambda: self._check(run), view)
         except KeyboardInterrupt:
             outcome = Outcome.INTERRUPTED

@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from labkit.i18n import t
 from labkit.wire.errors import LaunchError, RankError, RunError, RunInterrupted, RunStopped, RunTimeout
-from labkit.wire.protocol import TYPE, Msg, Outcome, Status
+from labkit.wire.protocol import TIME, Msg, Outcome, Status
+from labkit.wire.records import RankState, first_message
 
 if TYPE_CHECKING:
-    from labkit.launch.run import RankState, Run
+    from labkit.launch.run import Run
 
 
 # a collective failed because the other side is gone (gloo's wording, and the OS's)
@@ -243,7 +244,7 @@ def root_cause(run: Run, agent_log: str, stopped_by_us: bool = False, gang: bool
 
     candidates = []  # (time, rank, kind) of each first-hand failure
     for r, s in run.ranks.items():
-        closed = next((m["time"] for m in run.events[r] if m.get(TYPE) == Msg.CLOSED), None)
+        closed = (first_message(run, r, Msg.CLOSED) or {}).get(TIME)
         if s.error:
             candidates.append((s.error.get("time", 0), r, "error"))
         elif s.exit_code not in (None, 0) and s.signal != "SIGTERM":
@@ -281,7 +282,7 @@ def early_exit(run: Run, when: float, r: int, kind: str) -> RankError | None:
     if kind != "error" or not peer_lost(run.ranks[r]):
         return None
     for other in run.ranks:
-        done = next((m for m in run.events[other] if m.get(TYPE) == Msg.DONE), None)
+        done = first_message(run, other, Msg.DONE)
         if other != r and done is not None and done.get("time", when) <= when:
             msg = t("launch.early_exit", rank=other, other=r, detail=err.get("type", "error"))
             return RankError(msg + "\n" + t("launch.hint.early"), run=run, rank=other, exit_code=0, signal=None)

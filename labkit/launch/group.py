@@ -21,7 +21,6 @@ environment is killed: ranks live in process groups of their own, and their chil
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -40,9 +39,11 @@ from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
 from labkit.launch.options import RunConfig, check_picklable, multinode
 from labkit.launch.run import Run
+from labkit.wire import env as envvars
 from labkit.wire.channel import ChannelServer
 from labkit.wire.errors import LaunchError, OptionError
-from labkit.wire.protocol import TYPE, Msg, Outcome
+from labkit.wire.job import FUNCTION_FILE, JobSpec
+from labkit.wire.protocol import Msg, Outcome, message
 
 # environment that belongs to an outer launcher (a Slurm job, another torchrun) and would
 # confuse ours: torchrun sets the ones it needs for each rank.
@@ -93,27 +94,22 @@ class Job:
         return cls("code", target, vars_blob=vars_blob)
 
     def write(self, run_dir: str, cfg: RunConfig) -> None:
-        """``job.json`` and the files it names, in the run folder, for the bootstrap to read."""
-        spec: dict[str, Any] = {
-            "mode": self.mode,
-            "backend": cfg.backend,
-            "pg_timeout": cfg.pg_timeout,
-            "sample_interval": cfg.sample_interval,
-        }
+        """``job.json`` (a ``JobSpec``) and the files it names, in the run folder, for the bootstrap to read."""
+        source_file = vars_file = None
         if self.source is not None:
-            spec["source_file"] = self.path or os.path.join(run_dir, "cell.py")
+            source_file = self.path or os.path.join(run_dir, "cell.py")
             if self.path is None:
-                with open(spec["source_file"], "w") as f:
+                with open(source_file, "w") as f:
                     f.write(self.source)
         if self.payload is not None:
-            with open(os.path.join(run_dir, "function.pkl"), "wb") as f:
+            with open(os.path.join(run_dir, FUNCTION_FILE), "wb") as f:
                 f.write(self.payload)
         if self.vars_blob is not None:
-            with open(os.path.join(run_dir, "vars.pkl"), "wb") as f:
+            vars_file = "vars.pkl"
+            with open(os.path.join(run_dir, vars_file), "wb") as f:
                 f.write(self.vars_blob)
-            spec["vars_file"] = "vars.pkl"
-        with open(os.path.join(run_dir, "job.json"), "w") as f:
-            json.dump(spec, f)
+        spec = JobSpec(self.mode, cfg.backend, cfg.pg_timeout, cfg.sample_interval, source_file, vars_file)
+        spec.write(run_dir)
 
 
 class RankGroup:
@@ -229,7 +225,7 @@ class RankGroup:
         )
 
     def send(self, rank: int, kind: Msg, **payload: Any) -> None:
-        self.server.send(rank, {TYPE: kind, **payload})
+        self.server.send(rank, message(kind, **payload))
 
     def poll(self) -> list[dict[str, Any]]:
         """What arrived, without waiting (between warm cells)."""
@@ -366,7 +362,7 @@ def runs_root(shared: bool = False) -> str:
         base = tempfile.gettempdir()
     root = os.path.join(base, f"labkit-{os.getuid()}")
     if shared:
-        root = os.environ.get("LABKIT_RUN_ROOT") or os.path.expanduser("~/.cache/labkit-runs")
+        root = envvars.get("LABKIT_RUN_ROOT") or os.path.expanduser("~/.cache/labkit-runs")
     if len(root) > 60 and not shared:  # AF_UNIX paths are limited to 107 bytes
         root = f"/tmp/labkit-{os.getuid()}"
     os.makedirs(root, mode=0o700, exist_ok=True)

@@ -32,11 +32,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from labkit.i18n import t
+from labkit.wire import env as envvars
 from labkit.wire.channel import parse_tcp, tcp_address
-from labkit.wire.protocol import TYPE, Msg
+from labkit.wire.protocol import Msg
+from labkit.wire.records import RunRecord, first_message
 
 ENV_KEYS = ("LABKIT_", "PYTHON", "OMP_NUM_THREADS", "TORCH_", "NCCL_", "GLOO_", "CUDA_VISIBLE_DEVICES", "PATH")
 SSH = ("ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10")  # never prompts: a missing key fails at once
@@ -83,7 +84,7 @@ class NodeLauncher:
             LABKIT_NODES=self.kind,
             LABKIT_NNODES=str(self.nnodes),
             LABKIT_RDZV_PORT=str(self.port),
-            LABKIT_RDZV_TIMEOUT=str(int(os.environ.get("LABKIT_RDZV_TIMEOUT", rdzv))),
+            LABKIT_RDZV_TIMEOUT=str(int(envvars.get("LABKIT_RDZV_TIMEOUT", rdzv))),  # type: ignore[arg-type]
         )
         if self.kind == "hosts":
             env["LABKIT_HOSTS"] = ",".join(self.hosts)
@@ -117,7 +118,7 @@ class NodeLauncher:
 
 
 def launcher_for(nnodes: int, slurm: bool, slurm_args: str, hosts: tuple[str, ...], run_id: str) -> NodeLauncher:
-    port = int(os.environ.get("LABKIT_RDZV_PORT") or free_port())
+    port = int(envvars.get("LABKIT_RDZV_PORT") or free_port())
     kind = "slurm" if slurm else "hosts"
     return NodeLauncher(kind, nnodes, run_id, slurm_args, tuple(hosts), port)
 
@@ -202,17 +203,17 @@ def agent_args() -> list[str]:
 
     Also sets ``LABKIT_NODE`` (the node's name, for the dashboard's ``node/local rank``).
     """
-    if os.environ.get("LABKIT_NODES") == "slurm":
+    if envvars.get("LABKIT_NODES") == "slurm":
         node_rank = int(os.environ.get("SLURM_PROCID", "0"))  # one task per node: the task is the node
         head = node_addr(first_slurm_node(os.environ.get("SLURM_STEP_NODELIST") or None))
         name = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     else:
-        hosts = os.environ["LABKIT_HOSTS"].split(",")
-        node_rank = int(os.environ["LABKIT_NODE_RANK"])
+        hosts = envvars.require("LABKIT_HOSTS").split(",")
+        node_rank = int(envvars.require("LABKIT_NODE_RANK"))
         head, name = hosts[0], hosts[node_rank]
     os.environ["LABKIT_NODE"] = name
-    port = os.environ["LABKIT_RDZV_PORT"]
-    timeout = os.environ.get("LABKIT_RDZV_TIMEOUT", str(int(RDZV_TIMEOUT)))
+    port = envvars.require("LABKIT_RDZV_PORT")
+    timeout = envvars.get("LABKIT_RDZV_TIMEOUT", str(int(RDZV_TIMEOUT)))
     print(f"labkit: node {name} (node rank {node_rank}) agent started", file=sys.stderr, flush=True)
     return [
         f"--rdzv-endpoint={head}:{port}",
@@ -247,12 +248,12 @@ def node_report(text: str, nnodes: int) -> list[str]:
     return lines
 
 
-def failure_note(run: Any, rank: int | None, text: str, nnodes: int, said: str = "") -> str:
+def failure_note(run: RunRecord, rank: int | None, text: str, nnodes: int, said: str = "") -> str:
     """Where the failed rank ran (``node/local rank``), and what srun or the nodes said: the note a
     multi-node error gets under ``labkit.diagnose``'s wording. ``text``: the agents' labelled log;
     ``said``: the error's message (a line it already shows is not repeated)."""
     lines = []
-    hello = next((m for m in run.events.get(rank, []) if m.get(TYPE) == Msg.HELLO), None) if rank is not None else None
+    hello = first_message(run, rank, Msg.HELLO) if rank is not None else None
     if hello and hello.get("node"):
         lines.append(t("launch.nodes.ran_on", rank=rank, node=hello["node"], local=hello.get("local_rank")))
     lines += [line for line in node_report(text, nnodes) if line not in said]
@@ -269,7 +270,7 @@ def fanout(hosts: list[str], agent: list[str]) -> int:
     ends the remote agent), like srun --kill-on-bad-exit; exits with that node's code.
     """
     env = {k: v for k, v in os.environ.items() if k.startswith(ENV_KEYS)}
-    ssh = shlex.split(os.environ.get("LABKIT_SSH", " ".join(SSH)))
+    ssh = shlex.split(envvars.get("LABKIT_SSH", " ".join(SSH)) or "")
     cwd = os.getcwd()
     procs = []
     for i, host in enumerate(hosts):

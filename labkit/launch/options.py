@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labkit.i18n import t
+from labkit.wire import env as envvars
 from labkit.wire.errors import OptionError
 
 BACKENDS = ("auto", "gloo", "nccl")
@@ -26,7 +27,7 @@ class RunConfig:
     env: dict[str, str] = field(default_factory=dict)
     quiet: bool = False
     display: str = "auto"
-    pg_timeout: float = float(os.environ.get("LABKIT_PG_TIMEOUT", "120"))  # collective timeout in the ranks
+    pg_timeout: float = envvars.get_float("LABKIT_PG_TIMEOUT")  # collective timeout in the ranks
     grace: float = 5.0  # seconds between SIGTERM and SIGKILL when stopping ranks
     sample_interval: float = 0.2  # seconds between memory samples in each rank; 0 turns sampling off
     # fork: ranks are copies of torchrun's agent, torch already imported (Linux); spawn: a fresh
@@ -44,7 +45,7 @@ START_METHODS = ("fork", "spawn")
 
 
 def default_start_method() -> str:
-    chosen = os.environ.get("LABKIT_START_METHOD", "").strip().lower()
+    chosen = (envvars.get("LABKIT_START_METHOD") or "").strip().lower()
     if chosen:
         return chosen  # checked in resolve()
     return "fork" if sys.platform.startswith("linux") else "spawn"
@@ -56,8 +57,8 @@ def suggest(value: str, choices: tuple[str, ...]) -> str:
 
 
 def max_cpu_ranks() -> int:
-    if os.environ.get("LABKIT_MAX_RANKS"):
-        return int(os.environ["LABKIT_MAX_RANKS"])
+    if envvars.get("LABKIT_MAX_RANKS"):
+        return int(envvars.require("LABKIT_MAX_RANKS"))
     by_cpu = max(8, 4 * (os.cpu_count() or 1))
     return max(1, min(by_cpu, int(_free_memory() // RANK_MEMORY)))
 
@@ -132,7 +133,7 @@ def check_nodes(cfg: RunConfig) -> tuple[int, tuple[str, ...]]:
             shlex.split(cfg.slurm_args)
         except ValueError as exc:
             raise OptionError(t("launch.opt.nodes.slurm_args_bad", value=cfg.slurm_args, error=exc)) from None
-    if hosts and shutil.which("ssh") is None and os.environ.get("LABKIT_SSH", "x"):
+    if hosts and shutil.which("ssh") is None and envvars.get("LABKIT_SSH", "x"):
         raise OptionError(t("launch.opt.nodes.no_ssh"))
     return nnodes, hosts
 

@@ -9,32 +9,18 @@ samples, step times, each rank's output. Nothing is derived from a guess.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.launch.logs import RankLog
+from labkit.wire import records
 from labkit.wire.protocol import ELAPSED, TIME, TYPE, Msg, Status
+from labkit.wire.records import RankState
 
 __all__ = ["RankLog", "RankState", "Run"]
 
 
-@dataclass
-class RankState:
-    rank: int
-    status: Status = Status.STARTING
-    pid: int | None = None
-    exit_code: int | None = None
-    signal: str | None = None
-    error: dict[str, Any] | None = None
-    last_step: int | None = None
-    last_step_time: float | None = None
-    last_log: str = ""
-    last_seen: float = field(default_factory=time.time)
-    connected: bool = False
-
-
 class Run:
-    """The result of ``%%torchrun`` / ``labkit.torchrun``, per rank."""
+    """The result of ``%%torchrun`` / ``labkit.torchrun``, per rank (a ``labkit.wire.records.RunRecord``)."""
 
     def __init__(self, run_id: str, nproc: int, backend: str, run_dir: str) -> None:
         self.run_id = run_id
@@ -155,11 +141,11 @@ class Run:
 
     def last_message(self, r: int, kind: str) -> dict[str, Any] | None:
         """The latest message of one type from rank ``r`` (the dashboard's live panels read these)."""
-        return next((m for m in reversed(self.events[r]) if m.get(TYPE) == kind), None)
+        return records.last_message(self, r, kind)
 
-    def messages(self, kind: str) -> dict[int, list[dict[str, Any]]]:
-        """Every message of one type, per rank (e.g. ``run.messages("memcat")``)."""
-        return {r: [m for m in ev if m.get(TYPE) == kind] for r, ev in self.events.items()}
+    def messages(self, kind: str, **match: Any) -> dict[int, list[dict[str, Any]]]:
+        """Every message of one type, per rank (e.g. ``run.messages("memcat")``); see ``records.messages``."""
+        return records.messages(self, kind, **match)
 
     def summary(self) -> str:
         from labkit.views import runview

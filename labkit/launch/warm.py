@@ -45,7 +45,7 @@ from labkit.launch.group import Job, RankGroup, sigint_deferred
 from labkit.launch.options import DISPLAYS, RunConfig, check_picklable, check_timeout, resolve
 from labkit.launch.run import Run
 from labkit.wire.errors import LaunchError, OptionError, RankError, RunError, RunInterrupted, RunStopped, RunTimeout
-from labkit.wire.protocol import TYPE, Msg, Outcome, Status
+from labkit.wire.protocol import TYPE, Msg, Outcome, Status, retyped
 
 ERROR_GRACE = 2.0  # after one rank fails, seconds the others get to finish the cell before they are interrupted
 INTERRUPT_WAIT = 1.0  # seconds ranks get to answer SIGINT; then their collective connections are cut
@@ -267,7 +267,7 @@ class Session:
             raise error
         if self.unsafe and not cfg.quiet:
             print(t("launch.warm.unsafe.note", reason=self.unsafe), flush=True)
-        view = make_view(run, cfg, on_stop=self._request_stop)
+        view = make_view(run, self._request_stop, display=cfg.display, quiet=cfg.quiet)
         deadline = run.started + timeout if timeout else None
         first_error: list[float] = []
 
@@ -329,7 +329,7 @@ class Session:
         if kind in (Msg.CELL_DONE, Msg.CELL_ERROR):
             if msg.get("cell") != n:
                 return  # a late answer from an earlier cell
-            msg = dict(msg, **{TYPE: Msg.DONE if kind == Msg.CELL_DONE else Msg.ERROR})
+            msg = retyped(msg, Msg.DONE if kind == Msg.CELL_DONE else Msg.ERROR)
         run.ingest(msg)
 
     @staticmethod
@@ -383,7 +383,7 @@ class Session:
         if outcome == Outcome.FAILED:
             cause = diagnose.root_cause(run, group.agent_log(), stopped_by_us=group.stopped_by_us)
             cause = cause or RankError(t("launch.warm.cell_stopped"), run=run)
-            rank = getattr(cause, "rank", "?")
+            rank = "?" if cause.rank is None else cause.rank
             head = t("launch.warm.busy_after_error", ranks=ranks_text(busy), grace=self.error_grace, rank=rank)
             return with_note(cause, head + "\n" + note)
         if outcome == Outcome.TIMEOUT:

@@ -45,10 +45,11 @@ from labkit.fmt import fmt_bytes, markdown_to_html, render_table
 from labkit.i18n import t
 from labkit.memory.peak import Phase
 from labkit.wire.errors import OptionError
+from labkit.wire.records import CATEGORIES
 
 GB = 10**9
 GiB = 2**30
-CATEGORIES = ("params", "params_unsharded", "grads", "optimizer", "activations", "other")
+# CATEGORIES (labkit.wire.records): the same names as labkit.memtrack measures, so that the two compare
 
 # Number on the box, in GB = 1e9 bytes (see the module docstring).
 GPUS: dict[str, int] = {

@@ -28,7 +28,6 @@ import ast
 import builtins
 import ctypes
 import faulthandler
-import json
 import linecache
 import os
 import queue
@@ -43,7 +42,9 @@ from labkit.ranks import rank as rank_api
 from labkit.ranks import recording
 from labkit.ranks.sampler import Sampler
 from labkit.wire import devices as gpus
+from labkit.wire import env as envvars
 from labkit.wire.channel import ChannelClient
+from labkit.wire.job import FUNCTION_FILE, JobSpec
 from labkit.wire.protocol import TYPE, Msg
 
 CELL_FILENAME = "<cell>"
@@ -138,7 +139,7 @@ def file_store() -> dict[str, Any]:
     if os.environ.get("LOCAL_WORLD_SIZE") != os.environ.get("WORLD_SIZE"):
         return {}
     _stores += 1
-    path = os.path.join(os.environ["LABKIT_RUN_DIR"], f"store-{_stores}")  # every rank counts the same
+    path = os.path.join(envvars.require("LABKIT_RUN_DIR"), f"store-{_stores}")  # every rank counts the same
     return {
         "init_method": f"file://{path}",
         "rank": int(os.environ["RANK"]),
@@ -218,9 +219,8 @@ def send_error(exc: BaseException, kind: Msg = Msg.ERROR, cell_filename: str = C
     )
 
 
-def load_job(run_dir: str) -> dict[str, Any]:
-    with open(os.path.join(run_dir, "job.json")) as f:
-        return json.load(f)
+def load_job(run_dir: str) -> JobSpec:
+    return JobSpec.read(run_dir)
 
 
 def load_pickle(run_dir: str, name: str) -> Any:
@@ -230,18 +230,19 @@ def load_pickle(run_dir: str, name: str) -> Any:
         return cloudpickle.load(f)
 
 
-def execute(job: dict[str, Any], run_dir: str, namespace: dict[str, Any]) -> Any:
+def execute(job: JobSpec, run_dir: str, namespace: dict[str, Any]) -> Any:
     """Run the job's code in ``namespace``; return the function's result, if a function."""
-    backend, pg_timeout = job["backend"], float(job["pg_timeout"])
+    backend, pg_timeout = job.backend, job.pg_timeout
     gpus.bind_device(backend)  # first, even when the cell makes its own process group
-    if job["mode"] == "function":
-        fn, args, kwargs = load_pickle(run_dir, "function.pkl")
+    if job.mode == "function":
+        fn, args, kwargs = load_pickle(run_dir, FUNCTION_FILE)
         init_process_group(backend, pg_timeout)
         return fn(*args, **kwargs)
 
-    with open(job["source_file"]) as f:
+    source_file = str(job.source_file)  # modes code and path always name one (JobSpec checks)
+    with open(source_file) as f:
         source = f.read()
-    filename = CELL_FILENAME if job["mode"] == "code" else job["source_file"]
+    filename = CELL_FILENAME if job.mode == "code" else source_file
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     if calls_init_process_group(source):
         default_pg_timeout(pg_timeout)
@@ -255,7 +256,7 @@ def main() -> None:
     global _finishing
     set_parent_death_signal()
     own_group_and_default_signals()
-    run_dir = os.environ["LABKIT_RUN_DIR"]
+    run_dir = envvars.require("LABKIT_RUN_DIR")
     rank = int(os.environ["RANK"])
     redirect_output(run_dir, rank)
     faulthandler.enable(file=sys.stderr, all_threads=True)
@@ -267,23 +268,23 @@ def main() -> None:
         "world_size": int(os.environ.get("WORLD_SIZE", "1")),
         "pid": os.getpid(),
         "host": socket.gethostname(),
-        "node": os.environ.get("LABKIT_NODE", ""),  # several nodes: its name (labkit.nodes), for node/local rank
+        "node": envvars.get("LABKIT_NODE"),  # several nodes: its name (labkit.nodes), for node/local rank
     }
-    token = os.environ.pop("LABKIT_TOKEN", "")  # out of the environment of anything we start
+    token = envvars.pop("LABKIT_TOKEN")  # out of the environment of anything we start
     inbox: queue.SimpleQueue = queue.SimpleQueue()  # messages from the kernel, for the main thread
     client = ChannelClient(
-        os.environ["LABKIT_SOCKET"], token, hello, on_message=lambda m: from_kernel(m, inbox), on_close=kernel_gone
+        envvars.require("LABKIT_SOCKET"), token, hello, on_message=lambda m: from_kernel(m, inbox), on_close=kernel_gone
     )
     rank_api.use_channel(client)
     send = rank_api.send
 
     job = load_job(run_dir)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
-    if job["mode"] == "serve":
+    if job.mode == "serve":
         return finish(client, serve(job, run_dir, namespace, inbox))
-    if job.get("vars_file"):
-        namespace.update(load_pickle(run_dir, job["vars_file"]))
-    sampler = Sampler(send, namespace, float(job.get("sample_interval", 0.2)))
+    if job.vars_file:
+        namespace.update(load_pickle(run_dir, job.vars_file))
+    sampler = Sampler(send, namespace, job.sample_interval)
     sampler.start()
 
     exit_code = 0
@@ -345,16 +346,16 @@ def on_sigint(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # between cells a late interrupt is dropped: there is nothing to stop
 
 
-def serve(job: dict[str, Any], run_dir: str, namespace: dict[str, Any], inbox: queue.SimpleQueue) -> int:
+def serve(job: JobSpec, run_dir: str, namespace: dict[str, Any], inbox: queue.SimpleQueue) -> int:
     """Join the process group, then run each cell the kernel sends until it says stop."""
     try:
-        init_process_group(job["backend"], float(job["pg_timeout"]))
+        init_process_group(job.backend, job.pg_timeout)
     except BaseException as exc:
         send_error(exc)
         return 1
-    default_pg_timeout(float(job["pg_timeout"]))  # a cell that destroys the group and makes its own keeps the timeout
+    default_pg_timeout(job.pg_timeout)  # a cell that destroys the group and makes its own keeps the timeout
     signal.signal(signal.SIGINT, on_sigint)  # whatever torchrun left us, SIGINT interrupts a cell
-    interval = float(job.get("sample_interval", 0.2))
+    interval = job.sample_interval
     rank_api.send(Msg.READY)
     while True:
         msg = inbox.get()
@@ -411,7 +412,7 @@ def cut_collectives() -> None:
     The process group is unusable afterwards: the kernel says so and offers a restart.
     """
     dist = sys.modules.get("torch.distributed")
-    if dist is not None and os.environ.get("LABKIT_BACKEND") == "nccl" and dist.is_initialized():
+    if dist is not None and envvars.get("LABKIT_BACKEND") == "nccl" and dist.is_initialized():
         for pg in list(dist.distributed_c10d._world.pg_map):
             try:
                 pg.abort()  # NCCL communicators support abort

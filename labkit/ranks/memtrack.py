@@ -53,9 +53,11 @@ from typing import Any
 
 from labkit.i18n import t
 from labkit.ranks import rank as _rank
+from labkit.wire.protocol import Msg
+from labkit.wire.records import CATEGORIES as CATEGORIES
+from labkit.wire.records import PHASES as PHASES
 
-CATEGORIES = ("params", "params_unsharded", "grads", "optimizer", "activations", "other")
-PHASES = ("forward", "backward", "optimizer", "peak")
+# CATEGORIES and PHASES (labkit.wire.records): what a "memcat" message names, read by the notebook's views
 # ---------------------------------------------------------------------------------------
 # In the rank: which storage is what
 # ---------------------------------------------------------------------------------------
@@ -407,7 +409,7 @@ class Tracker:
             msg["stage"] = self._peak_stage.get(main, "")
         self.results.append(msg)
         if self.send:
-            _rank.send("memcat", **msg)
+            _rank.send(Msg.MEMCAT, **msg)
 
 
 def _is_ddp(module: Any) -> bool:

@@ -19,8 +19,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from labkit.wire import env as envvars
 from labkit.wire.channel import ChannelClient
-from labkit.wire.protocol import TIME, TYPE, Msg
+from labkit.wire.protocol import Msg, stamped
 
 _client: ChannelClient | None = None
 values: dict[str, Any] = {}  # everything this rank reported, as sent
@@ -55,7 +56,7 @@ def device() -> Any:
     """
     import torch
 
-    if os.environ.get("LABKIT_BACKEND", "gloo") == "nccl" and torch.cuda.is_available():
+    if envvars.get("LABKIT_BACKEND") == "nccl" and torch.cuda.is_available():
         return torch.device("cuda", local_rank())
     return torch.device("cpu")
 
@@ -82,11 +83,11 @@ def to_jsonable(value: Any) -> Any:
 
 def send(kind: str, **payload: Any) -> None:
     """Send one message of type ``kind`` to the notebook (used by labkit's own trackers)."""
-    msg = {TYPE: kind, TIME: time.time(), **to_jsonable(payload)}
+    msg = stamped(kind, **to_jsonable(payload))
     if _client is not None:
         _client.send(msg)
         return
-    folder = os.environ.get("LABKIT_REPORT_DIR")
+    folder = envvars.get("LABKIT_REPORT_DIR")
     if folder:
         with open(os.path.join(folder, f"rank{rank()}.jsonl"), "a") as f:
             f.write(json.dumps(msg, default=repr) + "\n")

@@ -12,18 +12,18 @@ cell opens itself. ``LABKIT_COUNT_COMM=0`` in the rank's environment turns it of
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from typing import Any
 
 from labkit.ranks import rank as _rank
+from labkit.wire import env as envvars
 
 MESSAGE = "comm_total"
 ENV_MESSAGE = "rank_env"
 
 
 def enabled() -> bool:
-    return os.environ.get("LABKIT_COUNT_COMM", "1") != "0"
+    return envvars.get("LABKIT_COUNT_COMM") != "0"
 
 
 def torch_env() -> dict[str, Any]:

@@ -49,8 +49,9 @@ from typing import Any
 from labkit.i18n import t
 from labkit.ranks import rank as _rank
 from labkit.ranks.fsdp_units import find_units, fsdp1_handle, fsdp2_group, unit_bytes
-from labkit.timing.spans import span, union
+from labkit.timing.spans import union
 from labkit.wire.protocol import Msg
+from labkit.wire.records import Span, Stream, span
 
 __all__ = ["Recorder", "cut"]
 
@@ -120,7 +121,7 @@ class Recorder:
             raise ValueError(t("ranks.timeline.no_units"))
         self.active = False
         self._calls: list[_Call] = []
-        self._extra: list[dict[str, Any]] = []  # optimizer and held spans
+        self._extra: list[Span] = []  # optimizer and held spans
         self._held_since: dict[str, float] = {}
         self._current: list[str] = []  # units whose unshard / post_backward is running
         self._last_post_backward: str | None = None
@@ -191,7 +192,7 @@ class Recorder:
 
         def post(*_: Any) -> None:
             if self.active and started:
-                self._extra.append(span("optimizer", "optimizer", started.pop(), self.now(), "compute"))
+                self._extra.append(span("optimizer", "optimizer", started.pop(), self.now(), Stream.COMPUTE))
 
         self._hooks.append(optimizer.register_step_pre_hook(pre))
         self._hooks.append(optimizer.register_step_post_hook(post))
@@ -249,7 +250,7 @@ class Recorder:
     def _freed(self, name: str) -> None:
         start = self._held_since.pop(name, None)
         if self.active and start is not None:
-            self._extra.append(span(name, "held", start, self.now(), "memory"))
+            self._extra.append(span(name, "held", start, self.now(), Stream.MEMORY))
 
     def _unit_of(self, kind: str) -> str | None:
         """Called by the comm counter for each collective: which unit is it for?"""
@@ -283,10 +284,10 @@ class Recorder:
                 self.active = False
         t1 = self.now()
         for name, start in self._held_since.items():  # e.g. SHARD_GRAD_OP keeps units until the end
-            self._extra.append(span(name, "held", start, t1, "memory"))
+            self._extra.append(span(name, "held", start, t1, Stream.MEMORY))
         self._held_since = {}
         if not self._shards():  # DDP, NO_SHARD: every unit's parameters are there all step
-            self._extra += [span(name, "held", t0, t1, "memory") for name, *_ in self.units]
+            self._extra += [span(name, "held", t0, t1, Stream.MEMORY) for name, *_ in self.units]
         compute = self._compute_spans()
         if self._device() == "cpu":  # one thread: it was not computing while it waited in a collective
             compute = cut(compute, [(c.issued, c.done or c.returned) for c in counter.calls if c.blocking])
@@ -297,13 +298,13 @@ class Recorder:
         if send:
             _rank.send(Msg.SPANS, step=i, start=t0, end=t1, spans=self.spans, **self.describe(), **fields)
 
-    def _compute_spans(self) -> list[dict[str, Any]]:
+    def _compute_spans(self) -> list[Span]:
         out = []
         for c in self._calls:
             if c.fwd_end is not None:
-                out.append(span(c.unit, "forward", c.fwd_start, c.fwd_end, "compute"))
+                out.append(span(c.unit, "forward", c.fwd_start, c.fwd_end, Stream.COMPUTE))
             if c.bwd_start is not None and c.bwd_end is not None and c.bwd_end >= c.bwd_start:
-                out.append(span(c.unit, "backward", c.bwd_start, c.bwd_end, "compute"))
+                out.append(span(c.unit, "backward", c.bwd_start, c.bwd_end, Stream.COMPUTE))
         return out
 
     def _device(self) -> str:
@@ -359,13 +360,13 @@ def _synced_clock() -> float:
     return time.time()
 
 
-def _comm_span(c: Any) -> dict[str, Any]:
+def _comm_span(c: Any) -> Span:
     done = c.done if c.done is not None else c.returned
     extra = {"bytes": c.bytes, "wire_bytes": c.wire_bytes, "group_size": c.group_size, "blocking": c.blocking}
-    return span(c.unit or "", c.op, c.issued, done, "comm", **extra)
+    return span(c.unit or "", c.op, c.issued, done, Stream.COMM, **extra)
 
 
-def _waited_for_by_optimizer(comms: list[dict[str, Any]], extra: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _waited_for_by_optimizer(comms: list[Span], extra: list[Span]) -> list[Span]:
     """A collective issued before the optimizer began ended, at the latest, when it began.
 
     The optimizer waits for every gradient's collective (DDP's reducer waits on each bucket's
@@ -382,7 +383,7 @@ def _waited_for_by_optimizer(comms: list[dict[str, Any]], extra: list[dict[str, 
     return comms
 
 
-def _one_thread(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _one_thread(spans: list[Span]) -> list[Span]:
     """One thread runs one span at a time. Where two touch (one module's input gradient is the
     next module's output gradient: two hooks on one tensor, a few µs apart), end the first
     where the second begins."""
@@ -393,7 +394,7 @@ def _one_thread(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in spans if s["end"] > s["start"]]
 
 
-def cut(spans: list[dict[str, Any]], holes: Sequence[tuple[float, float]]) -> list[dict[str, Any]]:
+def cut(spans: list[Span], holes: Sequence[tuple[float, float]]) -> list[Span]:
     """The spans with the holes taken out (a span may become several)."""
     holes = union(holes)
     out = []

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labkit.regress.fingerprint import fingerprint
+from labkit.wire import env as envvars
+from labkit.wire.records import messages
 
 if TYPE_CHECKING:
     from labkit.launch.run import Run
@@ -44,7 +46,8 @@ def _ranks(run: Run) -> list[int]:
 
 
 def _messages(run: Run, kind: str) -> dict[int, list[dict[str, Any]]]:
-    return {r: [m for m in run.events.get(r, []) if m.get("t") == kind] for r in _ranks(run)}
+    found = messages(run, kind)
+    return {r: found.get(r, []) for r in _ranks(run)}
 
 
 def _extra_fields(msg: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
@@ -178,7 +181,7 @@ def run_record(run: Run) -> dict[str, Any]:
 
 
 def enabled() -> bool:
-    return os.environ.get("LABKIT_RECORD", "1") != "0"
+    return envvars.get("LABKIT_RECORD") != "0"
 
 
 def emit(run: Run) -> None:
@@ -186,7 +189,7 @@ def emit(run: Run) -> None:
     if not enabled():
         return
     rec = run_record(run)
-    folder = os.environ.get("LABKIT_RECORD_DIR")
+    folder = envvars.get("LABKIT_RECORD_DIR")
     if folder:
         os.makedirs(folder, exist_ok=True)
         Path(folder, f"{run.run_id}.json").write_text(json.dumps(rec, indent=1, default=repr))

@@ -11,13 +11,15 @@ import os
 import signal
 import time
 
+from labkit.wire import env as envvars
+
 MARK_VAR = "LABKIT_TEST_SESSION"
 
 
 def mark_session() -> str:
     """Give this process (and all it starts) a marker of its own; returns it."""
     os.environ.setdefault(MARK_VAR, f"{os.getpid()}-{time.time_ns()}")
-    return os.environ[MARK_VAR]
+    return envvars.require(MARK_VAR)
 
 
 def listening_sockets() -> set[str]:

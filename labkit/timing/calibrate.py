@@ -35,7 +35,8 @@ from typing import Any
 from labkit.i18n import t
 from labkit.timing.links import Link
 from labkit.timing.spans import intersect, length, union
-from labkit.wire.protocol import TYPE, Msg
+from labkit.wire.protocol import Msg
+from labkit.wire.records import Source, Span, Stream, given, messages, on
 
 
 @dataclass
@@ -95,7 +96,7 @@ class Profile:
         )
 
 
-def profile_from_run(run: Any, rank: int = 0, skip_first: bool = True, config: str | None = None) -> Profile:
+def profile_from_run(run: Source, rank: int = 0, skip_first: bool = True, config: str | None = None) -> Profile:
     """The typical step of one rank's recorded timeline (``labkit.timeline``).
 
     The mean over typical steps, not one step: on a shared CPU a single step can be twice
@@ -157,11 +158,9 @@ def typical(msgs: list[dict[str, Any]], slack: float = 1.5) -> tuple[list[dict[s
     return [kept[i] for i in same], [segments[i] for i in same]
 
 
-def spans_messages(run: Any, rank: int = 0, config: str | None = None) -> list[dict[str, Any]]:
-    events = getattr(run, "events", run)
-    return [
-        m for m in events.get(rank, []) if m.get(TYPE) == Msg.SPANS and (config is None or m.get("config") == config)
-    ]
+def spans_messages(run: Source, rank: int = 0, config: str | None = None) -> list[dict[str, Any]]:
+    """Rank ``rank``'s ``spans`` messages (of one setting: ``config``), in the order they came."""
+    return messages(run, Msg.SPANS, **given(config=config)).get(rank, [])
 
 
 def step_segments(msg: dict[str, Any]) -> dict[str, Any]:
@@ -175,13 +174,13 @@ def step_segments(msg: dict[str, Any]) -> dict[str, Any]:
     spans = msg["spans"]
     ddp = msg.get("strategy") == "DDP"  # its reducer issues each bucket from an autograd hook, on this thread
 
-    def on_thread(s: dict[str, Any]) -> bool:
-        if s["stream"] == "compute" or (s["stream"] == "comm" and s.get("blocking")):
+    def on_thread(s: Span) -> bool:
+        if s["stream"] == Stream.COMPUTE or (s["stream"] == Stream.COMM and s.get("blocking")):
             return True
-        return ddp and s["stream"] == "comm" and s["kind"] in REPLAYED  # only the bucket's issue, not its run
+        return ddp and s["stream"] == Stream.COMM and s["kind"] in REPLAYED  # only the bucket's issue, not its run
 
     thread = sorted((s for s in spans if on_thread(s)), key=lambda s: s["start"])
-    background = [s["end"] for s in spans if s["stream"] == "comm" and not s.get("blocking")]
+    background = [s["end"] for s in on(spans, Stream.COMM) if not s.get("blocking")]
     fwd: list[list[Any]] = []
     bwd: list[list[Any]] = []
     hook_total: dict[str, float] = {}
@@ -189,7 +188,7 @@ def step_segments(msg: dict[str, Any]) -> dict[str, Any]:
     opt = opt_host = 0.0
     prev_end, prev = msg["start"], None
     for s in thread:
-        if s["stream"] == "comm" and not s.get("blocking"):  # a DDP bucket: the reducer's work before it is sent
+        if s["stream"] == Stream.COMM and not s.get("blocking"):  # a DDP bucket: the reducer's work before it is sent
             hook_total[s["kind"]] = hook_total.get(s["kind"], 0.0) + max(s["start"] - prev_end, 0.0)
             hook_calls[s["kind"]] = hook_calls.get(s["kind"], 0) + 1
             prev_end = max(prev_end, s["start"])
@@ -198,16 +197,16 @@ def step_segments(msg: dict[str, Any]) -> dict[str, Any]:
         if s["kind"] == "optimizer":
             ready = max([ready, *(e for e in background if e <= s["start"])])
         gap = max(s["start"] - ready, 0.0)
-        if s["stream"] == "comm":
+        if s["stream"] == Stream.COMM:
             hook_total[s["kind"]] = hook_total.get(s["kind"], 0.0) + gap
             hook_calls[s["kind"]] = hook_calls.get(s["kind"], 0) + 1
-        elif prev is not None and prev["stream"] == "comm":  # the collective's copy-out
+        elif prev is not None and prev["stream"] == Stream.COMM:  # the collective's copy-out
             hook_total[prev["kind"]] = hook_total.get(prev["kind"], 0.0) + gap
             gap = 0.0
         if s["kind"] == "optimizer":
             opt += s["end"] - s["start"]
             opt_host += gap
-        elif s["stream"] == "compute":
+        elif s["stream"] == Stream.COMPUTE:
             segments = fwd if s["kind"] == "forward" else bwd
             _add(segments, s["unit"], s["end"] - s["start"], gap)
         prev_end, prev = max(prev_end, s["end"]), s
@@ -241,18 +240,18 @@ def _mean_segments(steps: Sequence[Sequence[tuple[str, float, float]]]) -> tuple
 REPLAYED = ("all_gather", "reduce_scatter", "all_reduce")  # DDP's buffer broadcasts are host time, not replayed
 
 
-def comm_seconds(spans: Sequence[dict[str, Any]]) -> float:
+def comm_seconds(spans: Sequence[Span]) -> float:
     """Time in the collectives that the simulator replays."""
-    return math.fsum(s["end"] - s["start"] for s in spans if s["stream"] == "comm" and s["kind"] in REPLAYED)
+    return math.fsum(s["end"] - s["start"] for s in on(spans, Stream.COMM) if s["kind"] in REPLAYED)
 
 
 def unattributed(msg: dict[str, Any]) -> float:
     """Step time in no span: the host overhead that ``step_segments`` charges to the ops."""
-    busy = union([(s["start"], s["end"]) for s in msg["spans"] if s["stream"] in ("compute", "comm")])
+    busy = union([(s["start"], s["end"]) for s in on(msg["spans"], Stream.COMPUTE, Stream.COMM)])
     return msg["end"] - msg["start"] - length(busy)
 
 
-def fit_link(run: Any, rank: int = 0, config: str | None = None) -> Link:
+def fit_link(run: Source, rank: int = 0, config: str | None = None) -> Link:
     """The link a run actually had, fitted to every replayed collective of its steps (see ``link_of``)."""
     return link_of(spans_messages(run, rank, config))
 
@@ -269,9 +268,9 @@ def link_of(msgs: Sequence[dict[str, Any]]) -> Link:
     """
     rows = []  # (ring steps, wire bytes, seconds, ran alone)
     for m in msgs:
-        compute = union([(s["start"], s["end"]) for s in m["spans"] if s["stream"] == "compute"])
+        compute = union([(s["start"], s["end"]) for s in on(m["spans"], Stream.COMPUTE)])
         for s in m["spans"]:
-            if s["stream"] == "comm" and s.get("wire_bytes") and s["kind"] in REPLAYED:
+            if s["stream"] == Stream.COMM and s.get("wire_bytes") and s["kind"] in REPLAYED:
                 n = int(s.get("group_size") or 2)
                 steps = 2 * (n - 1) if s["kind"] == "all_reduce" else n - 1
                 alone = not intersect([(s["start"], s["end"])], compute)

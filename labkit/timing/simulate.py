@@ -57,8 +57,9 @@ from labkit.fmt import render_table
 from labkit.i18n import t
 from labkit.timing.calibrate import Profile, fit_link, profile_from_run
 from labkit.timing.links import LINKS, Link, link
-from labkit.timing.spans import intersect, length, span, union
-from labkit.wire.protocol import TYPE, Msg
+from labkit.timing.spans import intersect, length, union
+from labkit.wire.protocol import Msg, message
+from labkit.wire.records import Events, Span, Stream, on, span
 
 __all__ = [
     "LINKS",
@@ -92,7 +93,7 @@ class Result:
     exposed_comm: float  # step time with neither compute nor host work: waiting for collectives
     peak_units: int  # most units holding gathered parameters at once
     peak_bytes: float
-    spans: list[dict[str, Any]]
+    spans: list[Span]
     options: dict[str, Any]
     link: Link
     simulated: bool = True
@@ -101,21 +102,14 @@ class Result:
     @property
     def hidden_comm(self) -> float:
         """Collective time that ran under compute."""
-        comm = union([(s["start"], s["end"]) for s in self.spans if s["stream"] == "comm"])
-        compute = union([(s["start"], s["end"]) for s in self.spans if s["stream"] == "compute"])
+        comm = union([(s["start"], s["end"]) for s in on(self.spans, Stream.COMM)])
+        compute = union([(s["start"], s["end"]) for s in on(self.spans, Stream.COMPUTE)])
         return length(intersect(comm, compute))
 
     @property
-    def events(self) -> dict[int, list[dict[str, Any]]]:
+    def events(self) -> Events:
         """So that ``timeline.plot_timeline(result)`` and ``to_chrome_trace`` draw it, labelled simulated."""
-        msg = {
-            TYPE: Msg.SPANS,
-            "step": None,
-            "start": 0.0,
-            "end": self.step_time,
-            "spans": self.spans,
-            "simulated": True,
-        }
+        msg = message(Msg.SPANS, step=None, start=0.0, end=self.step_time, spans=self.spans, simulated=True)
         return {0: [msg]}
 
     def __repr__(self) -> str:
@@ -158,7 +152,7 @@ class _Schedule:
         self.peak_units, self.peak_bytes = 0, 0.0
         self.free_events: list[float] = []  # FSDP1's rate limiter queue
         self.reduce_done = 0.0
-        self.spans: list[dict[str, Any]] = []
+        self.spans: list[Span] = []
         n = prof.world_size
         self.shard = o.get("shard_size") or (
             n if o["strategy"] not in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2") else min(n, 2)
@@ -172,7 +166,7 @@ class _Schedule:
         start = max(self.cpu, self.comm_free.get(channel, 0.0), ready)
         end = start + ln.time(kind, payload, group)
         self.comm_free[channel] = end
-        self.spans.append(span(unit, kind, start, end, "comm", bytes=payload))
+        self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload))
         if self.o["sync_comm"] and self.o["strategy"] != "DDP":  # DDP's reducer never waits for a bucket
             self.cpu = end
         return end
@@ -197,7 +191,7 @@ class _Schedule:
     def host(self, unit: str, seconds: float) -> None:
         """CPU work between ops: the CPU is busy, the device is not (unless it is behind)."""
         if seconds > 0:
-            self.spans.append(span(unit, "host", self.cpu, self.cpu + seconds, "host"))
+            self.spans.append(span(unit, "host", self.cpu, self.cpu + seconds, Stream.HOST))
             self.cpu += seconds
 
     def compute(self, unit: str, kind: str, seconds: float, ready: float = 0.0, host: float = 0.0) -> float:
@@ -207,7 +201,7 @@ class _Schedule:
         self.compute_free = end
         if self.o["cpu_bound"]:
             self.cpu = end
-        self.spans.append(span(unit, kind, start, end, "compute"))
+        self.spans.append(span(unit, kind, start, end, Stream.COMPUTE))
         return end
 
     def free(self, unit: str, at: float) -> None:
@@ -287,10 +281,10 @@ def simulate(
     for unit, start in list(sch.held.items()):  # never freed within the step (e.g. DDP: always held)
         sch.held_spans.append((unit, start, step))
     spans = [s for s in sch.spans if s["end"] > s["start"] or s["kind"] != "optimizer"]
-    spans += [span(u, "held", a, b, "memory") for u, a, b in sch.held_spans]
-    comm = math.fsum(s["end"] - s["start"] for s in sch.spans if s["stream"] == "comm")
-    host = math.fsum(s["end"] - s["start"] for s in sch.spans if s["stream"] == "host")
-    busy = length(union([(s["start"], s["end"]) for s in sch.spans if s["stream"] in ("compute", "host")]))
+    spans += [span(u, "held", a, b, Stream.MEMORY) for u, a, b in sch.held_spans]
+    comm = math.fsum(s["end"] - s["start"] for s in on(sch.spans, Stream.COMM))
+    host = math.fsum(s["end"] - s["start"] for s in on(sch.spans, Stream.HOST))
+    busy = length(union([(s["start"], s["end"]) for s in on(sch.spans, Stream.COMPUTE, Stream.HOST)]))
     exposed = max(step - busy, 0.0)
     return Result(step, prof.compute_time, comm, exposed, sch.peak_units, sch.peak_bytes, spans, o, ln, True, host)
 

@@ -1,9 +1,10 @@
 """Reading a recorded timeline: the ``spans`` messages per rank, units held, a summary,
 a Chrome/Perfetto trace, and the interval arithmetic the simulator shares.
 
-A span is a dict ``{unit, kind, start, end, stream, ...}``; ``stream`` is ``compute``,
-``comm``, ``memory`` (a unit's gathered parameters held) or ``host`` (simulated CPU
-overhead). ``labkit.timeline`` records them; ``labkit.gantt`` draws them.
+A span is a dict ``{unit, kind, start, end, stream, ...}`` (``labkit.wire.records.Span``);
+``stream`` is a ``Stream``: ``compute``, ``comm``, ``memory`` (a unit's gathered parameters
+held) or ``host`` (simulated CPU overhead). ``labkit.timeline`` records them; ``labkit.gantt``
+draws them.
 """
 
 from __future__ import annotations
@@ -15,26 +16,27 @@ from typing import Any
 
 from labkit.i18n import t
 from labkit.wire.protocol import TYPE, Msg
+from labkit.wire.records import Source, Span, Stream, events_of, messages, on
+from labkit.wire.records import span as span  # labkit.timeline.span, as before
+
+Timeline = Source | Mapping[int, Sequence[Span]]  # a run, its events, or plain spans per rank
 
 
-def span(unit: str, kind: str, start: float, end: float, stream: str, **extra: Any) -> dict[str, Any]:
-    return {"unit": unit, "kind": kind, "start": start, "end": end, "stream": stream, **extra}
-
-
-def spans_by_rank(run: Any, step: int | None = None) -> dict[int, dict[str, Any]]:
+def spans_by_rank(run: Timeline, step: int | None = None) -> dict[int, dict[str, Any]]:
     """Per rank, the ``spans`` message of ``step`` (default: the last one recorded).
 
-    ``run``: a ``Run`` (reads ``run.events``), a dict {rank: [events]}, or a dict
-    {rank: [spans]} of plain span dicts (tests, the simulator).
+    ``run``: a ``Run`` or a simulated step (``simulate.Result``), its events {rank: [messages]},
+    or {rank: [spans]} of plain span dicts (tests, a saved trace).
     """
-    events = getattr(run, "events", run)
+    events = events_of(run)  # type: ignore[arg-type]
+    recorded = messages(events, Msg.SPANS)
     out: dict[int, dict[str, Any]] = {}
-    for r, evs in dict(events).items():
+    for r, evs in events.items():
         evs = list(evs)
         if evs and TYPE not in evs[0] and "kind" in evs[0]:  # plain spans
             out[int(r)] = {"step": step, "spans": evs}
             continue
-        msgs = [m for m in evs if m.get(TYPE) == Msg.SPANS]
+        msgs = recorded[int(r)]
         if not msgs:
             continue
         chosen = msgs[-1] if step is None else next((m for m in msgs if m.get("step") == step), None)
@@ -68,16 +70,16 @@ def peak_held(spans: Sequence[dict[str, Any]]) -> int:
     return max((n for _, n in held_curve(spans)), default=0)
 
 
-def to_chrome_trace(run: Any, path: str | None = None, step: int | None = None) -> dict[str, Any]:
+def to_chrome_trace(run: Timeline, path: str | None = None, step: int | None = None) -> dict[str, Any]:
     """The step as a Chrome/Perfetto trace (``traceEvents``, ``ph: "X"``, pid = rank, tid = stream)."""
     by_rank = spans_by_rank(run, step)
     t0 = origin(by_rank)
-    tids = {"compute": 0, "comm": 1, "memory": 2}
+    tids = {Stream.COMPUTE: 0, Stream.COMM: 1, Stream.MEMORY: 2}
     events: list[dict[str, Any]] = []
     for r, msg in sorted(by_rank.items()):
         events.append({"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}})
         for stream, tid in tids.items():
-            events.append({"ph": "M", "name": "thread_name", "pid": r, "tid": tid, "args": {"name": stream}})
+            events.append({"ph": "M", "name": "thread_name", "pid": r, "tid": tid, "args": {"name": stream.value}})
         for s in msg["spans"]:
             args = {k: v for k, v in s.items() if k not in ("start", "end", "stream")}
             events.append(
@@ -100,13 +102,13 @@ def to_chrome_trace(run: Any, path: str | None = None, step: int | None = None) 
     return trace
 
 
-def summary(run: Any, step: int | None = None) -> dict[int, dict[str, float]]:
+def summary(run: Timeline, step: int | None = None) -> dict[int, dict[str, float]]:
     """Per rank: step span, compute time, collective time, and how much collective time no compute hid."""
     out = {}
     for r, msg in spans_by_rank(run, step).items():
         spans = msg["spans"]
-        compute = union([(s["start"], s["end"]) for s in spans if s["stream"] == "compute"])
-        comm = union([(s["start"], s["end"]) for s in spans if s["stream"] == "comm"])
+        compute = union([(s["start"], s["end"]) for s in on(spans, Stream.COMPUTE)])
+        comm = union([(s["start"], s["end"]) for s in on(spans, Stream.COMM)])
         start = msg.get("start", min(s["start"] for s in spans))
         end = msg.get("end", max(s["end"] for s in spans))
         out[r] = {

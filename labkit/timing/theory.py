@@ -15,8 +15,8 @@ from typing import Any
 
 from labkit.fmt import fmt_bytes, render_table
 from labkit.i18n import t
-from labkit.wire.protocol import TYPE, Msg
-from labkit.wire.records import KINDS, ring_factor
+from labkit.wire.protocol import Msg
+from labkit.wire.records import KINDS, messages, ring_factor
 
 __all__ = ["KINDS", "STRATEGIES", "StepCounts", "from_events", "ring_factor", "table", "theory_bytes", "total"]
 
@@ -125,6 +125,5 @@ def from_events(events: Sequence[dict[str, Any]]) -> list[StepCounts]:
     """The ``comm`` messages in one rank's event list (``run.events[r]``), in order."""
     return [
         StepCounts(m.get("step"), m.get("counts", {}), m.get("calls", []), m.get("world_size", 1))
-        for m in events
-        if m.get(TYPE) == Msg.COMM
+        for m in messages({0: events}, Msg.COMM)[0]
     ]

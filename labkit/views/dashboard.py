@@ -15,17 +15,14 @@ import html
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from labkit.fmt import fmt_bytes
 from labkit.i18n import t
 from labkit.views import runview
+from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import ELAPSED, Msg, Status
-
-if TYPE_CHECKING:
-    from labkit.launch.options import RunConfig
-    from labkit.launch.run import Run
-
+from labkit.wire.records import LogRecord, RunRecord
 
 STATUS_COLORS = {
     Status.STARTING: "#888",
@@ -50,10 +47,12 @@ def in_kernel() -> bool:
     return ip is not None and getattr(ip, "kernel", None) is not None
 
 
-def make_view(run: Run, cfg: RunConfig, on_stop: Callable[[], None]) -> Any:
-    if cfg.quiet or cfg.display == "none":
+def make_view(run: RunRecord, on_stop: Callable[[], None], *, display: str = "auto", quiet: bool = False) -> Any:
+    """The view of ``run``: widgets in a live kernel, else text. ``display`` and ``quiet`` are the
+    run's options (``RunConfig``): auto, widgets, text or none; quiet shows nothing."""
+    if quiet or display == "none":
         return QuietView()
-    if cfg.display == "text" or (cfg.display == "auto" and not in_kernel()):
+    if display == "text" or (display == "auto" and not in_kernel()):
         return TextView()
     try:
         return WidgetView(run, on_stop)
@@ -62,27 +61,27 @@ def make_view(run: Run, cfg: RunConfig, on_stop: Callable[[], None]) -> Any:
 
 
 class QuietView:
-    def update(self, run: Run) -> None:
+    def update(self, run: RunRecord) -> None:
         pass
 
-    def finish(self, run: Run) -> None:
+    def finish(self, run: RunRecord) -> None:
         pass
 
 
 class TextView(QuietView):
     """No widgets: the summary and one figure at the end."""
 
-    def finish(self, run: Run) -> None:
-        print(run.summary(), flush=True)
+    def finish(self, run: RunRecord) -> None:
+        print(runview.summary(run), flush=True)
         # a figure only when there is a curve to see: drawing it costs seconds, a warm cell milliseconds
         if in_kernel() and (any(len(m) > 1 for m in run.memory.values()) or any(run.step_times.values())):
             from IPython.display import display
 
-            display(run.plot())
+            display(runview.plot(run))
 
 
 class WidgetView:
-    def __init__(self, run: Run, on_stop: Callable[[], None]) -> None:
+    def __init__(self, run: RunRecord, on_stop: Callable[[], None]) -> None:
         import ipywidgets as w
         from IPython.display import display
 
@@ -158,7 +157,7 @@ class WidgetView:
         except Exception:
             return None
 
-    def update(self, run: Run, force: bool = False) -> None:
+    def update(self, run: RunRecord, force: bool = False) -> None:
         now = time.monotonic()
         if self._poll is not None:
             try:
@@ -185,7 +184,7 @@ class WidgetView:
                 self.plot.value = memory_svg(run)
                 self.membars.value = membars_html(run)
 
-    def _update_logs(self, run: Run) -> None:
+    def _update_logs(self, run: RunRecord) -> None:
         for r, log in run.logs.items():
             size = (
                 len(log.streams["stdout"]) + log.dropped["stdout"],
@@ -196,19 +195,17 @@ class WidgetView:
             self._log_sizes[r] = size
             self.logs[r].value = log_html(log)
 
-    def finish(self, run: Run) -> None:
+    def finish(self, run: RunRecord) -> None:
         self._ui.close()
         self.update(run, force=True)
         self._finished = True
         self.stop.disabled = True
-        from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
-
         stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
         self.stop.description = t(f"views.run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
         TextView().finish(run)
 
 
-def rank_table_html(run: Run) -> str:
+def rank_table_html(run: RunRecord) -> str:
     rows = runview.rows(run)
     cols = ["rank", "status", "mem", "peak", "step", "steps", "log"]
     if any(row["comm"] for row in rows):
@@ -231,7 +228,7 @@ def rank_table_html(run: Run) -> str:
     return f"<table class='labkit-ranks' style='border-collapse:collapse'><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def membars_html(run: Run) -> str:
+def membars_html(run: RunRecord) -> str:
     """Stacked per-category bars from each rank's latest ``memcat`` message; empty without any."""
     latest = {r: m for r in run.ranks if (m := run.last_message(r, Msg.MEMCAT)) is not None}
     if not latest:
@@ -241,7 +238,7 @@ def membars_html(run: Run) -> str:
     return breakdown_html(latest)
 
 
-def log_html(log: Any) -> str:
+def log_html(log: LogRecord) -> str:
     out = [html.escape(x) for x in log.text("stdout").splitlines()[-LOG_LINES_SHOWN:]]
     err = [
         f"<span style='color:#d62728'>{html.escape(x)}</span>"
@@ -251,7 +248,7 @@ def log_html(log: Any) -> str:
     return f"<pre style='max-height:240px;overflow:auto;font-size:11px;margin:0'>{body}</pre>"
 
 
-def memory_svg(run: Run, width: int = 640, height: int = 180) -> str:
+def memory_svg(run: RunRecord, width: int = 640, height: int = 180) -> str:
     """Memory of every rank over time as inline SVG: cheap to redraw, no flicker, no matplotlib."""
     key, what = runview.main_memory(run)
     series = {r: [(s[ELAPSED], s[key]) for s in samples if key in s] for r, samples in run.memory.items()}

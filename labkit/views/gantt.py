@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labkit.i18n import t
-from labkit.timing.spans import held_curve, origin, spans_by_rank
+from labkit.timing.spans import Timeline, held_curve, origin, spans_by_rank
+from labkit.views.runview import rank_label
+from labkit.wire.records import RunRecord, Span, Stream
 
 COLORS = {
     "forward": "#4c72b0",
@@ -32,7 +34,7 @@ LANES = ("compute", "comm", "held")
 
 
 def plot_timeline(
-    run: Any,
+    run: Timeline,
     ax: Any = None,
     step: int | None = None,
     title: str | None = None,
@@ -78,11 +80,11 @@ def plot_timeline(
     return ax.figure
 
 
-def _lane(s: dict[str, Any]) -> str:
-    return "held" if s["stream"] == "memory" else "comm" if s["stream"] == "comm" else "compute"
+def _lane(s: Span) -> str:
+    return "held" if s["stream"] == Stream.MEMORY else "comm" if s["stream"] == Stream.COMM else "compute"
 
 
-def _bar(ax: Any, s: dict[str, Any], t0: float, y: float, label_if_wider: float) -> None:
+def _bar(ax: Any, s: Span, t0: float, y: float, label_if_wider: float) -> None:
     x, w = (s["start"] - t0) * 1e3, max((s["end"] - s["start"]) * 1e3, 1e-3)
     color = COLORS.get(s["kind"], "#999999")
     ax.broken_barh([(x, w)], (y - 0.4, 0.8), facecolors=color, edgecolor="white", linewidth=0.3)
@@ -90,7 +92,7 @@ def _bar(ax: Any, s: dict[str, Any], t0: float, y: float, label_if_wider: float)
         ax.text(x + w / 2, y, _short(s["unit"]), ha="center", va="center", fontsize=6, color="white", clip_on=True)
 
 
-def _draw_held(ax: Any, spans: Sequence[dict[str, Any]], t0: float, y: float) -> None:
+def _draw_held(ax: Any, spans: Sequence[Span], t0: float, y: float) -> None:
     """The number of units whose gathered parameters are in memory, as a filled step curve."""
     curve = held_curve(spans)
     if not curve:
@@ -102,12 +104,10 @@ def _draw_held(ax: Any, spans: Sequence[dict[str, Any]], t0: float, y: float) ->
     ax.text(xs[-1], y, " " + t("views.timeline.peak", n=peak), fontsize=6, va="center")
 
 
-def _label(run: Any, r: int) -> str:
+def _label(run: Timeline, r: int) -> str:
     """The rank as the dashboard names it: ``r``, or ``r (node/local rank)`` on several nodes."""
-    if not hasattr(run, "events") or r not in getattr(run, "ranks", {}):
-        return str(r)  # spans without a Run (a simulation, a saved trace)
-    from labkit.views.runview import rank_label
-
+    if not isinstance(run, RunRecord) or r not in run.ranks:
+        return str(r)  # spans without a Run (a simulation, a saved trace, a mapping of messages)
     return rank_label(run, r)
 
 
@@ -122,7 +122,7 @@ def _short(unit: str) -> str:
     return unit.replace("layers.", "L")
 
 
-def plot_timelines(runs: Mapping[str, Any], step: int | None = None, sharex: bool = True) -> Any:
+def plot_timelines(runs: Mapping[str, Timeline], step: int | None = None, sharex: bool = True) -> Any:
     """One chart per setting ({label: run}), side by side, on a common time axis."""
     import matplotlib.pyplot as plt
 

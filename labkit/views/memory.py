@@ -21,7 +21,8 @@ from labkit.i18n import t
 from labkit.memory import model as mm
 from labkit.memory.shapes import config
 from labkit.memory.states import GB
-from labkit.ranks.memtrack import CATEGORIES, PHASES
+from labkit.wire.protocol import Msg
+from labkit.wire.records import CATEGORIES, PHASES, Source, given, messages
 
 COLORS = {
     "params": "#1f77b4",
@@ -116,15 +117,10 @@ def plot_max_model_vs_gpus(
 # ---------------------------------------------------------------------------------------
 
 
-def _events(run: Any) -> dict[int, list[dict[str, Any]]]:
-    return getattr(run, "events", run)
-
-
-def latest(run: Any, step: int | None = None) -> dict[int, dict[str, dict[str, Any]]]:
+def latest(run: Source, step: int | None = None) -> dict[int, dict[str, dict[str, Any]]]:
     """``{rank: {phase: message}}`` for the last measured step (or ``step``) of each rank."""
     out: dict[int, dict[str, dict[str, Any]]] = {}
-    for r, evs in sorted(_events(run).items()):
-        msgs = [m for m in evs if m.get("t") == "memcat" and (step is None or m.get("step") == step)]
+    for r, msgs in sorted(messages(run, Msg.MEMCAT, **given(step=step)).items()):
         if not msgs:
             continue
         last = msgs[-1].get("step")
@@ -173,7 +169,7 @@ class MemoryTable:
         return f"<div>({self.units})</div>" + markdown_to_html(render_table(self.rows(), "markdown", self._align()))
 
 
-def memory_table(run: Any, step: int | None = None, units: str = "MiB") -> MemoryTable:
+def memory_table(run: Source, step: int | None = None, units: str = "MiB") -> MemoryTable:
     """Per rank, per category: the peak and the end of each phase of the last measured step.
 
     ``run`` is a ``labkit.Run`` or its ``events`` dict (rank -> messages)."""
@@ -181,7 +177,7 @@ def memory_table(run: Any, step: int | None = None, units: str = "MiB") -> Memor
     return MemoryTable(data, units)
 
 
-def plot_breakdown(run: Any, step: int | None = None, units: str = "MiB") -> Any:
+def plot_breakdown(run: Source, step: int | None = None, units: str = "MiB") -> Any:
     """Stacked bars by category: for each rank, one bar per phase and one for the peak."""
     import matplotlib.pyplot as plt
 

@@ -6,29 +6,26 @@ and the dashboard builds its HTML from the same rows. Bytes are formatted by ``l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from labkit.fmt import fmt_bytes, render_table
 from labkit.i18n import t
-from labkit.wire.protocol import ELAPSED, TYPE, Msg, Status
-
-if TYPE_CHECKING:
-    from labkit.launch.run import Run
-
+from labkit.wire.protocol import ELAPSED, Msg, Status
+from labkit.wire.records import RunRecord, first_message
 
 SUMMARY_COLUMNS = ("rank", "status", "mem", "peak", "step", "steps")
 
 
-def rank_label(run: Run, r: int) -> str:
+def rank_label(run: RunRecord, r: int) -> str:
     """``r``, or ``r (node/local rank)`` when the run's ranks are on more than one node."""
-    hellos = {q: next((m for m in run.events[q] if m.get(TYPE) == Msg.HELLO), {}) for q in run.ranks}
+    hellos = {q: first_message(run, q, Msg.HELLO) or {} for q in run.ranks}
     if len({h.get("node") for h in hellos.values() if h.get("node")}) < 2:
         return str(r)
     hello = hellos[r]
     return f"{r} ({hello['node']}/{hello.get('local_rank', '?')})" if hello.get("node") else str(r)
 
 
-def status_label(run: Run, r: int) -> str:
+def status_label(run: RunRecord, r: int) -> str:
     s = run.ranks[r]
     label = t(f"views.run.status.{s.status}")
     if s.status in (Status.FAILED, Status.KILLED) and s.signal:
@@ -38,7 +35,7 @@ def status_label(run: Run, r: int) -> str:
     return label
 
 
-def rows(run: Run) -> list[dict[str, str]]:
+def rows(run: RunRecord) -> list[dict[str, str]]:
     """One row of strings per rank: what the summary and the dashboard's table show."""
     out = []
     for r, s in run.ranks.items():
@@ -59,7 +56,7 @@ def rows(run: Run) -> list[dict[str, str]]:
     return out
 
 
-def summary(run: Run) -> str:
+def summary(run: RunRecord) -> str:
     state = t("views.run.summary.ok") if run.ok else t("views.run.summary.failed")
     head = t(
         "views.run.summary.head",
@@ -83,13 +80,13 @@ def summary(run: Run) -> str:
 MEMORY_LABELS = {"allocated": "views.run.mem.cuda", "tensor_bytes": "views.run.mem.tensor", "rss": "views.run.mem.rss"}
 
 
-def main_memory(run: Run) -> tuple[str, str]:
+def main_memory(run: RunRecord) -> tuple[str, str]:
     """The quantity a memory curve shows (see ``Run.main_memory_key``), and its label."""
     key = run.main_memory_key()
     return key, t(MEMORY_LABELS[key])
 
 
-def plot(run: Run, ax: Any = None) -> Any:
+def plot(run: RunRecord, ax: Any = None) -> Any:
     """Memory over time for every rank, and step times: one matplotlib figure."""
     import matplotlib.pyplot as plt
 

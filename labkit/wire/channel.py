@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from labkit.wire.protocol import TIME, TYPE, Msg
+from labkit.wire.protocol import TIME, TYPE, Msg, message
 
 MAX_LINE = 4 * 1024 * 1024  # a longer line is a broken or hostile client: drop it
 HELLO_WAIT = 5.0  # seconds a new connection has to say hello with the right token
@@ -189,7 +189,7 @@ class ChannelServer:
         conn = _Conn()
         conn.nonce, conn.peer = secrets.token_hex(32), f"{peer[0]}:{peer[1]}"
         try:
-            sock.sendall(encode({TYPE: "challenge", "nonce": conn.nonce}))  # a few bytes: fits the fresh buffer
+            sock.sendall(encode(message(Msg.CHALLENGE, nonce=conn.nonce)))  # a few bytes: fits the fresh buffer
         except OSError:
             sock.close()
             return
@@ -217,7 +217,7 @@ class ChannelServer:
             data = b""
         if not data:
             if conn.rank is not None:
-                out.append({TYPE: Msg.CLOSED, "rank": conn.rank, TIME: time.time()})
+                out.append(message(Msg.CLOSED, rank=conn.rank, **{TIME: time.time()}))
             self._drop(sock, None)
             return
         conn.buf += data
@@ -316,7 +316,7 @@ class ChannelClient:
             self._sock.settimeout(None)
         self._lock = threading.Lock()
         self.closed = False
-        self.send({TYPE: Msg.HELLO, **proof, **hello})
+        self.send(message(Msg.HELLO, **{**proof, **hello}))
         self._on_message = on_message
         self._on_close = on_close
         self._reader = threading.Thread(target=self._read_loop, name="labkit-channel", daemon=True)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.i18n import t
+from labkit.wire import env as envvars
 from labkit.wire.errors import OptionError
 
 CPU_NPROC = 2  # ranks when there is no GPU: enough to see sharding, light on a laptop
@@ -184,7 +185,7 @@ def bind_device(backend: str) -> Any:
         return _bound
     rank = os.environ.get("RANK", "?")
     parent = parent_cuda_state()
-    if os.environ.get(AUDIT_ENV):
+    if envvars.get(AUDIT_ENV):
         _audit_write({"event": "rank_start", "rank": rank, "backend": backend, "parent": parent})
         _audit_role = f"rank{rank}"  # from here on, CUDA calls are this rank's own, and allowed
     if backend != "nccl":
@@ -274,7 +275,7 @@ def audit_cuda(role: str) -> bool:
     so a test on a laptop catches code that would initialise CUDA in the notebook or the agent.
     """
     global _audit_role
-    if not os.environ.get(AUDIT_ENV):
+    if not envvars.get(AUDIT_ENV):
         return False
     import torch.cuda as cuda
 
@@ -306,7 +307,7 @@ def _audited(name: str, fn: Any) -> Any:
 
 
 def _audit_write(record: dict[str, Any]) -> None:
-    path = os.environ.get(AUDIT_ENV)
+    path = envvars.get(AUDIT_ENV)
     if not path:
         return
     line = json.dumps({"pid": os.getpid(), "role": _audit_role, "time": time.time(), **record})

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from labkit.launch.run import Run
+from labkit.wire.records import RunRecord
 
 
 class LabkitError(Exception):
@@ -28,28 +27,47 @@ class CellSyntaxError(OptionError):
 
 
 class RunError(LabkitError, RuntimeError):
-    """A run that started but did not end well. ``run`` holds what was measured."""
+    """A run that started but did not end well. ``run`` holds what was measured; the rest says
+    which rank and how, where the error is about one (None where it is not)."""
 
-    def __init__(self, message: str, run: Run | None = None, **context: Any) -> None:
+    rank: int | None  # the rank whose failure explains the run
+    exit_code: int | None  # its exit code (negative: killed by that signal)
+    signal: str | None  # the signal that ended it ("SIGKILL")
+    traceback: str | None  # the rank's traceback of the cell's error
+    kind: str | None  # how the rank failed: error, exit, signal, vanished
+    alive: list[int] | None  # RunTimeout: the ranks still running at the timeout
+
+    FIELDS = ("rank", "exit_code", "signal", "traceback", "kind", "alive")
+
+    def __init__(
+        self,
+        message: str,
+        run: RunRecord | None = None,
+        *,
+        rank: int | None = None,
+        exit_code: int | None = None,
+        signal: str | None = None,
+        traceback: str | None = None,
+        kind: str | None = None,
+        alive: list[int] | None = None,
+    ) -> None:
         super().__init__(message)
         self.run = run
-        self.context = context
+        self.rank, self.exit_code, self.signal = rank, exit_code, signal
+        self.traceback, self.kind, self.alive = traceback, kind, alive
+
+    @property
+    def context(self) -> dict[str, Any]:
+        """What it carries besides the message and the run, as given (what ``with_note`` passes on)."""
+        return {name: getattr(self, name) for name in self.FIELDS if getattr(self, name) is not None}
 
     def _render_traceback_(self) -> list[str]:
         """What IPython (and so papermill and nbval) shows: our message and the rank's
         traceback, not the launcher's own frames, which would tell a student nothing."""
         lines = [f"{type(self).__name__}: {self}"]
-        detail = self.context.get("traceback")
-        if detail:
-            lines += ["", *str(detail).rstrip().splitlines()]
+        if self.traceback:
+            lines += ["", *str(self.traceback).rstrip().splitlines()]
         return lines
-
-    def __getattr__(self, name: str) -> Any:
-        # err.rank, err.exit_code, ... read from the context given at raise time
-        try:
-            return self.__dict__["context"][name]
-        except KeyError:
-            raise AttributeError(name) from None
 
 
 class RankError(RunError):
@@ -75,6 +93,6 @@ class LabkitInternalError(RunError):
 class RunInterrupted(KeyboardInterrupt):
     """The kernel was interrupted; every rank was stopped. ``run`` holds the partial results."""
 
-    def __init__(self, message: str, run: Run | None = None) -> None:
+    def __init__(self, message: str, run: RunRecord | None = None) -> None:
         super().__init__(message)
         self.run = run

@@ -5,13 +5,19 @@ adds ``TIME`` (``"time"``, its ``time.time()``) and the server adds ``"rank"``. 
 ``str``, so ``msg[TYPE] == Msg.HELLO`` holds for a message read back from JSON, and a
 message written with ``Msg.HELLO`` is plain ``"hello"`` on the wire.
 
+``message(Msg.X, **payload)`` (``stamped`` adds the sender's time) is the one place a message is
+put together: no other code writes the type key. What each type carries is declared below as a
+``TypedDict`` (``PAYLOADS``); tests/test_layout.py checks every call that sends one against it.
+
 ``Status`` (a rank's state) and ``Outcome`` (why a supervise loop returned) are ``str`` enums
 for the same reason: ``state.status == "done"`` holds, and they print as their value.
 """
 
 from __future__ import annotations
 
+import time
 from enum import Enum
+from typing import Any, TypedDict
 
 TYPE = "t"  # the key of a message's type
 TIME = "time"  # the key of the sender's wall-clock time (time.time())
@@ -46,6 +52,10 @@ class Msg(str, Enum):
     CELL_ERROR = "cell_error"  # as ERROR, plus cell
     CUT = "cut"  # kernel -> rank: shut this rank's gloo connections
     STOP = "stop"  # kernel -> rank: leave the loop, exit 0
+    # the channel's handshake over TCP: kernel -> rank, before the hello
+    CHALLENGE = "challenge"  # nonce
+    # an exported script (labkit export): a cell begins; written to the report files only
+    CELL = "cell"  # index
 
     def __str__(self) -> str:  # "hello", not "Msg.HELLO", in f-strings on every Python
         return self.value
@@ -91,3 +101,200 @@ class Outcome(str, Enum):
 
 
 ELAPSED = "elapsed"  # a memory sample's time: seconds since the run started (kernel side)
+
+
+# -- building a message -------------------------------------------------------------------
+
+
+def message(kind: Msg | str, /, **payload: Any) -> dict[str, Any]:
+    """The message ``{TYPE: kind, **payload}``: what goes on the wire as one JSON line."""
+    return {TYPE: kind, **payload}
+
+
+def stamped(kind: Msg | str, /, **payload: Any) -> dict[str, Any]:
+    """A message with the sender's wall-clock time (``TIME``) after its type, as a rank sends it."""
+    return {TYPE: kind, TIME: time.time(), **payload}
+
+
+def retyped(msg: dict[str, Any], kind: Msg | str) -> dict[str, Any]:
+    """A copy of ``msg`` as a message of type ``kind`` (a warm cell's end read as a run's end)."""
+    return {**msg, TYPE: kind}
+
+
+# -- what each message carries --------------------------------------------------------------
+# total=False: a sender may leave a field out where it has no value (no CUDA, no step yet). The
+# trackers' messages also carry the caller's own ``fields`` (``config``, the setting's name).
+
+
+class Hello(TypedDict, total=False):
+    rank: int
+    local_rank: int
+    world_size: int
+    pid: int
+    host: str
+    node: str  # the node's name on several nodes, else ""
+    token: str  # the proof, on the Unix socket
+    auth: str  # the proof, on TCP: HMAC-SHA256(token, nonce)
+
+
+class Challenge(TypedDict):
+    nonce: str
+
+
+class Mem(TypedDict, total=False):
+    rss: int
+    tensor_bytes: int  # CPU: bytes of the tensors reachable from the cell (between steps only)
+    allocated: int  # CUDA
+    reserved: int
+    peak: int
+
+
+class Report(TypedDict):
+    values: dict[str, Any]
+
+
+class StepStart(TypedDict):
+    i: int
+
+
+class Step(TypedDict):
+    i: int
+    dt: float  # seconds
+
+
+class Phase(TypedDict):
+    name: str
+
+
+class Log(TypedDict):
+    text: str
+
+
+class Error(TypedDict, total=False):
+    type: str  # the exception's class name
+    message: str
+    traceback: str
+    lineno: int | None  # the cell's line
+    step: int  # the steps this rank finished before it raised
+    cell: int  # CELL_ERROR: the warm cell
+
+
+class Exit(TypedDict):
+    code: int
+    step: int
+
+
+class Done(TypedDict):
+    result: Any
+    time_end: float
+
+
+class Closed(TypedDict):
+    rank: int
+
+
+class MemCat(TypedDict, total=False):
+    step: int
+    phase: str  # one of labkit.wire.records.PHASES
+    device: str
+    categories: dict[str, int]  # labkit.wire.records.CATEGORIES -> bytes
+    by_device: dict[str, dict[str, int]]
+    peak: dict[str, int]
+    stage: str  # the peak's: where in the step it was reached
+    config: str  # the caller's: which setting (labkit.testing's jobs), and on what
+    model: str
+    world_size: int
+
+
+class Comm(TypedDict, total=False):
+    step: int | None
+    counts: dict[str, dict[str, Any]]  # kind -> calls, bytes, wire_bytes
+    world_size: int
+    calls: list[dict[str, Any]]
+    config: str
+    padded: int
+
+
+class Spans(TypedDict, total=False):
+    step: int | None
+    start: float
+    end: float
+    spans: list[Any]  # labkit.wire.records.Span
+    flavor: str  # fsdp1, fsdp2, ddp, plain
+    world_size: int
+    device: str
+    unit_bytes: dict[str, float]
+    units: list[str]
+    strategy: str | None
+    backward_prefetch: str | None
+    forward_prefetch: bool
+    limit_all_gathers: bool
+    padded_units: dict[str, int]
+    simulated: bool  # labkit.simulate's result, drawn as a run
+    config: str
+
+
+class CommDebug(TypedDict):
+    config: str
+    commdebugmode: dict[str, int]
+    labkit: dict[str, int]
+
+
+class FsdpMemTracker(TypedDict):
+    config: str
+    after_backward: dict[str, Any]
+    peak: dict[str, Any]
+
+
+class GpuTiming(TypedDict):
+    plain: list[float]
+    synced: list[float]
+    synchronize: bool
+
+
+class Exec(TypedDict):
+    cell: int
+    code: str
+    vars: str | None  # the pickled --vars file in the run folder
+
+
+class CellDone(TypedDict):
+    cell: int
+    time_end: float
+
+
+class Cell(TypedDict):
+    index: int
+
+
+class Empty(TypedDict):
+    pass
+
+
+PAYLOADS: dict[Msg, type] = {
+    Msg.HELLO: Hello,
+    Msg.MEM: Mem,
+    Msg.REPORT: Report,
+    Msg.STEP_START: StepStart,
+    Msg.STEP: Step,
+    Msg.PHASE: Phase,
+    Msg.LOG: Log,
+    Msg.ERROR: Error,
+    Msg.EXIT: Exit,
+    Msg.DONE: Done,
+    Msg.CLOSED: Closed,
+    Msg.MEMCAT: MemCat,
+    Msg.COMM: Comm,
+    Msg.SPANS: Spans,
+    Msg.COMMDEBUG: CommDebug,
+    Msg.FSDPMEMTRACKER: FsdpMemTracker,
+    Msg.GPU_TIMING: GpuTiming,
+    Msg.READY: Empty,
+    Msg.EXEC: Exec,
+    Msg.CELL_DONE: CellDone,
+    Msg.CELL_ERROR: Error,
+    Msg.CUT: Empty,
+    Msg.STOP: Empty,
+    Msg.CHALLENGE: Challenge,
+    Msg.CELL: Cell,
+}

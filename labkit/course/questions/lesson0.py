@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading.registry import question
+from labkit.wire.records import RunRecord
 
 
-def reported(run: Any, key: str) -> list[Any]:
+def reported(run: RunRecord, key: str) -> list[Any]:
     """What every rank of ``run`` reported under ``key`` (None where a rank did not)."""
     return [run.values.get(r, {}).get(key) for r in range(run.nproc)]
 

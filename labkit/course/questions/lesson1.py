@@ -10,6 +10,7 @@ from typing import Any
 
 from labkit.course.questions.lesson0 import reported
 from labkit.grading.registry import question
+from labkit.wire.records import RunRecord
 
 _WEIGHTS_ONLY = {
     "en": "That counts one fp32 copy of the weights. A rank also holds their gradients and Adam's two moments.",
@@ -76,7 +77,7 @@ def _optimizer_share(precision: str) -> float:
     return 12 / 16  # bf16/fp16 weights and gradients 2 + 2; master, m and v in fp32: 4 + 4 + 4
 
 
-def _ddp_measured(run: Any) -> tuple[dict[str, Any], float]:
+def _ddp_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
     v = run.values[0]
     return {"n_params": v["n_params"]}, v["param_bytes"] + v["grad_bytes"] + v["optim_bytes"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading.registry import question
+from labkit.wire.records import RunRecord
 
 _ONLY_WEIGHTS_AND_GRADS = {
     "en": "4 bytes per parameter is only the bf16 weights and gradients. Where did the optimizer's K bytes go?",
@@ -58,7 +59,7 @@ def _zero3_bytes(n_params: float, world_size: int) -> float:
     return 16 * n_params / world_size
 
 
-def _full_shard_measured(run: Any) -> tuple[dict[str, Any], float]:
+def _full_shard_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
     v = run.values[0]["FULL_SHARD"]
     padded = sum(v["units"].values())  # the parameters as FSDP holds them, padding included
     return {"n_params": padded, "world_size": run.nproc}, v["params"] + v["grads"] + v["optim"]

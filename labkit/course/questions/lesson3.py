@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading.registry import question
+from labkit.wire.records import RunRecord
 
 # Models the notebook never builds: in one of them attention outweighs the feed-forward.
 UNSEEN_CONFIGS = (
@@ -48,7 +49,7 @@ def _meta_model(config: dict[str, Any]) -> Any:
         return TransformerLM(ModelConfig(**config))
 
 
-def _same_units_as_transformer(value: Any, run: Any) -> bool:
+def _same_units_as_transformer(value: Any, run: RunRecord) -> bool:
     """On unseen models, the function's value makes one unit per block; and on the lesson's model,
     the run wrapped with it and FSDP made the transformer policy's units."""
     if not callable(value):
@@ -82,7 +83,7 @@ _BF16 = {
 }
 
 
-def _none_measured(run: Any) -> tuple[dict[str, Any], float]:
+def _none_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
     v = run.values[0]["none"]
     return {"n_params": sum(v["units"].values())}, v["most_gathered"]  # the padded flat parameter
 
@@ -101,7 +102,7 @@ def _none_gathered(n_params: int) -> float:
     return 4 * n_params
 
 
-def _block_measured(run: Any) -> tuple[dict[str, Any], float]:
+def _block_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
     v = run.values[0]["transformer"]
     units = dict(v["units"])
     root = units.pop("root")

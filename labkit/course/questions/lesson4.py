@@ -8,14 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading.registry import DTYPE_BYTES, question
+from labkit.wire.protocol import Msg
+from labkit.wire.records import RunRecord, last_message
 
 
-def last_spans(run: Any, config: str, rank: int = 0) -> dict[str, Any]:
+def last_spans(run: RunRecord, config: str, rank: int = 0) -> dict[str, Any]:
     """The timeline message of the last step recorded under ``config`` on ``rank``."""
-    msgs = [m for m in run.events[rank] if m.get("t") == "spans" and m.get("config") == config]
-    if not msgs:
+    msg = last_message(run, rank, Msg.SPANS, config=config)
+    if msg is None:
         raise ValueError(f"the run has no timeline recorded with config={config!r}")
-    return msgs[-1]
+    return msg
 
 
 def peak_gathered_bytes(msg: dict[str, Any]) -> int:
@@ -38,7 +40,7 @@ question(
 )
 
 
-def _pre_measured(run: Any) -> tuple[dict[str, Any], float]:
+def _pre_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
     msg = last_spans(run, "BACKWARD_PRE")
     units = dict(msg["unit_bytes"])
     root = units.pop("root") // 4  # fp32 bytes -> elements

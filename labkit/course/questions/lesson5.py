@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading.registry import DTYPE_BYTES, question
+from labkit.wire.records import RunRecord
 
 
-def _bf16_measured(run: Any) -> tuple[dict[str, Any], float]:
+def _bf16_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
     v = run.values[0]
     return {"fp32_gathered": v["fp32"]["memory"]["params_unsharded"]}, v["bf16"]["memory"]["params_unsharded"]
 
@@ -42,7 +43,7 @@ def _bf16_gathered(fp32_gathered: float) -> float:
     return fp32_gathered / 2
 
 
-def _halved(run: Any) -> set[str]:
+def _halved(run: RunRecord) -> set[str]:
     """The collectives whose bytes the bf16 setting (param_dtype bf16, reduce_dtype fp32) reduced."""
     fp32, bf16 = run.values[0]["fp32"]["comm"], run.values[0]["bf16"]["comm"]
     return {op for op in ("all_gather", "reduce_scatter") if bf16.get(op, 0) < fp32.get(op, 0)}

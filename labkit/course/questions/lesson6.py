@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading.registry import question
+from labkit.wire.records import RunRecord
 
 PLAN = {"precision": "bf16", "convention": "torch", "checkpointing": True, "micro_batch": 1}
 
@@ -27,7 +28,7 @@ question(
 )
 
 
-def _rank_measured(run: Any, n_params: int) -> tuple[dict[str, Any], float]:
+def _rank_measured(run: RunRecord, n_params: int) -> tuple[dict[str, Any], float]:
     return {"n_params": n_params, "world_size": run.nproc}, run.values[0]["allocated"]
 
 
@@ -82,7 +83,7 @@ def _local_rank(global_rank: int, gpus_per_node: int) -> int:
     return global_rank % gpus_per_node
 
 
-def _reloaded(value: Any, run: Any) -> bool:
+def _reloaded(value: Any, run: RunRecord) -> bool:
     """The model handed in gives the ranks' saved loss on their probe batch (so it holds their weights)."""
     import torch
 
