@@ -112,6 +112,10 @@ class RunConfig:
     slurm_args: str = ""  # srun's own options, e.g. "-p gpu -t 10"
     hosts: tuple[str, ...] = ()
     channel_host: str | None = None  # where the kernel listens for ranks; default: the interface facing the nodes
+    # emulated nodes on this machine (labkit.launch.netem): a network namespace per node, shaped links
+    nodes: int | None = None  # None or 1: no emulation
+    link: str | None = None  # "200mbit,100us": rate each direction, latency (where the kernel can delay)
+    profile: bool = False  # each rank's torch.profiler trace, beside the notebook (labkit.timing.trace)
 
 
 START_METHODS = ("fork", "spawn")
@@ -173,8 +177,32 @@ def resolve(cfg: RunConfig) -> RunConfig:
         raise OptionError(t("opt.display", value=cfg.display))
     if cfg.start_method not in START_METHODS:
         raise OptionError(t("opt.start_method", value=cfg.start_method))
+    nodes, link = check_emulation(cfg)
     nnodes, hosts = check_nodes(cfg)
-    return replace(cfg, nproc=nproc, backend=backend, timeout=check_timeout(cfg.timeout), nnodes=nnodes, hosts=hosts)
+    if nodes > 1:
+        nnodes = nodes
+    timeout = check_timeout(cfg.timeout)
+    return replace(cfg, nproc=nproc, backend=backend, timeout=timeout, nnodes=nnodes, hosts=hosts, nodes=nodes, link=link)
+
+
+def check_emulation(cfg: RunConfig) -> tuple[int, str | None]:
+    """``(nodes, link)`` for emulated nodes; with more than one, the machine must be able to make them."""
+    from labkit.launch import netem
+
+    nodes = netem.check_nodes(cfg.nodes if cfg.nodes is not None else 1)
+    link = netem.parse_link(cfg.link)
+    if nodes > 1 and (cfg.slurm or cfg.hosts or (cfg.nnodes not in (None, 1, "1"))):
+        raise OptionError(t("netem.nodes.real"))
+    if link is not None and nodes < 2:
+        raise OptionError(t("netem.link.one_node"))
+    if nodes > 1:
+        netem.require()  # at once, with the reason, where namespaces cannot be made
+    return nodes, link.text if link else None
+
+
+def emulated(cfg: RunConfig) -> bool:
+    """Emulated nodes: agents in network namespaces on this machine, the Unix channel, a local run folder."""
+    return (cfg.nodes or 1) > 1
 
 
 def check_nodes(cfg: RunConfig) -> tuple[int, tuple[str, ...]]:
@@ -230,12 +258,15 @@ def check_timeout(timeout: Any) -> float | None:
 
 
 def add_node_options(p: Any) -> None:
-    """The multi-node options of ``%%torchrun`` (``labkit.magic``'s parser)."""
+    """Where the ranks run (``labkit.magic``'s parser): real nodes, emulated nodes and links, profiling."""
     p.add_argument("--nnodes", default=None, help=t("magic.help.nnodes"))
     p.add_argument("--slurm", action="store_true", help=t("magic.help.slurm"))
     p.add_argument("--slurm-args", default="", help=t("magic.help.slurm_args"))
     p.add_argument("--hosts", default="", help=t("magic.help.hosts"))
     p.add_argument("--channel-host", default=None, help=t("magic.help.channel_host"))
+    p.add_argument("--nodes", default=None, help=t("magic.help.nodes"))
+    p.add_argument("--link", default=None, help=t("magic.help.link"))
+    p.add_argument("--profile", action="store_true", help=t("magic.help.profile"))
 
 
 def node_options(opts: Any) -> dict[str, Any]:
@@ -246,6 +277,9 @@ def node_options(opts: Any) -> dict[str, Any]:
         "slurm_args": opts.slurm_args,
         "hosts": opts.hosts,
         "channel_host": opts.channel_host,
+        "nodes": opts.nodes,
+        "link": opts.link,
+        "profile": opts.profile,
     }
 
 
@@ -289,8 +323,8 @@ catalog(
 catalog(
     {
         "magic.usage": {
-            "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR]",
-            "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR]",
+            "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR] [--nodes N [--link RATE[,LATENCY]]] [--profile]",
+            "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR] [--nodes N [--link RATĂ[,LATENȚĂ]]] [--profile]",
         },
         "warm.usage.start": {
             "en": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECONDS] [--env K=V ...]",
@@ -334,6 +368,18 @@ catalog(
         "magic.help.channel_host": {
             "en": "address the ranks connect back to (default: the interface facing the nodes)",
             "ro": "adresa la care se conectează rangurile (implicit: interfața spre noduri)",
+        },
+        "magic.help.nodes": {
+            "en": "emulated nodes on this machine, a network namespace each (-n ranks on each)",
+            "ro": "noduri emulate pe această mașină, fiecare cu spațiul său de nume de rețea (-n ranguri pe fiecare)",
+        },
+        "magic.help.link": {
+            "en": "the link between emulated nodes: RATE[,LATENCY] each direction, e.g. 200mbit,100us",
+            "ro": "legătura dintre nodurile emulate: RATĂ[,LATENȚĂ] în fiecare direcție, de ex. 200mbit,100us",
+        },
+        "magic.help.profile": {
+            "en": "write each rank's torch.profiler trace beside the notebook",
+            "ro": "scrie urma torch.profiler a fiecărui rang lângă notebook",
         },
         "magic.help.display": {
             "en": "widgets, text or none (default: auto)",

@@ -134,7 +134,8 @@ def file_store() -> dict[str, Any]:
     local folder: torchrun's store stays (``{}``: init_process_group's env:// defaults).
     """
     global _stores
-    if os.environ.get("LOCAL_WORLD_SIZE") != os.environ.get("WORLD_SIZE"):
+    one_folder = os.environ.get("LABKIT_NODES") == "emulated"  # nodes emulated on one machine share the run folder
+    if os.environ.get("LOCAL_WORLD_SIZE") != os.environ.get("WORLD_SIZE") and not one_folder:
         return {}
     _stores += 1
     path = os.path.join(os.environ["LABKIT_RUN_DIR"], f"store-{_stores}")  # every rank counts the same
