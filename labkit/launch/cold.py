@@ -14,8 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 import labkit
+from labkit.i18n import catalog, t
 from labkit.launch import diagnose
-from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes
+from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes, profile_dir
 from labkit.launch.nodes import failure_note
 from labkit.launch.options import RunConfig, resolve
 from labkit.launch.run import Run
@@ -23,6 +24,29 @@ from labkit.wire.errors import RunInterrupted
 from labkit.wire.protocol import Outcome, Status
 
 __all__ = ["Launch", "cleanup", "find_run_processes", "torchrun"]
+
+catalog(
+    {
+        "profile.written": {
+            "en": "torch.profiler traces, one per rank (open in ui.perfetto.dev): {folder}",
+            "ro": "urme torch.profiler, câte una pe rang (deschideți în ui.perfetto.dev): {folder}",
+        },
+    }
+)
+
+
+def after_run(run: Run, cfg: RunConfig, group: RankGroup) -> None:
+    """What emulated nodes and ``--profile`` leave on the run: ``run.emulation``, ``run.profiles``."""
+    import glob
+    import os
+
+    from labkit.launch import netem
+
+    run.emulation = netem.Emulation.read(run.run_dir) if group.nodes is not None and group.nodes.local else None
+    folder = profile_dir(run.run_id)
+    run.profiles = sorted(glob.glob(os.path.join(folder, "rank*.json"))) if cfg.profile else []
+    if run.profiles and not cfg.quiet:
+        print(t("profile.written", folder=folder))
 
 
 def torchrun(
@@ -95,6 +119,7 @@ class Launch:
                 error = diagnose.with_note(error, note) if note else error
             run.error = error
             run.ended = time.time()
+            after_run(run, self.cfg, self.group)
             if view is not None:
                 view.finish(run)
         if error is not None and (raise_on_error or isinstance(error, RunInterrupted)):

@@ -425,8 +425,15 @@ def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -
     if cfg.backend == "gloo" and not multinode(cfg):
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # single node: keep gloo's data sockets on loopback
     env.pop("LABKIT_REPORT_DIR", None)
+    if cfg.profile:  # beside the notebook (the kernel's working folder), not in the run folder that is pruned
+        env["LABKIT_PROFILE_DIR"] = profile_dir(run_id)
     env.update(cfg.env)
     return env
+
+
+def profile_dir(run_id: str) -> str:
+    """Where ``--profile`` puts each rank's torch.profiler trace."""
+    return os.path.join(os.getcwd(), "labkit-traces", run_id)
 
 
 # -- processes ------------------------------------------------------------------------------

@@ -342,6 +342,20 @@ def netns_id(pid: int | str = "self") -> int:
     return os.stat(f"/proc/{pid}/ns/net").st_ino
 
 
+def netns_in_use(inodes: list[int] | set[int]) -> set[int]:
+    """Which of these network namespaces some live process is still in (none, after a run)."""
+    wanted, found = set(inodes), set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                ino = os.stat(f"/proc/{name}/ns/net").st_ino
+            except OSError:
+                continue
+            if ino in wanted:
+                found.add(ino)
+    return found
+
+
 # -- the supervisor ---------------------------------------------------------------------------
 
 
@@ -652,4 +666,3 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
-

@@ -182,7 +182,9 @@ def resolve(cfg: RunConfig) -> RunConfig:
     if nodes > 1:
         nnodes = nodes
     timeout = check_timeout(cfg.timeout)
-    return replace(cfg, nproc=nproc, backend=backend, timeout=timeout, nnodes=nnodes, hosts=hosts, nodes=nodes, link=link)
+    return replace(
+        cfg, nproc=nproc, backend=backend, timeout=timeout, nnodes=nnodes, hosts=hosts, nodes=nodes, link=link
+    )
 
 
 def check_emulation(cfg: RunConfig) -> tuple[int, str | None]:

@@ -40,6 +40,7 @@ import traceback
 from typing import Any
 
 from labkit.ranks import rank as rank_api
+from labkit.ranks.profiling import maybe_profile
 from labkit.ranks.sampler import Sampler
 from labkit.wire import devices as gpus
 from labkit.wire.channel import ChannelClient
@@ -288,7 +289,8 @@ def main() -> None:
 
     exit_code = 0
     try:
-        result = execute(job, run_dir, namespace)
+        with maybe_profile(rank):  # --profile: this rank's torch.profiler trace
+            result = execute(job, run_dir, namespace)
     except SystemExit as exc:
         code = exc.code
         exit_code = code if isinstance(code, int) else (0 if code is None else 1)

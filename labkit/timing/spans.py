@@ -8,7 +8,6 @@ overhead). ``labkit.timeline`` records them; ``labkit.gantt`` draws them.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -82,35 +81,11 @@ def peak_held(spans: Sequence[dict[str, Any]]) -> int:
 
 
 def to_chrome_trace(run: Any, path: str | None = None, step: int | None = None) -> dict[str, Any]:
-    """The step as a Chrome/Perfetto trace (``traceEvents``, ``ph: "X"``, pid = rank, tid = stream)."""
-    by_rank = spans_by_rank(run, step)
-    t0 = origin(by_rank)
-    tids = {"compute": 0, "comm": 1, "memory": 2}
-    events: list[dict[str, Any]] = []
-    for r, msg in sorted(by_rank.items()):
-        events.append({"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}})
-        for stream, tid in tids.items():
-            events.append({"ph": "M", "name": "thread_name", "pid": r, "tid": tid, "args": {"name": stream}})
-        for s in msg["spans"]:
-            args = {k: v for k, v in s.items() if k not in ("start", "end", "stream")}
-            events.append(
-                {
-                    "name": f"{s['kind']} {s['unit']}".strip(),
-                    "cat": s["kind"],
-                    "ph": "X",
-                    "pid": r,
-                    "tid": tids.get(s["stream"], 3),
-                    "ts": round((s["start"] - t0) * 1e6, 3),
-                    "dur": round(max(s["end"] - s["start"], 0.0) * 1e6, 3),
-                    "args": args,
-                }
-            )
-    simulated = any(m.get("simulated") for m in by_rank.values())
-    trace = {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"simulated": simulated}}
-    if path is not None:
-        with open(path, "w") as f:
-            json.dump(trace, f)
-    return trace
+    """The step as a Chrome/Perfetto trace: one process per rank, overlapping spans on tracks of
+    their own, "units held" as a counter (``labkit.timing.trace``, which also writes it beside the notebook)."""
+    from labkit.timing.trace import to_chrome_trace as chrome
+
+    return chrome(run, path, step)
 
 
 def summary(run: Any, step: int | None = None) -> dict[int, dict[str, float]]:
