@@ -168,3 +168,122 @@ def test_two_nodes_each_direction_at_the_full_rate(tmp_path):
     assert emulation.addresses == ["10.233.0.1", "10.233.0.2"] and len(emulation.netns) == 3
     assert netem.netns_in_use(emulation.netns) == set()  # the namespaces went with their processes
     assert host_links() == before  # no veth or bridge ever appeared here
+
+
+# -- runs on emulated nodes, and what is left after them --------------------------------------
+
+ALLREDUCE = """
+import os, torch, torch.distributed as dist
+from labkit.ranks import rank
+x = torch.ones(1000) * (rank.rank() + 1)
+dist.all_reduce(x)
+rank.report(total=x[0].item(), node=os.environ["LABKIT_NODE"], ifname=os.environ["GLOO_SOCKET_IFNAME"])
+"""
+FAULT = """
+import os, time, torch, torch.distributed as dist
+from labkit.ranks import rank
+print("before the collective", flush=True)
+for i in rank.steps(4):
+    if rank.rank() == 1 and i == 2:
+        {fault}
+    dist.all_reduce(torch.ones(1))
+"""
+
+
+def nothing_left(run, links_before: list[str]) -> None:
+    """No namespace of the run is alive, no link appeared on this machine (processes: ``no_leaks``)."""
+    emulation = run.emulation
+    assert emulation is not None and len(emulation.netns) == 3
+    assert netem.netns_in_use(emulation.netns) == set()
+    assert host_links() == links_before
+
+
+@needs_netns
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leaks")
+def test_a_cell_on_two_emulated_nodes():
+    import labkit
+
+    before = host_links()
+    run = labkit.torchrun(ALLREDUCE, nproc=2, nodes=2, link="200mbit,100us", backend="gloo", display="none")
+    assert {r: v["total"] for r, v in run.values.items()} == {r: 10.0 for r in range(4)}
+    assert {r: v["node"] for r, v in run.values.items()} == {0: "n0", 1: "n0", 2: "n1", 3: "n1"}
+    assert {v["ifname"] for v in run.values.values()} == {"eth0"}
+    assert "2 (n1/0)" in run.summary()  # node/local rank, as for real nodes
+    assert run.emulation.rate == 200e6 and run.emulation.latency_asked == pytest.approx(100e-6)
+    assert run.emulation.latency_s == (100e-6 if run.emulation.netem else netem.VETH_LATENCY)
+    nothing_left(run, before)
+
+
+@needs_netns
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.parametrize("fault", ["kill", "hang"])
+def test_faults_on_emulated_nodes_leave_nothing(fault):
+    """A rank on node n1 killed, or hung past the timeout: the error names it, and no namespace,
+    link or process is left."""
+    import labkit
+    from labkit.wire.errors import RankError, RunTimeout
+
+    before = host_links()
+    code = FAULT.format(fault="os.kill(os.getpid(), 9)" if fault == "kill" else "time.sleep(1000)")
+    with pytest.raises(RankError if fault == "kill" else RunTimeout) as info:
+        labkit.torchrun(
+            code,
+            nproc=1,
+            nodes=2,
+            link="100mbit",
+            backend="gloo",
+            display="none",
+            timeout=60 if fault == "kill" else 15,
+        )
+    err, text = info.value, str(info.value)
+    if fault == "kill":
+        assert err.rank == 1 and err.signal == "SIGKILL", text
+        assert "rank 1 ran on node n1 (local rank 0)" in text
+    else:
+        assert set(err.alive) == {0, 1} and "time.sleep(1000)" in text
+    nothing_left(err.run, before)
+
+
+KERNEL = """
+import labkit
+try:
+    labkit.torchrun({code!r}, nproc=1, nodes=2, link="100mbit", backend="gloo", display="none")
+finally:
+    print("RUN_DIR", labkit.last_run.run_dir, flush=True)
+"""
+
+
+@needs_netns
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_orphans")
+def test_interrupt_on_emulated_nodes_leaves_nothing(tmp_path):
+    """The kernel's Ctrl-C (twice, as an impatient student does) mid-run: the namespaces go too."""
+    import signal
+    import time
+
+    from labkit.testing.processes import our_rank_processes
+
+    before = host_links()
+    script = tmp_path / "kernel.py"
+    script.write_text(
+        KERNEL.format(code="import time\nfrom labkit import rank\nprint('up', flush=True)\ntime.sleep(1000)")
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True, stdout=subprocess.PIPE, text=True)
+    deadline = time.time() + 90
+    while time.time() < deadline and len(our_rank_processes()) < 5:  # supervisor, 2 agents, 2 ranks
+        time.sleep(0.2)
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    run_dir = next(line.split()[1] for line in out.splitlines() if line.startswith("RUN_DIR"))
+    emulation = netem.Emulation.read(run_dir)
+    assert emulation is not None, out
+    deadline = time.time() + 10
+    while netem.netns_in_use(emulation.netns) and time.time() < deadline:
+        time.sleep(0.1)
+    assert netem.netns_in_use(emulation.netns) == set()
+    assert host_links() == before

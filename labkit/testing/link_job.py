@@ -129,6 +129,24 @@ def gloo_costs(sizes: tuple[int, ...] = (2**12, 2**16, 2**18, 2**20, 2**22), rep
     return out
 
 
+_PROBE = None
+
+
+def speed_probe(reps: int = 200) -> float:
+    """Seconds for a fixed amount of matrix work on this rank's thread, every rank at once (after a
+    barrier): how fast the shared CPU is for this run's ranks right now (``labkit.timing.predict``)."""
+    global _PROBE
+    if _PROBE is None:
+        g = torch.Generator().manual_seed(0)
+        _PROBE = torch.randn(160, 160, generator=g)
+    dist.barrier()
+    a = _PROBE
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        a = torch.tanh(a @ _PROBE)
+    return time.perf_counter() - t0
+
+
 def main(
     model_name: str = "small", steps: int = 4, batch: int = 8, configs: list[str] | None = None, costs: bool = False
 ) -> None:
@@ -147,7 +165,8 @@ def main(
         first = getattr(model, "_labkit_unshard_first", False)
         for i in range(steps):
             x, y = synthetic_batch(cfg, batch, i, r)
-            with rec.step(i, config=spec, num_params=cfg.num_params(), batch=batch):
+            probe = speed_probe()
+            with rec.step(i, config=spec, num_params=cfg.num_params(), batch=batch, probe=probe):
                 if first:
                     model.unshard(async_op=True)  # the root's all-gather under nothing: it starts the step
                 model(x, y).backward()
