@@ -4,9 +4,9 @@
     topo = Topology(nodes=2, per_node=2, rate=200e6 / 8)           # 200 Mbit/s each direction
     collective_time(costs, topo, "all_gather", 5e6, channel="world")
 
-gloo runs each collective as a ring (all-gather, reduce-scatter: N-1 steps; all-reduce: a
-reduce-scatter then an all-gather, 2(N-1) steps): in each step every rank sends 1/N of the
-payload to the next rank and receives 1/N from the previous one. A step ends when its
+gloo runs each collective as a ring (all-gather: N-1 steps; all-reduce: a reduce-scatter then an
+all-gather, 2(N-1) steps; reduce-scatter: as an all-reduce, see ``steps``): in each step every
+rank sends 1/N of the payload to the next rank and receives 1/N from the previous one. A step ends when its
 slowest transfer ends, so a step costs
 
     alpha + max(chunk · beta_kind,  chunk · flows / (efficiency · rate) + latency)
@@ -88,7 +88,10 @@ class GlooCosts:
 
 
 def steps(kind: str, g: int) -> int:
-    return 2 * (g - 1) if kind == "all_reduce" else g - 1
+    """Ring steps of a gloo collective over ``g`` ranks. gloo runs a reduce-scatter as an all-reduce
+    of the whole tensor and keeps its own shard (measured, 2 MB between 2 nodes over 50 Mbit/s:
+    all-gather 190 ms, reduce-scatter 347 ms, all-reduce 339 ms), so it takes an all-reduce's steps."""
+    return 2 * (g - 1) if kind in ("all_reduce", "reduce_scatter") else g - 1
 
 
 def crossings(group: Sequence[int], topo: Topology) -> dict[int, int]:
