@@ -18,7 +18,7 @@ from labkit.i18n import catalog, t
 from labkit.launch import diagnose
 from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes, profile_dir
 from labkit.launch.nodes import failure_note
-from labkit.launch.options import RunConfig, resolve
+from labkit.launch.options import RunConfig, emulated, resolve
 from labkit.launch.run import Run
 from labkit.wire.errors import RunInterrupted
 from labkit.wire.protocol import Outcome, Status
@@ -69,6 +69,12 @@ def torchrun(
     """
     cfg = resolve(RunConfig(nproc=nproc, backend=backend, timeout=timeout, env=dict(env or {}), quiet=quiet, **options))
     job = Job.make(target, vars or {}, args, kwargs or {})
+    if emulated(cfg) and not cfg.quiet:
+        from labkit.launch.netem import latency_note
+
+        note = latency_note(cfg.link)
+        if note:
+            print(note)
     return Launch(cfg, job).run(raise_on_error=raise_on_error)
 
 

@@ -251,6 +251,14 @@ def require() -> Probe:
     return found
 
 
+def latency_note(link: str | LinkSpec | None) -> str:
+    """What the run will say about latency: nothing where it is emulated or none was asked for."""
+    spec = parse_link(link)
+    if spec is None or spec.latency <= 0 or probe().netem:
+        return ""
+    return t("netem.no_latency", asked=human_time(spec.latency), base=human_time(VETH_LATENCY))
+
+
 def _pythonpath() -> str:
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
