@@ -235,14 +235,16 @@ def test_faults_on_emulated_nodes_leave_nothing(fault):
             link="100mbit",
             backend="gloo",
             display="none",
-            timeout=60 if fault == "kill" else 15,
+            timeout=60 if fault == "kill" else 20,
         )
     err, text = info.value, str(info.value)
     if fault == "kill":
         assert err.rank == 1 and err.signal == "SIGKILL", text
         assert "rank 1 ran on node n1 (local rank 0)" in text
     else:
-        assert set(err.alive) == {0, 1} and "time.sleep(1000)" in text
+        assert set(err.alive) == {0, 1}
+        if "before the collective" in text:  # both got there before the timeout (a loaded CPU starts slowly)
+            assert "time.sleep(1000)" in text, "where the hung rank is"
     nothing_left(err.run, before)
 
 
