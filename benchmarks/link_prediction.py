@@ -9,7 +9,7 @@ First one calibration run: 2 ranks on one node, no link, each of ``predict.CALIB
 (DDP, FSDP1 FULL_SHARD BACKWARD_PRE, FSDP2 with implicit and with explicit asynchronous
 prefetch) trained a few steps, and bare collectives timed (``labkit.testing.link_job``). Then,
 for each topology of the matrix (2 and 4 ranks on 1 and 2 emulated nodes, links from 50 Mbit/s
-to 5 Gbit/s, ``labkit.launch.netem``), one run of every configuration: DDP, FSDP1 FULL_SHARD
+to 5 Gbit/s, ``labkit.launch.netem``; ``MATRIX``), one run of every configuration: DDP, FSDP1 FULL_SHARD
 with each backward prefetch, SHARD_GRAD_OP, HYBRID_SHARD (4 ranks: sharded within a node,
 replicated across), FSDP2 implicit and explicit. Each configuration is predicted *before* its
 run starts, from the calibration alone (``labkit.timing.predict``), then measured.
@@ -18,12 +18,14 @@ Two predictions per row:
 
 * ``predicted``: the calibration alone. More ranks than cores slow every rank's CPU work by
   ``gloo.contention`` (as on a machine that runs nothing else);
-* ``at run's CPU``: the same, with the CPU's speed during the run instead of that assumption:
-  every rank times a fixed matrix computation before each step (the speed probe, which the
-  calibration ran too), and compute, host work and gloo's CPU costs are scaled by the ratio.
-  On a machine shared with other work, the speed of the CPU changes two- or threefold from one
-  minute to the next; the probe is what separates that from what the model predicts. The probe
-  is not the configuration's own measurement: it is the same 200 matrix products in every run.
+* ``at run's CPU``: the same, with the share of the CPU the ranks got during the run instead of
+  that assumption: the kernel's scheduler counts, for the rank's thread, the time it ran and the
+  time it waited for a core (``/proc/thread-self/schedstat``); compute, host work and gloo's CPU
+  costs are scaled by (ran + waited) / ran, against the calibration's. On a machine shared with
+  other work, that share changes two- or threefold from one minute to the next; it says how
+  busy the machine was, not how long the configuration's steps took (a rank that waits in a
+  collective neither runs nor waits for a core). Runs without it fall back to the speed probe,
+  a fixed matrix computation every rank times before each step.
 
 The measured step is the mean of a configuration's typical steps (the first, and any over 1.5
 times the median, left out), as the calibration's. Rows of the calibration's own configurations
@@ -56,7 +58,7 @@ CONFIGS = (
     "fsdp2:explicit",
 )
 LINKS = ("50mbit", "200mbit", "1gbit", "5gbit")
-MATRIX = [(2, 1, None), (4, 1, None)] + [(w, 2, ln) for w in (2, 4) for ln in LINKS]  # (world, nodes, link)
+MATRIX = [(2, 1, None), (4, 1, None)] + [(2, 2, ln) for ln in LINKS] + [(4, 2, "50mbit"), (4, 2, "1gbit")]
 QUICK = [(2, 2, "200mbit"), (2, 2, "1gbit")]
 
 
@@ -121,8 +123,12 @@ def rows_for(cal: predict.Calibration, data: dict, calibration: bool) -> list[di
             continue
         measured = predict.measured_step(msgs)
         pure = predict.predict(cal, spec, topo).step_time
+        share = predict.cpu_share(msgs)
         probe = predict.probe_of(msgs)
-        speed = probe / cal.probe if probe and cal.probe else None
+        if share and cal.share:
+            speed = share / cal.share
+        else:
+            speed = probe / cal.probe if probe and cal.probe else None
         at_speed = predict.predict(cal, spec, topo, speed=speed).step_time if speed else math.nan
         out.append(
             {
@@ -188,7 +194,7 @@ def show(rows: list[dict[str, Any]]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 ranks on 2 nodes, 200mbit and 1gbit only")
-    ap.add_argument("--steps", type=int, default=5, help="steps per configuration, the first not counted (default 5)")
+    ap.add_argument("--steps", type=int, default=4, help="steps per configuration, the first not counted (default 4)")
     ap.add_argument("--save", help="keep every run's messages in this folder")
     ap.add_argument("--load", help="predict again from the runs kept in this folder (no new run)")
     args = ap.parse_args()
@@ -204,6 +210,10 @@ def main() -> None:
         print(f"calibration: 2 ranks, 1 node, no link: {', '.join(predict.CALIBRATION_CONFIGS)}", flush=True)
         cal_data = {**launch(2, 1, None, predict.CALIBRATION_CONFIGS, args.steps + 1, costs=True), "calibration": True}
         targets = []
+        if args.save:
+            os.makedirs(args.save, exist_ok=True)
+            with open(os.path.join(args.save, "calibration.json"), "w") as f:
+                json.dump(cal_data, f)
     cal = predict.calibrate(Kept(cal_data), predict.CALIBRATION_CONFIGS)
     print(
         f"  gloo: {cal.gloo.alpha * 1e6:.0f} µs per ring step; "
@@ -221,9 +231,6 @@ def main() -> None:
                 os.makedirs(args.save, exist_ok=True)
                 with open(os.path.join(args.save, f"n{nodes}x{world}_{link or 'lo'}.json"), "w") as f:
                     json.dump(data, f)
-        if args.save:
-            with open(os.path.join(args.save, "calibration.json"), "w") as f:
-                json.dump(cal_data, f)
     for data in targets:
         same_topology = (data["world"], data["nodes"], data["link"]) == (2, 1, None)
         for r in rows_for(cal, data, calibration=False):

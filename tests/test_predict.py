@@ -91,3 +91,39 @@ def test_bf16_gathers_half_the_bytes():
     full = predict.predict(cal, "fsdp2:implicit", topo)
     half = predict.predict(cal, "fsdp2:implicit:bf16", topo)
     assert half.step_time < full.step_time and not math.isclose(half.comm_time, full.comm_time)
+
+
+# -- one calibration, a run it has not seen, on emulated nodes ------------------------------------
+
+
+def job(configs, steps: int = 4) -> str:
+    return f"from labkit.testing.link_job import main\nmain('tiny', {steps}, 8, {list(configs)!r})\n"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_orphans")
+def test_one_calibration_predicts_a_slow_link_it_has_not_seen():
+    """Calibrated on one node with no link, the FULL_SHARD and SHARD_GRAD_OP steps of 2 nodes over
+    50 Mbit/s come out within 35% (a loose bound: the benchmark has the targets), in the right order."""
+    import labkit
+    from labkit.launch import netem
+    from labkit.timing.calibrate import spans_messages
+
+    if netem.probe().error is not None:
+        pytest.skip(f"no network namespaces here: {netem.probe().error}")
+    quiet = {"backend": "gloo", "display": "none", "quiet": True}
+    cal = predict.calibrate(labkit.torchrun(job(predict.CALIBRATION_CONFIGS), nproc=2, **quiet))
+    specs = ("fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp1:SHARD_GRAD_OP")
+    run = labkit.torchrun(job(specs), nproc=1, nodes=2, link="50mbit", **quiet)
+    topo = Topology(nodes=2, per_node=1, rate=50e6 / 8, latency=run.emulation.latency_s)
+    measured, predicted = {}, {}
+    for spec in specs:
+        msgs = spans_messages(run, 0, spec)
+        measured[spec] = predict.measured_step(msgs)
+        share = predict.cpu_share(msgs)
+        speed = share / cal.share if share and cal.share else None
+        predicted[spec] = predict.predict(cal, spec, topo, speed=speed).step_time
+        assert abs(predicted[spec] / measured[spec] - 1) < 0.35, (spec, predicted, measured)
+    assert (
+        measured["fsdp1:SHARD_GRAD_OP"] < measured[specs[0]] and predicted["fsdp1:SHARD_GRAD_OP"] < predicted[specs[0]]
+    )

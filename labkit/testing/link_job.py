@@ -16,8 +16,10 @@ the parameters in bf16 (FSDP1 ``MixedPrecision``, FSDP2 ``MixedPrecisionPolicy``
 reduced in fp32).
 
 Each configuration builds a fresh model (seed 0) and records every step with
-``labkit.timeline.Recorder``; its messages carry ``config``. ``gloo_costs`` times bare
-collectives at a few sizes (the calibration's per-message costs).
+``labkit.timeline.Recorder``; its messages carry ``config``, the speed probe timed before the
+step (``probe``) and how long the rank's thread ran on a CPU and waited for one during it
+(``sched``, from the kernel's scheduler statistics). ``gloo_costs`` times bare collectives at a
+few sizes (the calibration's per-message costs).
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def gloo_costs(sizes: tuple[int, ...] = (2**12, 2**16, 2**18, 2**20, 2**22), rep
 _PROBE = None
 
 
-def speed_probe(reps: int = 200) -> float:
+def speed_probe(reps: int = 100) -> float:
     """Seconds for a fixed amount of matrix work on this rank's thread, every rank at once (after a
     barrier): how fast the shared CPU is for this run's ranks right now (``labkit.timing.predict``)."""
     global _PROBE
@@ -145,6 +147,16 @@ def speed_probe(reps: int = 200) -> float:
     for _ in range(reps):
         a = torch.tanh(a @ _PROBE)
     return time.perf_counter() - t0
+
+
+def scheduled() -> tuple[float, float]:
+    """Seconds this thread has run on a CPU, and waited for one (``/proc/thread-self/schedstat``)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            ran, waited, _ = f.read().split()
+        return int(ran) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
+        return 0.0, 0.0
 
 
 def main(
@@ -166,12 +178,16 @@ def main(
         for i in range(steps):
             x, y = synthetic_batch(cfg, batch, i, r)
             probe = speed_probe()
-            with rec.step(i, config=spec, num_params=cfg.num_params(), batch=batch, probe=probe):
+            sched: dict[str, float] = {}  # filled at the step's end, sent with it
+            with rec.step(i, config=spec, num_params=cfg.num_params(), batch=batch, probe=probe, sched=sched):
+                ran0, waited0 = scheduled()
                 if first:
                     model.unshard(async_op=True)  # the root's all-gather under nothing: it starts the step
                 model(x, y).backward()
                 opt.step()
                 opt.zero_grad()
+                ran1, waited1 = scheduled()
+                sched.update(ran=ran1 - ran0, waited=waited1 - waited0)
         rec.close()
         del model, opt
         dist.barrier()

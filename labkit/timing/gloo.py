@@ -82,9 +82,16 @@ class GlooCosts:
     beta: dict[str, float]  # CPU seconds per chunk byte, per kind
     ranks: int = 2  # ranks that shared the cores while these were measured
     efficiency: float = 0.97
+    skew: float = 0.0  # a blocking collective waits for the slowest rank: this fraction of the compute before it
 
     def to_dict(self) -> dict[str, object]:
-        return {"alpha": self.alpha, "beta": dict(self.beta), "ranks": self.ranks, "efficiency": self.efficiency}
+        return {
+            "alpha": self.alpha,
+            "beta": dict(self.beta),
+            "ranks": self.ranks,
+            "efficiency": self.efficiency,
+            "skew": self.skew,
+        }
 
 
 def steps(kind: str, g: int) -> int:
@@ -121,7 +128,8 @@ def collective_time(
     if g <= 1 or payload <= 0:
         return 0.0
     chunk = payload / g
-    beta = costs.beta.get(kind, costs.beta.get("all_gather", 0.0))
+    fallback = "reduce_scatter" if kind == "all_reduce" else "all_gather"  # gloo's reduce-scatter is an all-reduce
+    beta = costs.beta.get(kind) or costs.beta.get(fallback, 0.0)
     cpu = chunk * beta * speed
     cross = crossings(group, topo)
     link = 0.0

@@ -97,8 +97,9 @@ class Calibration:
     profiles: dict[str, Profile]
     gloo: GlooCosts
     ranks: int  # ranks of the calibration run (all on one node)
-    probe: float | None = None  # seconds of the speed probe, median over the run's steps
+    probe: float | None = None  # seconds of the speed probe, mean over the run's typical steps
     measured: dict[str, float] | None = None  # config -> measured step (its own steps)
+    share: float | None = None  # cpu_share of the calibration's steps
 
     def to_json(self) -> str:
         profiles = {}
@@ -113,6 +114,7 @@ class Calibration:
                 "ranks": self.ranks,
                 "probe": self.probe,
                 "measured": self.measured,
+                "share": self.share,
             }
         )
 
@@ -124,7 +126,7 @@ class Calibration:
             p["forward"] = [tuple(x) for x in p["forward"]]
             p["backward"] = [tuple(x) for x in p["backward"]]
             profiles[k] = Profile(**p)
-        return cls(profiles, GlooCosts(**d["gloo"]), d["ranks"], d.get("probe"), d.get("measured"))
+        return cls(profiles, GlooCosts(**d["gloo"]), d["ranks"], d.get("probe"), d.get("measured"), d.get("share"))
 
 
 def measured_step(msgs: list[dict[str, Any]]) -> float:
@@ -141,10 +143,20 @@ def probe_of(msgs: list[dict[str, Any]]) -> float | None:
     return statistics.fmean(probes) if probes else None
 
 
+def cpu_share(msgs: list[dict[str, Any]]) -> float | None:
+    """How long the rank's CPU work took for each second of CPU it got, over the typical steps:
+    (ran + waited for a CPU) / ran, from the scheduler's statistics (None: not recorded).
+    1 on an idle machine; 2 where two threads share each core all the time."""
+    kept, _ = typical(msgs[1:] or msgs)
+    ran = math.fsum(m["sched"]["ran"] for m in kept if (m.get("sched") or {}).get("ran"))
+    waited = math.fsum(m["sched"]["waited"] for m in kept if (m.get("sched") or {}).get("ran"))
+    return (ran + waited) / ran if ran > 0 else None
+
+
 def calibrate(run: Any, configs: tuple[str, ...] = CALIBRATION_CONFIGS) -> Calibration:
     """A ``Calibration`` from one run of ``labkit.testing.link_job`` with ``configs``, one node, no
     link: a ``Run``, or its ``events`` (then without the bare collectives' timings)."""
-    profiles, probes, measured, rows = {}, [], {}, []
+    profiles, probes, shares, measured, rows = {}, [], [], {}, []
     ranks = 1
     for spec in configs:
         msgs = spans_messages(run, 0, spec)
@@ -155,39 +167,48 @@ def calibrate(run: Any, configs: tuple[str, ...] = CALIBRATION_CONFIGS) -> Calib
         probe = probe_of(msgs)
         if probe is not None:
             probes.append(probe)
+        share = cpu_share(msgs)
+        if share is not None:
+            shares.append(share)
         rows += _collectives(typical(msgs[1:] or msgs)[0])
     values = run.values if hasattr(run, "events") else {}
     gloo = fit_spans(rows, ranks, (values.get(0) or {}).get("gloo"))
-    return Calibration(profiles, gloo, ranks, statistics.fmean(probes) if probes else None, measured)
+    probe = statistics.fmean(probes) if probes else None
+    return Calibration(profiles, gloo, ranks, probe, measured, statistics.fmean(shares) if shares else None)
 
 
-def _collectives(msgs: list[dict[str, Any]]) -> list[tuple[str, int, float, float]]:
-    """(kind, group size, payload bytes, seconds) of each blocking collective the rank waited for."""
+def _collectives(msgs: list[dict[str, Any]]) -> list[tuple[str, int, float, float, float]]:
+    """(kind, group size, payload bytes, seconds, compute before it) of each blocking collective the
+    rank waited for; the compute is the rank's since the previous blocking collective."""
     rows = []
     for m in msgs:
-        for s in m["spans"]:
-            if (
-                s["stream"] == "comm"
-                and s.get("blocking")
-                and s["kind"] in ("all_gather", "reduce_scatter", "all_reduce")
-            ):
-                rows.append(
-                    (s["kind"], int(s.get("group_size") or 2), float(s.get("bytes") or 0.0), s["end"] - s["start"])
-                )
+        on_thread = [s for s in m["spans"] if s["stream"] == "compute" or (s["stream"] == "comm" and s.get("blocking"))]
+        computed = 0.0
+        for s in sorted(on_thread, key=lambda s: s["start"]):
+            if s["stream"] == "compute":
+                computed += s["end"] - s["start"]
+                continue
+            if s["kind"] in ("all_gather", "reduce_scatter", "all_reduce"):
+                bytes_ = float(s.get("bytes") or 0.0)
+                rows.append((s["kind"], int(s.get("group_size") or 2), bytes_, s["end"] - s["start"], computed))
+            computed = 0.0
     return rows
 
 
 def fit_spans(
-    rows: list[tuple[str, int, float, float]], ranks: int, bare: dict[str, dict[str, float]] | None = None
+    rows: list[tuple[str, int, float, float, float]], ranks: int, bare: dict[str, dict[str, float]] | None = None
 ) -> GlooCosts:
-    """gloo's costs from a run's own collectives: alpha, the fixed cost of a ring step, from bare
-    collectives of a few KB (``bare``: ``link_job.gloo_costs``; else 50 µs), and per kind beta,
-    the mean seconds per chunk byte over the rest of each step.
+    """gloo's costs from a run's own collectives.
 
-    A mean, not a fit of size against time: one model's units are all about the same size, and
-    the mean is what makes the calibration's own steps add up (a collective's time on a rank
-    includes waiting for the slowest rank to arrive, which the symmetric schedule has no other
-    place for).
+    * ``alpha``, the fixed cost of a ring step: from bare collectives of a few KB (``bare``:
+      ``link_job.gloo_costs``; else 50 µs);
+    * ``beta`` per kind, seconds per chunk byte: the fastest fifth of the run's collectives, those
+      that waited least for the other ranks (one model's units are all about the same size, so
+      size against time cannot separate alpha from beta);
+    * ``skew``: what the collectives took beyond that, as a fraction of the compute the rank did
+      before each. A blocking collective starts when the slowest rank arrives; on a shared CPU the
+      ranks' compute differs from step to step, so every collective waits some. On loopback that
+      wait is most of a collective's time; over a slow link it adds to the link's.
     """
     alpha = 50e-6
     if bare:
@@ -196,10 +217,13 @@ def fit_spans(
         alpha = min(per_step) if per_step else alpha
     beta = {}
     for kind in sorted({r[0] for r in rows}):
-        mine = [(s - steps(k, g) * alpha, steps(k, g) * b / g) for k, g, b, s in rows if k == kind and b > 0]
-        total = math.fsum(x for _, x in mine)
-        beta[kind] = max(math.fsum(y for y, _ in mine) / total, 0.0) if total else 0.0
-    return GlooCosts(alpha, beta, ranks)
+        per = sorted((s / steps(k, g) - alpha) / (b / g) for k, g, b, s, _ in rows if k == kind and b > 0)
+        beta[kind] = max(per[len(per) // 5], 0.0) if per else 0.0
+    waited = computed = 0.0
+    for k, g, b, s, c in rows:
+        waited += max(s - steps(k, g) * (alpha + b / g * beta.get(k, 0.0)), 0.0)
+        computed += c
+    return GlooCosts(alpha, beta, ranks, skew=waited / computed if computed > 0 else 0.0)
 
 
 class GlooLink(Link):
@@ -250,6 +274,8 @@ def predict(cal: Calibration, spec: str, topo: Topology, speed: float | None = N
         raise ValueError(t("predict.no_flavor", flavor=cfg.key, have=", ".join(cal.profiles)))
     factor = speed if speed is not None else contention(topo.world, topo.cores, cal.ranks)
     prof = slowed(cal.profiles[cfg.key], factor)
+    if cfg.flavor != "ddp":  # a blocking collective waits for the slowest rank (DDP's buckets wait in the background)
+        prof = prof.scaled(1 / (1 + cal.gloo.skew))
     prof = replace(prof, world_size=topo.world)
     if cfg.bf16:
         prof = halved_params(prof)
