@@ -6,8 +6,8 @@
     .venv/bin/python benchmarks/link_prediction.py --load DIR      # predict again from kept runs
 
 First one calibration run: 2 ranks on one node, no link, each of ``predict.CALIBRATION_CONFIGS``
-(DDP, FSDP1 FULL_SHARD BACKWARD_PRE, FSDP2 with implicit and with explicit asynchronous
-prefetch) trained a few steps, and bare collectives timed (``labkit.testing.link_job``). Then,
+(DDP, FSDP1 FULL_SHARD BACKWARD_PRE, FSDP2 with implicit prefetch) trained a few steps, and
+bare collectives timed (``labkit.testing.link_job``). Then,
 for each topology of the matrix (2 and 4 ranks on 1 and 2 emulated nodes, links from 50 Mbit/s
 to 5 Gbit/s, ``labkit.launch.netem``; ``MATRIX``), one run of every configuration: DDP, FSDP1 FULL_SHARD
 with each backward prefetch, SHARD_GRAD_OP, HYBRID_SHARD (4 ranks: sharded within a node,

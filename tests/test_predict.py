@@ -55,7 +55,7 @@ def test_loopback_is_cpu_bound_and_contention_scales_it():
 
 def test_configs_parsed_and_refused():
     assert predict.Config.parse("fsdp1:FULL_SHARD:NONE").prefetch is None
-    assert predict.Config.parse("fsdp2:explicit").key == "fsdp2:explicit"
+    assert predict.Config.parse("fsdp2:explicit").key == "fsdp2" and predict.Config.parse("fsdp2:explicit").explicit
     assert predict.Config.parse("fsdp1:HYBRID_SHARD:bf16").bf16
     with pytest.raises(ValueError, match="unknown configuration"):
         predict.Config.parse("fsdp3:FULL_SHARD")
@@ -70,7 +70,7 @@ def hand_calibration() -> predict.Calibration:
         world_size=2,
         flavor="fsdp2",
     )
-    return predict.Calibration({"fsdp2": prof, "fsdp2:explicit": prof}, COSTS, ranks=2, probe=0.01)
+    return predict.Calibration({"fsdp2": prof}, COSTS, ranks=2, probe=0.01)
 
 
 def test_explicit_async_prefetch_hides_the_gathers_under_compute():

@@ -8,17 +8,21 @@
 What is calibrated, once per machine, from one run on one node with no link (``calibrate``):
 
 * per flavor (DDP, FSDP1, FSDP2), the per-unit compute, the optimizer and the host overhead
-  (``labkit.timing.calibrate``): the calibration run trains each flavor a few steps;
+  (``labkit.timing.calibrate``): the calibration run trains each flavor a few steps
+  (``CALIBRATION_CONFIGS``: DDP, FSDP1 FULL_SHARD BACKWARD_PRE, FSDP2 with implicit prefetch);
 * gloo's per-message and per-byte costs on loopback (``labkit.timing.gloo``), fitted to that
   run's own collectives (hundreds of them, at the sizes training uses);
-* the speed of the shared CPU while it ran (``probe``: a fixed amount of matrix work, timed by
-  every rank at once before each step).
+* how busy the shared CPU was while it ran (``share``: from the scheduler's statistics, the time
+  the rank's thread waited for a core against the time it ran; ``probe``: a fixed amount of
+  matrix work every rank times before each step);
+* ``skew``: how long a blocking collective waits for the slowest rank, as a fraction of the
+  compute before it (``fit_spans``).
 
 What a prediction assumes: the ring algorithm over the topology (``gloo.collective_time``);
 per-direction links; FSDP's order of collectives (``labkit.timing.simulate``), blocking on CPU
 except DDP's buckets and FSDP2's asynchronous unshards, whose CPU work is taken from the
 compute; compute and host overhead the calibration's, slowed by contention when more ranks
-share the cores (``gloo.contention``) or, given ``speed``, by the CPU's measured speed.
+share the cores (``gloo.contention``) or, given ``speed``, by how much busier the CPU was.
 
 A configuration is a string, as ``labkit.testing.link_job`` takes it: ``ddp``,
 ``fsdp1:FULL_SHARD[:BACKWARD_PRE|BACKWARD_POST|NONE]``, ``fsdp1:SHARD_GRAD_OP``,
@@ -55,8 +59,9 @@ catalog(
     }
 )
 
-# the calibration run's configurations: one per flavor, each the flavor's plainest
-CALIBRATION_CONFIGS = ("ddp", "fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp2:implicit", "fsdp2:explicit")
+# the calibration run's configurations: one per flavor, each the flavor's plainest (FSDP1's
+# other prefetch modes and strategies, HSDP and FSDP2's explicit prefetch are predicted)
+CALIBRATION_CONFIGS = ("ddp", "fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp2:implicit")
 STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD")
 PREFETCHES = ("BACKWARD_PRE", "BACKWARD_POST", "NONE")
 
@@ -71,8 +76,11 @@ class Config:
 
     @property
     def key(self) -> str:
-        """The calibration profile it runs on: one per flavor, and FSDP2's asynchronous prefetch."""
-        return "fsdp2:explicit" if self.explicit else self.flavor
+        """The calibration profile it runs on: its flavor's. FSDP2's explicit asynchronous prefetch
+        runs on the implicit run's profile (the same hooks and compute), its gathers moved off the
+        rank's thread: calibrated on its own, on one node, its compute carries the contention of
+        gathers that are all CPU there, which a slow link does not have."""
+        return self.flavor
 
     @classmethod
     def parse(cls, spec: str) -> Config:
