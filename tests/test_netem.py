@@ -289,3 +289,14 @@ def test_interrupt_on_emulated_nodes_leaves_nothing(tmp_path):
         time.sleep(0.1)
     assert netem.netns_in_use(emulation.netns) == set()
     assert host_links() == before
+
+
+def test_magic_options():
+    from labkit.launch import magic
+    from labkit.launch.options import node_options
+
+    opts = node_options(magic.parse_line("-n 2 --nodes 2 --link 200mbit,100us --profile"))
+    assert opts["nodes"] == "2" and opts["link"] == "200mbit,100us" and opts["profile"] is True
+    if CAN.error is None:
+        cfg = resolve(RunConfig(nproc=2, backend="gloo", **opts))
+        assert cfg.nodes == 2 and cfg.nnodes == 2 and cfg.link == "200mbit,100us" and cfg.profile
