@@ -46,11 +46,13 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "grade": ("labkit.grading.report",),
     "launch": ("labkit.launch.cold", "labkit.launch.diagnose", "labkit.launch.group"),
     "magic": ("labkit.launch.options", "labkit.launch.magic"),  # option help lives with the options
+    "netem": ("labkit.launch.netem", "labkit.launch.linkspec"),
     "nodes": ("labkit.launch.nodes",),
     "memtrack": ("labkit.ranks.memtrack", "labkit.views.memory"),
     "mm": ("labkit.memory.model", "labkit.memory.states", "labkit.views.memory"),
     "opt": ("labkit.launch.options",),
     "peak": ("labkit.memory.peak",),
+    "predict": ("labkit.timing.predict",),
     "q": ("labkit.grading.registry",),  # the questions' hints, registered as the questions load
     "report": ("labkit.grading.report",),
     "run": ("labkit.launch.run", "labkit.views.runview", "labkit.launch.logs"),

@@ -84,7 +84,7 @@ def test_romanian_message(monkeypatch):
 
 def test_shaping_commands():
     link = netem.parse_link("200mbit,100us")
-    plain = netem._shape("eth0", link, netem=False)
+    plain = netem.shape_commands("eth0", link, netem=False)
     assert plain == [
         [
             "tc",
@@ -102,7 +102,7 @@ def test_shaping_commands():
             str(2_500_000),
         ]
     ]
-    delayed = netem._shape("eth0", link, netem=True)
+    delayed = netem.shape_commands("eth0", link, netem=True)
     assert delayed[0][-4:] == ["delay", "100us", "limit", "100000"] and delayed[1][5:8] == ["parent", "1:1", "handle"]
 
 
@@ -152,7 +152,7 @@ def test_two_nodes_each_direction_at_the_full_rate(tmp_path):
     spec = json.dumps({"nodes": 2, "rate": 50e6, "latency": 0.0})
     env = {**os.environ, "LABKIT_RUN_DIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "labkit.launch.netem", "run", spec, "--", sys.executable, str(script), "1500000"],
+        [sys.executable, "-m", "labkit.launch.netem_run", spec, "--", sys.executable, str(script), "1500000"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -16,10 +16,11 @@ from typing import Any
 import labkit
 from labkit.i18n import catalog, t
 from labkit.launch import diagnose
-from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes, profile_dir
+from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes
 from labkit.launch.nodes import failure_note
 from labkit.launch.options import RunConfig, emulated, resolve
 from labkit.launch.run import Run
+from labkit.ranks.profiling import profile_dir
 from labkit.wire.errors import RunInterrupted
 from labkit.wire.protocol import Outcome, Status
 
@@ -27,7 +28,7 @@ __all__ = ["Launch", "cleanup", "find_run_processes", "torchrun"]
 
 catalog(
     {
-        "profile.written": {
+        "launch.profile_written": {
             "en": "torch.profiler traces, one per rank (open in ui.perfetto.dev): {folder}",
             "ro": "urme torch.profiler, câte una pe rang (deschideți în ui.perfetto.dev): {folder}",
         },
@@ -46,7 +47,7 @@ def after_run(run: Run, cfg: RunConfig, group: RankGroup) -> None:
     folder = profile_dir(run.run_id)
     run.profiles = sorted(glob.glob(os.path.join(folder, "rank*.json"))) if cfg.profile else []
     if run.profiles and not cfg.quiet:
-        print(t("profile.written", folder=folder))
+        print(t("launch.profile_written", folder=folder))
 
 
 def torchrun(

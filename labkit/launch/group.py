@@ -40,6 +40,7 @@ from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
 from labkit.launch.options import RunConfig, check_picklable, emulated, multinode
 from labkit.launch.run import Run
+from labkit.ranks.profiling import profile_dir
 from labkit.wire.channel import ChannelServer
 from labkit.wire.errors import LaunchError, OptionError
 from labkit.wire.protocol import TYPE, Msg, Outcome
@@ -429,11 +430,6 @@ def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -
         env["LABKIT_PROFILE_DIR"] = profile_dir(run_id)
     env.update(cfg.env)
     return env
-
-
-def profile_dir(run_id: str) -> str:
-    """Where ``--profile`` puts each rank's torch.profiler trace."""
-    return os.path.join(os.getcwd(), "labkit-traces", run_id)
 
 
 # -- processes ------------------------------------------------------------------------------

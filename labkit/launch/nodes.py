@@ -79,9 +79,10 @@ class NodeLauncher:
         if self.kind == "slurm":
             return self.srun() + agent
         if self.kind == "emulated":
-            from labkit.launch import netem
+            from labkit.launch.linkspec import parse_link
+            from labkit.launch.netem_run import command
 
-            return netem.command(self.nnodes, netem.parse_link(self.link), agent)
+            return command(self.nnodes, parse_link(self.link), agent)
         return [sys.executable, "-m", "labkit.launch.nodes", "fanout", *self.hosts, "--", *agent]
 
     def srun(self) -> list[str]:

@@ -15,6 +15,11 @@ import sys
 from collections.abc import Iterator
 
 
+def profile_dir(run_id: str) -> str:
+    """Where ``--profile`` puts each rank's trace (the kernel's side names it)."""
+    return os.path.join(os.getcwd(), "labkit-traces", run_id)
+
+
 @contextlib.contextmanager
 def maybe_profile(rank: int) -> Iterator[None]:
     """Profile the block when the kernel asked for it; otherwise do nothing."""

@@ -1,5 +1,5 @@
 """Reading a recorded timeline: the ``spans`` messages per rank, units held, a summary,
-a Chrome/Perfetto trace, and the interval arithmetic the simulator shares.
+and the interval arithmetic the simulator shares (the Chrome/Perfetto trace: ``labkit.timing.trace``).
 
 A span is a dict ``{unit, kind, start, end, stream, ...}``; ``stream`` is ``compute``,
 ``comm``, ``memory`` (a unit's gathered parameters held) or ``host`` (simulated CPU
@@ -78,14 +78,6 @@ def held_curve(spans: Sequence[dict[str, Any]]) -> list[tuple[float, int]]:
 
 def peak_held(spans: Sequence[dict[str, Any]]) -> int:
     return max((n for _, n in held_curve(spans)), default=0)
-
-
-def to_chrome_trace(run: Any, path: str | None = None, step: int | None = None) -> dict[str, Any]:
-    """The step as a Chrome/Perfetto trace: one process per rank, overlapping spans on tracks of
-    their own, "units held" as a counter (``labkit.timing.trace``, which also writes it beside the notebook)."""
-    from labkit.timing.trace import to_chrome_trace as chrome
-
-    return chrome(run, path, step)
 
 
 def summary(run: Any, step: int | None = None) -> dict[int, dict[str, float]]:
