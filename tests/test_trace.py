@@ -4,7 +4,6 @@ notebook; ``--profile``'s torch.profiler traces."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
