@@ -97,7 +97,8 @@ def test_bf16_gathers_half_the_bytes():
 
 
 def job(configs, steps: int = 4) -> str:
-    return f"from labkit.testing.link_job import main\nmain('tiny', {steps}, 8, {list(configs)!r})\n"
+    """The small model at micro-batch 2: less compute than the benchmark's, the same bytes."""
+    return f"from labkit.testing.link_job import main\nmain('small', {steps}, 2, {list(configs)!r})\n"
 
 
 @pytest.mark.slow
@@ -114,7 +115,7 @@ def test_one_calibration_predicts_a_slow_link_it_has_not_seen():
     quiet = {"backend": "gloo", "display": "none", "quiet": True}
     cal = predict.calibrate(labkit.torchrun(job(predict.CALIBRATION_CONFIGS), nproc=2, **quiet))
     specs = ("fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp1:SHARD_GRAD_OP")
-    run = labkit.torchrun(job(specs), nproc=1, nodes=2, link="50mbit", **quiet)
+    run = labkit.torchrun(job(specs, steps=3), nproc=1, nodes=2, link="50mbit", **quiet)
     topo = Topology(nodes=2, per_node=1, rate=50e6 / 8, latency=run.emulation.latency_s)
     measured, predicted = {}, {}
     for spec in specs:
