@@ -151,11 +151,13 @@ def misnested(trace: Mapping[str, Any]) -> list[str]:
     """Slices a trace viewer would drop: on one (pid, tid), an ``X`` slice that starts inside
     another and ends after it. Also async ``b``/``e`` pairs that do not match. Empty: none."""
     problems = []
-    tracks: dict[tuple[Any, Any], list[tuple[float, float, str]]] = {}
+    tracks: dict[tuple[Any, Any], list[tuple[int, int, str]]] = {}
     opened: dict[tuple[Any, Any, Any], int] = {}
     for e in trace["traceEvents"]:
         if e.get("ph") == "X":
-            tracks.setdefault((e["pid"], e.get("tid")), []).append((e["ts"], e["ts"] + e["dur"], e["name"]))
+            # in integer nanoseconds, as a trace viewer reads µs: a float ts + dur may end 1e-12 past the next start
+            a, d = round(e["ts"] * 1000), round(e["dur"] * 1000)
+            tracks.setdefault((e["pid"], e.get("tid")), []).append((a, a + d, e["name"]))
         elif e.get("ph") in ("b", "e"):
             key = (e["pid"], e.get("cat"), e["id"])
             opened[key] = opened.get(key, 0) + (1 if e["ph"] == "b" else -1)
@@ -163,7 +165,7 @@ def misnested(trace: Mapping[str, Any]) -> list[str]:
                 problems.append(f"async end before begin: {e['name']}")
     problems += [f"async begin never ended: {k}" for k, n in opened.items() if n]
     for key, slices in tracks.items():
-        stack: list[tuple[float, float, str]] = []
+        stack: list[tuple[int, int, str]] = []
         for a, b, name in sorted(slices, key=lambda x: (x[0], -x[1])):
             while stack and stack[-1][1] <= a:
                 stack.pop()
