@@ -14,15 +14,31 @@ from collections.abc import Callable
 from typing import Any
 
 import labkit
+from labkit.i18n import t
 from labkit.launch import diagnose, finished
 from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes
 from labkit.launch.nodes import failure_note
-from labkit.launch.options import RunConfig, resolve
+from labkit.launch.options import RunConfig, emulated, resolve
 from labkit.launch.run import Run
+from labkit.ranks.profiling import profile_dir
 from labkit.wire.errors import RunInterrupted
 from labkit.wire.protocol import Outcome, Status
 
 __all__ = ["Launch", "cleanup", "find_run_processes", "torchrun"]
+
+
+def after_run(run: Run, cfg: RunConfig, group: RankGroup) -> None:
+    """What emulated nodes and ``--profile`` leave on the run: ``run.emulation``, ``run.profiles``."""
+    import glob
+    import os
+
+    from labkit.launch import netem
+
+    run.emulation = netem.Emulation.read(run.run_dir) if group.nodes is not None and group.nodes.local else None
+    folder = profile_dir(run.run_id)
+    run.profiles = sorted(glob.glob(os.path.join(folder, "rank*.json"))) if cfg.profile else []
+    if run.profiles and not cfg.quiet:
+        print(t("launch.profile_written", folder=folder))
 
 
 def torchrun(
@@ -45,6 +61,12 @@ def torchrun(
     """
     cfg = resolve(RunConfig(nproc=nproc, backend=backend, timeout=timeout, env=dict(env or {}), quiet=quiet, **options))
     job = Job.make(target, vars or {}, args, kwargs or {})
+    if emulated(cfg) and not cfg.quiet:
+        from labkit.launch.netem import latency_note
+
+        note = latency_note(cfg.link)
+        if note:
+            print(note)
     return Launch(cfg, job).run(raise_on_error=raise_on_error)
 
 
@@ -95,6 +117,7 @@ class Launch:
                 error = diagnose.with_note(error, note) if note else error
             run.error = error
             run.ended = time.time()
+            after_run(run, self.cfg, self.group)
             if view is not None:
                 view.finish(run)
             finished.notify(run)

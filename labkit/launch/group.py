@@ -37,8 +37,9 @@ from typing import Any
 from labkit.i18n import t
 from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
-from labkit.launch.options import RunConfig, check_picklable, multinode
+from labkit.launch.options import RunConfig, check_picklable, emulated, multinode
 from labkit.launch.run import Run
+from labkit.ranks.profiling import profile_dir
 from labkit.wire import env as envvars
 from labkit.wire.channel import ChannelServer
 from labkit.wire.errors import LaunchError, OptionError
@@ -127,14 +128,15 @@ class RankGroup:
         self.ended = False
         self._agent_log: Any = None
         self.nodes: NodeLauncher | None = None  # several nodes: srun or ssh starts an agent on each
-        if multinode(cfg):
-            self.nodes = launcher_for(cfg.nnodes or 1, cfg.slurm, cfg.slurm_args, cfg.hosts, self.run_id)
+        if multinode(cfg) or emulated(cfg):
+            self.nodes = launcher_for(cfg.nnodes or 1, cfg.slurm, cfg.slurm_args, cfg.hosts, self.run_id, cfg.link)
 
     # -- start ------------------------------------------------------------------------
 
     def start(self) -> Run:
         """The run folder, the channel and torchrun; returns the ``Run`` that its messages fill."""
-        root = runs_root(shared=self.nodes is not None)
+        remote = self.nodes is not None and not self.nodes.local
+        root = runs_root(shared=remote)
         prune_runs(root)
         self.run_dir = os.path.join(root, self.run_id)
         os.mkdir(self.run_dir, 0o700)
@@ -142,12 +144,13 @@ class RankGroup:
         sock, token = os.path.join(self.run_dir, "ch.sock"), secrets.token_hex(32)
         run = self.new_run(self.run_id)
         env, command = rank_env(self.cfg, self.run_id, self.run_dir, sock, token), self.command()
-        if self.nodes is None:
+        if not remote:  # emulated nodes too: a socket in the filesystem is reachable from any network namespace
             self.server = ChannelServer(sock, token)
         else:  # ranks on other machines connect back over TCP (HMAC challenge; the token stays in env)
             host = channel_host(self.nodes.kind, self.nodes.hosts, self.cfg.channel_host)
             self.server = ChannelServer(sock, token, tcp_host=host)
-            env = self.nodes.env({**env, "LABKIT_SOCKET": self.server.address}, self.cfg.timeout)
+        if self.nodes is not None:
+            env = self.nodes.env({**env, "LABKIT_SOCKET": self.server.address or sock}, self.cfg.timeout)
             command = self.nodes.command(command)
         self._agent_log = open(os.path.join(self.run_dir, "agent.log"), "wb")
         try:
@@ -247,7 +250,7 @@ class RankGroup:
     def here(self, pid: int) -> bool:
         """Is ``pid`` a process of this run on this machine? Ranks on other nodes have pids of their
         own there (srun and the channel's lifeline end them); here the same number is someone else."""
-        return self.nodes is None or pid in find_run_processes(self.run_id)
+        return self.nodes is None or self.nodes.local or pid in find_run_processes(self.run_id)
 
     def wait_agent(self, seconds: float) -> None:
         if self.proc is not None:
@@ -410,6 +413,8 @@ def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -
     if cfg.backend == "gloo" and not multinode(cfg):
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # single node: keep gloo's data sockets on loopback
     env.pop("LABKIT_REPORT_DIR", None)
+    if cfg.profile:  # beside the notebook (the kernel's working folder), not in the run folder that is pruned
+        env["LABKIT_PROFILE_DIR"] = profile_dir(run_id)
     env.update(cfg.env)
     return env
 

@@ -212,10 +212,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "--vars numește {name!r}, care nu este definită în notebook",
     },
     # the magics' usage lines and option help (labkit.launch.magic builds its parsers from these)
-    "launch.magic.usage": {
-        "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR]",
-        "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR]",
-    },
     "launch.warm.usage.start": {
         "en": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECONDS] [--env K=V ...]",
         "ro": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECUNDE] [--env K=V ...]",
@@ -343,4 +339,80 @@ MESSAGES: dict[str, dict[str, str]] = {
     "launch.warm.state.up": {"en": "running", "ro": "rulează"},
     "launch.warm.state.unsafe": {"en": "running, unsafe", "ro": "rulează, nesigură"},
     "launch.warm.state.down": {"en": "not running", "ro": "nu rulează"},
+    # labkit.launch.linkspec
+    "launch.netem.link.bad": {
+        "en": "--link {value!r}: write RATE[,LATENCY], e.g. 200mbit,100us or 1gbit (rates in bit, kbit, mbit, gbit; latency in us, ms)",
+        "ro": "--link {value!r}: scrieți RATĂ[,LATENȚĂ], de ex. 200mbit,100us sau 1gbit (rate în bit, kbit, mbit, gbit; latența în us, ms)",
+    },
+    "launch.netem.link.bytes": {
+        "en": "--link {value!r}: {unit} means bytes per second in tc; write the rate in bits: {bits}",
+        "ro": "--link {value!r}: {unit} înseamnă octeți pe secundă în tc; scrieți rata în biți: {bits}",
+    },
+    "launch.netem.link.range": {
+        "en": "--link {value!r}: the rate must be between 1mbit and 100gbit, the latency at most 1 s",
+        "ro": "--link {value!r}: rata trebuie să fie între 1mbit și 100gbit, latența cel mult 1 s",
+    },
+    "launch.netem.nodes": {
+        "en": "--nodes must be a whole number of emulated nodes, 1 to {most}; got {value!r}",
+        "ro": "--nodes trebuie să fie un număr întreg de noduri emulate, între 1 și {most}; nu {value!r}",
+    },
+    "launch.netem.link.one_node": {
+        "en": "--link shapes the link between emulated nodes: give --nodes 2 or more (ranks on one node talk over its loopback)",
+        "ro": "--link modelează legătura dintre noduri emulate: dați --nodes 2 sau mai mult (rangurile de pe un nod comunică prin loopback-ul lui)",
+    },
+    "launch.netem.nodes.real": {
+        "en": "--nodes emulates nodes on this machine; --nnodes, --slurm and --hosts use real ones: choose one",
+        "ro": "--nodes emulează noduri pe această mașină; --nnodes, --slurm și --hosts folosesc noduri reale: alegeți una",
+    },
+    # labkit.launch.cold
+    "launch.profile_written": {
+        "en": "torch.profiler traces, one per rank (open in ui.perfetto.dev): {folder}",
+        "ro": "urme torch.profiler, câte una pe rang (deschideți în ui.perfetto.dev): {folder}",
+    },
+    # labkit.launch.netem
+    "launch.netem.unavailable": {
+        "en": "emulated nodes need network namespaces, and this machine cannot make them: {why}. Run without --nodes/--link (one node), or use the simulator (labkit.simulate).",
+        "ro": "nodurile emulate au nevoie de spații de nume de rețea, iar această mașină nu le poate crea: {why}. Rulați fără --nodes/--link (un singur nod) sau folosiți simulatorul (labkit.simulate).",
+    },
+    "launch.netem.why.userns": {
+        "en": "unprivileged user namespaces are not allowed ({detail})",
+        "ro": "spațiile de nume de utilizator neprivilegiate nu sunt permise ({detail})",
+    },
+    "launch.netem.why.unshare": {
+        "en": "unshare() was refused: {error} (a container's seccomp or security profile forbids it)",
+        "ro": "unshare() a fost refuzat: {error} (profilul seccomp sau de securitate al containerului îl interzice)",
+    },
+    "launch.netem.why.tool": {
+        "en": "the {tool} command (iproute2) is not installed",
+        "ro": "comanda {tool} (iproute2) nu este instalată",
+    },
+    "launch.netem.why.step": {
+        "en": "`{command}` failed inside the namespace: {error}",
+        "ro": "`{command}` a eșuat în spațiul de nume: {error}",
+    },
+    "launch.netem.why.platform": {
+        "en": "network namespaces exist on Linux only (this is {platform})",
+        "ro": "spațiile de nume de rețea există doar pe Linux (aceasta este {platform})",
+    },
+    "launch.netem.no_latency": {
+        "en": "note: this kernel has no netem qdisc, so the link's latency ({asked}) is not emulated: its rate is, each direction; the latency is veth's own (about {base}). The simulator uses the latter.",
+        "ro": "notă: acest kernel nu are qdisc-ul netem, deci latența legăturii ({asked}) nu este emulată: rata ei este, în fiecare direcție; latența este cea proprie veth (circa {base}). Simulatorul o folosește pe aceasta.",
+    },
+    # labkit.launch.options
+    "launch.magic.usage": {
+        "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR] [--nodes N [--link RATE[,LATENCY]]] [--profile]",
+        "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR] [--nodes N [--link RATĂ[,LATENȚĂ]]] [--profile]",
+    },
+    "launch.magic.help.nodes": {
+        "en": "emulated nodes on this machine, a network namespace each (-n ranks on each)",
+        "ro": "noduri emulate pe această mașină, fiecare cu spațiul său de nume de rețea (-n ranguri pe fiecare)",
+    },
+    "launch.magic.help.link": {
+        "en": "the link between emulated nodes: RATE[,LATENCY] each direction, e.g. 200mbit,100us",
+        "ro": "legătura dintre nodurile emulate: RATĂ[,LATENȚĂ] în fiecare direcție, de ex. 200mbit,100us",
+    },
+    "launch.magic.help.profile": {
+        "en": "write each rank's torch.profiler trace beside the notebook",
+        "ro": "scrie urma torch.profiler a fiecărui rang lângă notebook",
+    },
 }

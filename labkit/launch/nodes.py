@@ -46,7 +46,8 @@ RDZV_TIMEOUT = 300.0  # seconds the agents wait for every node to join, without 
 
 @dataclass
 class NodeLauncher:
-    """How the kernel starts the agents of ``nnodes`` nodes: ``kind`` is "slurm" or "hosts"."""
+    """How the kernel starts the agents of ``nnodes`` nodes: ``kind`` is "slurm", "hosts" or "emulated"
+    (network namespaces on this machine, ``labkit.launch.netem``; ``link``: the link between them)."""
 
     kind: str
     nnodes: int
@@ -54,11 +55,22 @@ class NodeLauncher:
     slurm_args: str = ""
     hosts: tuple[str, ...] = ()
     port: int = 0  # the rendezvous port on the first node
+    link: str | None = None
+
+    @property
+    def local(self) -> bool:
+        """Every node on this machine (emulated): the Unix channel, a local run folder, local pids."""
+        return self.kind == "emulated"
 
     def command(self, agent: list[str]) -> list[str]:
         """The one process that starts every node's agent (``agent``: ``python -m labkit.agent ...``)."""
         if self.kind == "slurm":
             return self.srun() + agent
+        if self.kind == "emulated":
+            from labkit.launch.linkspec import parse_link
+            from labkit.launch.netem_run import command
+
+            return command(self.nnodes, parse_link(self.link), agent)
         return [sys.executable, "-m", "labkit.launch.nodes", "fanout", *self.hosts, "--", *agent]
 
     def srun(self) -> list[str]:
@@ -117,10 +129,13 @@ class NodeLauncher:
         return found
 
 
-def launcher_for(nnodes: int, slurm: bool, slurm_args: str, hosts: tuple[str, ...], run_id: str) -> NodeLauncher:
-    port = int(envvars.get("LABKIT_RDZV_PORT") or free_port())
-    kind = "slurm" if slurm else "hosts"
-    return NodeLauncher(kind, nnodes, run_id, slurm_args, tuple(hosts), port)
+def launcher_for(
+    nnodes: int, slurm: bool, slurm_args: str, hosts: tuple[str, ...], run_id: str, link: str | None = None
+) -> NodeLauncher:
+    """``hosts`` empty and not ``slurm``: emulated nodes (every port is free in their fresh namespaces)."""
+    kind = "slurm" if slurm else "hosts" if hosts else "emulated"
+    port = 29400 if kind == "emulated" else int(envvars.get("LABKIT_RDZV_PORT") or free_port())
+    return NodeLauncher(kind, nnodes, run_id, slurm_args, tuple(hosts), port, link)
 
 
 def free_port() -> int:
@@ -211,6 +226,9 @@ def agent_args() -> list[str]:
         hosts = envvars.require("LABKIT_HOSTS").split(",")
         node_rank = int(envvars.require("LABKIT_NODE_RANK"))
         head, name = hosts[0], hosts[node_rank]
+    local = []
+    if envvars.get("LABKIT_NODES") == "emulated":  # its address, not the machine's name (outside the namespace)
+        name, local = envvars.require("LABKIT_NODE"), [f"--local-addr={hosts[node_rank]}"]
     os.environ["LABKIT_NODE"] = name
     port = envvars.require("LABKIT_RDZV_PORT")
     timeout = envvars.get("LABKIT_RDZV_TIMEOUT", str(int(RDZV_TIMEOUT)))
@@ -218,6 +236,7 @@ def agent_args() -> list[str]:
     return [
         f"--rdzv-endpoint={head}:{port}",
         f"--rdzv-conf=is_host={int(node_rank == 0)},join_timeout={timeout}",
+        *local,
     ]
 
 

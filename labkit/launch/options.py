@@ -39,6 +39,10 @@ class RunConfig:
     slurm_args: str = ""  # srun's own options, e.g. "-p gpu -t 10"
     hosts: tuple[str, ...] = ()
     channel_host: str | None = None  # where the kernel listens for ranks; default: the interface facing the nodes
+    # emulated nodes on this machine (labkit.launch.netem): a network namespace per node, shaped links
+    nodes: int | None = None  # None or 1: no emulation
+    link: str | None = None  # "200mbit,100us": rate each direction, latency (where the kernel can delay)
+    profile: bool = False  # each rank's torch.profiler trace, beside the notebook (labkit.timing.trace)
 
 
 START_METHODS = ("fork", "spawn")
@@ -100,8 +104,34 @@ def resolve(cfg: RunConfig) -> RunConfig:
         raise OptionError(t("launch.opt.display", value=cfg.display))
     if cfg.start_method not in START_METHODS:
         raise OptionError(t("launch.opt.start_method", value=cfg.start_method))
+    nodes, link = check_emulation(cfg)
     nnodes, hosts = check_nodes(cfg)
-    return replace(cfg, nproc=nproc, backend=backend, timeout=check_timeout(cfg.timeout), nnodes=nnodes, hosts=hosts)
+    if nodes > 1:
+        nnodes = nodes
+    timeout = check_timeout(cfg.timeout)
+    return replace(
+        cfg, nproc=nproc, backend=backend, timeout=timeout, nnodes=nnodes, hosts=hosts, nodes=nodes, link=link
+    )
+
+
+def check_emulation(cfg: RunConfig) -> tuple[int, str | None]:
+    """``(nodes, link)`` for emulated nodes; with more than one, the machine must be able to make them."""
+    from labkit.launch import netem
+
+    nodes = netem.check_nodes(cfg.nodes if cfg.nodes is not None else 1)
+    link = netem.parse_link(cfg.link)
+    if nodes > 1 and (cfg.slurm or cfg.hosts or (cfg.nnodes not in (None, 1, "1"))):
+        raise OptionError(t("launch.netem.nodes.real"))
+    if link is not None and nodes < 2:
+        raise OptionError(t("launch.netem.link.one_node"))
+    if nodes > 1:
+        netem.require()  # at once, with the reason, where namespaces cannot be made
+    return nodes, link.text if link else None
+
+
+def emulated(cfg: RunConfig) -> bool:
+    """Emulated nodes: agents in network namespaces on this machine, the Unix channel, a local run folder."""
+    return (cfg.nodes or 1) > 1
 
 
 def check_nodes(cfg: RunConfig) -> tuple[int, tuple[str, ...]]:
@@ -157,12 +187,15 @@ def check_timeout(timeout: Any) -> float | None:
 
 
 def add_node_options(p: Any) -> None:
-    """The multi-node options of ``%%torchrun`` (``labkit.magic``'s parser)."""
+    """Where the ranks run (``labkit.magic``'s parser): real nodes, emulated nodes and links, profiling."""
     p.add_argument("--nnodes", default=None, help=t("launch.magic.help.nnodes"))
     p.add_argument("--slurm", action="store_true", help=t("launch.magic.help.slurm"))
     p.add_argument("--slurm-args", default="", help=t("launch.magic.help.slurm_args"))
     p.add_argument("--hosts", default="", help=t("launch.magic.help.hosts"))
     p.add_argument("--channel-host", default=None, help=t("launch.magic.help.channel_host"))
+    p.add_argument("--nodes", default=None, help=t("launch.magic.help.nodes"))
+    p.add_argument("--link", default=None, help=t("launch.magic.help.link"))
+    p.add_argument("--profile", action="store_true", help=t("launch.magic.help.profile"))
 
 
 def node_options(opts: Any) -> dict[str, Any]:
@@ -173,6 +206,9 @@ def node_options(opts: Any) -> dict[str, Any]:
         "slurm_args": opts.slurm_args,
         "hosts": opts.hosts,
         "channel_host": opts.channel_host,
+        "nodes": opts.nodes,
+        "link": opts.link,
+        "profile": opts.profile,
     }
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from labkit.ranks import rank as rank_api
 from labkit.ranks import recording
+from labkit.ranks.profiling import maybe_profile
 from labkit.ranks.sampler import Sampler
 from labkit.wire import devices as gpus
 from labkit.wire import env as envvars
@@ -136,7 +137,8 @@ def file_store() -> dict[str, Any]:
     local folder: torchrun's store stays (``{}``: init_process_group's env:// defaults).
     """
     global _stores
-    if os.environ.get("LOCAL_WORLD_SIZE") != os.environ.get("WORLD_SIZE"):
+    one_folder = envvars.get("LABKIT_NODES") == "emulated"  # nodes emulated on one machine share the run folder
+    if os.environ.get("LOCAL_WORLD_SIZE") != os.environ.get("WORLD_SIZE") and not one_folder:
         return {}
     _stores += 1
     path = os.path.join(envvars.require("LABKIT_RUN_DIR"), f"store-{_stores}")  # every rank counts the same
@@ -289,7 +291,10 @@ def main() -> None:
 
     exit_code = 0
     try:
-        with recording.recording():  # its torch and the collectives of the whole cell, for the run record
+        with (
+            recording.recording(),
+            maybe_profile(rank),
+        ):  # the run record's counts; --profile: this rank's torch.profiler trace
             result = execute(job, run_dir, namespace)
     except SystemExit as exc:
         code = exc.code

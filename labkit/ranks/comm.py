@@ -288,6 +288,12 @@ def _kernel(name: str, op: Any) -> Any:
         if sync is not None:
             sync()  # the collective has run on the device: its end is now
         blocking = async_at is not None and not kwargs.get("async_op", args[async_at] if async_at < len(args) else True)
+        if blocking and sync is None:
+            # the caller waits for it right away; wait here, so that its end is when it ended: gloo's
+            # reduce-scatter completes its future at once (measured: 2 ms for a 380 ms collective)
+            work = _find_work(out)
+            if work is not None:
+                dist.Work.unbox(work).wait()
         for c in counters:
             c.record(name, args, unit, issued, out, blocking)
         return out

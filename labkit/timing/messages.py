@@ -59,4 +59,13 @@ MESSAGES: dict[str, dict[str, str]] = {
     "timing.comm.table.calls": {"en": "calls", "ro": "apeluri"},
     "timing.comm.table.bytes": {"en": "payload", "ro": "încărcătură"},
     "timing.comm.table.wire": {"en": "sent per rank (ring)", "ro": "trimis per rang (inel)"},
+    # labkit.timing.predict
+    "timing.predict.unknown": {
+        "en": "unknown configuration {spec!r}: use ddp, fsdp1:STRATEGY[:PREFETCH], fsdp2:implicit or fsdp2:explicit",
+        "ro": "configurație necunoscută {spec!r}: folosiți ddp, fsdp1:STRATEGIE[:PREFETCH], fsdp2:implicit sau fsdp2:explicit",
+    },
+    "timing.predict.no_flavor": {
+        "en": "the calibration has no {flavor} run; it has: {have}",
+        "ro": "calibrarea nu are o rulare {flavor}; are: {have}",
+    },
 }

@@ -167,7 +167,9 @@ class _Schedule:
         end = start + ln.time(kind, payload, group)
         self.comm_free[channel] = end
         self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload))
-        if self.o["sync_comm"] and self.o["strategy"] != "DDP":  # DDP's reducer never waits for a bucket
+        if self.o.get("async_gather") and kind == "all_gather":
+            pass  # FSDP2's asynchronous unshard: gloo's thread gathers while this one goes on
+        elif self.o["sync_comm"] and self.o["strategy"] != "DDP":  # DDP's reducer never waits for a bucket
             self.cpu = end
         return end
 
@@ -235,6 +237,7 @@ def simulate(
     inter_link: str | float | Link | None = None,
     cpu_bound: bool = False,
     sync_comm: bool = False,
+    async_gather: bool = False,
     bucket_bytes: float = 25 * 2**20,
     first_bucket_bytes: float = 2**20,
     compute_scale: float = 1.0,
@@ -245,6 +248,8 @@ def simulate(
     regather_root: whether backward gathers the root unit again (default: FSDP2 yes, FSDP1 no).
     DDP all-reduces buckets of ``bucket_bytes`` (the first one ``first_bucket_bytes``) as the
     units' gradients complete, at unit granularity.
+    async_gather: all-gathers do not block the CPU even with ``sync_comm`` (FSDP2's explicit,
+    asynchronous prefetch on CPU: they run on gloo's thread; ``labkit.timing.predict``).
     compute_scale: divide every measured compute time by this, to ask "and on a device this
     many times faster?" (an assumption, kept in ``result.options``). Host overhead is not
     scaled: it is CPU time, and a faster device does not shorten it (part of it, FSDP's
@@ -267,6 +272,7 @@ def simulate(
         "shard_size": shard_size,
         "cpu_bound": cpu_bound,
         "sync_comm": sync_comm,
+        "async_gather": async_gather,
         "compute_scale": compute_scale,
     }
     sch = _Schedule(prof, ln, o, link(inter_link) if inter_link is not None else ln)

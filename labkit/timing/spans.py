@@ -1,5 +1,5 @@
 """Reading a recorded timeline: the ``spans`` messages per rank, units held, a summary,
-a Chrome/Perfetto trace, and the interval arithmetic the simulator shares.
+and the interval arithmetic the simulator shares (the Chrome/Perfetto trace: ``labkit.timing.trace``).
 
 A span is a dict ``{unit, kind, start, end, stream, ...}`` (``labkit.wire.records.Span``);
 ``stream`` is a ``Stream``: ``compute``, ``comm``, ``memory`` (a unit's gathered parameters
@@ -9,7 +9,6 @@ draws them.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -68,38 +67,6 @@ def held_curve(spans: Sequence[dict[str, Any]]) -> list[tuple[float, int]]:
 
 def peak_held(spans: Sequence[dict[str, Any]]) -> int:
     return max((n for _, n in held_curve(spans)), default=0)
-
-
-def to_chrome_trace(run: Timeline, path: str | None = None, step: int | None = None) -> dict[str, Any]:
-    """The step as a Chrome/Perfetto trace (``traceEvents``, ``ph: "X"``, pid = rank, tid = stream)."""
-    by_rank = spans_by_rank(run, step)
-    t0 = origin(by_rank)
-    tids = {Stream.COMPUTE: 0, Stream.COMM: 1, Stream.MEMORY: 2}
-    events: list[dict[str, Any]] = []
-    for r, msg in sorted(by_rank.items()):
-        events.append({"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}})
-        for stream, tid in tids.items():
-            events.append({"ph": "M", "name": "thread_name", "pid": r, "tid": tid, "args": {"name": stream.value}})
-        for s in msg["spans"]:
-            args = {k: v for k, v in s.items() if k not in ("start", "end", "stream")}
-            events.append(
-                {
-                    "name": f"{s['kind']} {s['unit']}".strip(),
-                    "cat": s["kind"],
-                    "ph": "X",
-                    "pid": r,
-                    "tid": tids.get(s["stream"], 3),
-                    "ts": round((s["start"] - t0) * 1e6, 3),
-                    "dur": round(max(s["end"] - s["start"], 0.0) * 1e6, 3),
-                    "args": args,
-                }
-            )
-    simulated = any(m.get("simulated") for m in by_rank.values())
-    trace = {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"simulated": simulated}}
-    if path is not None:
-        with open(path, "w") as f:
-            json.dump(trace, f)
-    return trace
 
 
 def summary(run: Timeline, step: int | None = None) -> dict[int, dict[str, float]]:

@@ -31,6 +31,13 @@ class Var:
 
 VARS: tuple[Var, ...] = (
     Var(
+        "LABKIT_PROFILE_DIR",
+        None,
+        "labkit.launch.group, for %%torchrun --profile",
+        ("labkit.ranks.profiling",),
+        "Where each rank writes its torch.profiler (Kineto) trace: labkit-traces/<run id> beside the notebook.",
+    ),
+    Var(
         "LABKIT_LAB_DIR",
         "notebooks",
         USER,
@@ -182,7 +189,7 @@ VARS: tuple[Var, ...] = (
         None,
         "labkit.launch.nodes, for each node's agent",
         ("labkit.launch.agent", "labkit.launch.nodes"),
-        "A multi-node run's launcher: slurm or hosts. Unset: one node.",
+        "A multi-node run's launcher: slurm, hosts, or emulated (network namespaces on this machine). Unset: one node.",
     ),
     Var(
         "LABKIT_NNODES",

@@ -1,0 +1,193 @@
+"""Train a few steps under several wrappings, in labkit's ranks: the link-prediction benchmark's job.
+
+In a ``%%torchrun`` cell or ``labkit.torchrun(code)`` (any nodes, any link):
+
+    from labkit.testing.link_job import main
+    main("small", steps=4, batch=8, configs=["ddp", "fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp2:explicit"])
+
+Configurations (``wrap``): ``ddp``; ``fsdp1:STRATEGY[:PREFETCH]`` with STRATEGY one of
+FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD (sharded within a node, replicated across: the mesh is
+nodes x ranks per node) and PREFETCH one of BACKWARD_PRE (default), BACKWARD_POST, NONE;
+``fsdp2:implicit`` (``fully_shard`` per block and on the root, reshard after forward: FSDP2's
+own prefetching) and ``fsdp2:explicit`` (explicit forward and backward prefetch of the next
+block, every unshard asynchronous, and the root's issued before the forward: on CPU the
+all-gathers then run on gloo's threads while the rank computes). A ``:bf16`` suffix gathers
+the parameters in bf16 (FSDP1 ``MixedPrecision``, FSDP2 ``MixedPrecisionPolicy``; gradients
+reduced in fp32).
+
+Each configuration builds a fresh model (seed 0) and records every step with
+``labkit.timeline.Recorder``; its messages carry ``config``, the speed probe timed before the
+step (``probe``) and how long the rank's thread ran on a CPU and waited for one during it
+(``sched``, from the kernel's scheduler statistics). ``gloo_costs`` times bare collectives at a
+few sizes (the calibration's per-message costs).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from labkit.models.config import get_config
+from labkit.models.transformer import TransformerBlock, TransformerLM, synthetic_batch
+from labkit.ranks import rank, timeline
+
+
+def mesh_shape() -> tuple[int, int]:
+    """(nodes, ranks per node) of this run: HSDP shards within a node and replicates across."""
+    world = dist.get_world_size()
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    return world // local, local
+
+
+def wrap(spec: str, model: torch.nn.Module) -> torch.nn.Module:
+    parts = spec.split(":")
+    bf16 = "bf16" in parts
+    parts = [p for p in parts if p != "bf16"]
+    flavor, opts = parts[0], parts[1:]
+    world = dist.get_world_size()
+    if flavor == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model)
+    if flavor == "fsdp2":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        mesh = init_device_mesh("cpu", (world,))
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else None
+        kw: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": True}
+        if mp is not None:
+            kw["mp_policy"] = mp
+        blocks = list(model.layers)
+        for block in blocks:
+            fully_shard(block, **kw)
+        fully_shard(model, **kw)
+        if opts and opts[0] == "explicit":
+            explicit_prefetch(model, blocks)
+        return model
+    from torch.distributed.fsdp import BackwardPrefetch, FullyShardedDataParallel, MixedPrecision, ShardingStrategy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    strategy = opts[0]
+    prefetch = opts[1] if len(opts) > 1 else "BACKWARD_PRE"
+    extra: dict[str, Any] = {}
+    if strategy == "HYBRID_SHARD":
+        from torch.distributed.device_mesh import init_device_mesh
+
+        extra["device_mesh"] = init_device_mesh("cpu", mesh_shape(), mesh_dim_names=("replicate", "shard"))
+    if bf16:
+        extra["mixed_precision"] = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    return FullyShardedDataParallel(
+        model,
+        auto_wrap_policy=ModuleWrapPolicy({TransformerBlock}),
+        sharding_strategy=ShardingStrategy[strategy],
+        backward_prefetch=None if prefetch == "NONE" else BackwardPrefetch[prefetch],
+        device_id=torch.device("cpu"),
+        **extra,
+    )
+
+
+def explicit_prefetch(model: Any, blocks: list[Any]) -> None:
+    """FSDP2's explicit prefetching with asynchronous unshards (``_set_unshard_async_op``: private in torch 2.13)."""
+    model.set_modules_to_forward_prefetch([blocks[0]])
+    model.set_modules_to_backward_prefetch([blocks[-1]])
+    for i, block in enumerate(blocks):
+        if i + 1 < len(blocks):
+            block.set_modules_to_forward_prefetch([blocks[i + 1]])
+        if i > 0:
+            block.set_modules_to_backward_prefetch([blocks[i - 1]])
+    for module in [model, *blocks]:
+        module._set_unshard_async_op(True)
+    model._labkit_unshard_first = True
+
+
+def gloo_costs(sizes: tuple[int, ...] = (2**12, 2**16, 2**18, 2**20, 2**22), reps: int = 5) -> dict[str, Any]:
+    """Seconds per collective on the world group, by kind and payload bytes (the median of ``reps``)."""
+    world = dist.get_world_size()
+    out: dict[str, dict[str, float]] = {}
+    for kind in ("all_gather", "reduce_scatter", "all_reduce"):
+        out[kind] = {}
+        for size in sizes:
+            numel = max(world, size // 4 // world * world)
+            full = torch.ones(numel)
+            shard = torch.ones(numel // world)
+            times = []
+            for _ in range(reps + 1):
+                dist.barrier()
+                t0 = time.perf_counter()
+                if kind == "all_gather":
+                    dist.all_gather_into_tensor(full, shard)
+                elif kind == "reduce_scatter":
+                    dist.reduce_scatter_tensor(shard, full)
+                else:
+                    dist.all_reduce(full)
+                times.append(time.perf_counter() - t0)
+            times = sorted(times[1:])
+            out[kind][str(numel * 4)] = times[len(times) // 2]
+    return out
+
+
+_PROBE = None
+
+
+def speed_probe(reps: int = 100) -> float:
+    """Seconds for a fixed amount of matrix work on this rank's thread, every rank at once (after a
+    barrier): how fast the shared CPU is for this run's ranks right now (``labkit.timing.predict``)."""
+    global _PROBE
+    if _PROBE is None:
+        g = torch.Generator().manual_seed(0)
+        _PROBE = torch.randn(160, 160, generator=g)
+    dist.barrier()
+    a = _PROBE
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        a = torch.tanh(a @ _PROBE)
+    return time.perf_counter() - t0
+
+
+def scheduled() -> tuple[float, float]:
+    """Seconds this thread has run on a CPU, and waited for one (``/proc/thread-self/schedstat``)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            ran, waited, _ = f.read().split()
+        return int(ran) / 1e9, int(waited) / 1e9
+    except (OSError, ValueError):
+        return 0.0, 0.0
+
+
+def main(
+    model_name: str = "small", steps: int = 4, batch: int = 8, configs: list[str] | None = None, costs: bool = False
+) -> None:
+    torch.set_num_threads(1)  # ranks share the cores: one intra-op thread each
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    r = dist.get_rank()
+    cfg = get_config(model_name)
+    if costs:
+        rank.report(gloo=gloo_costs())
+    for spec in configs or []:
+        torch.manual_seed(0)
+        model = wrap(spec, TransformerLM(cfg))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        rec = timeline.Recorder(model, optimizer=opt)
+        first = getattr(model, "_labkit_unshard_first", False)
+        for i in range(steps):
+            x, y = synthetic_batch(cfg, batch, i, r)
+            probe = speed_probe()
+            sched: dict[str, float] = {}  # filled at the step's end, sent with it
+            with rec.step(i, config=spec, num_params=cfg.num_params(), batch=batch, probe=probe, sched=sched):
+                ran0, waited0 = scheduled()
+                if first:
+                    model.unshard(async_op=True)  # the root's all-gather under nothing: it starts the step
+                model(x, y).backward()
+                opt.step()
+                opt.zero_grad()
+                ran1, waited1 = scheduled()
+                sched.update(ran=ran1 - ran0, waited=waited1 - waited0)
+        rec.close()
+        del model, opt
+        dist.barrier()

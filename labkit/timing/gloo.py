@@ -1,0 +1,173 @@
+"""What a gloo collective costs between CPU ranks: on one machine's loopback, or across nodes over a link.
+
+    from labkit.timing.gloo import GlooCosts, Topology, collective_time
+    topo = Topology(nodes=2, per_node=2, rate=200e6 / 8)           # 200 Mbit/s each direction
+    collective_time(costs, topo, "all_gather", 5e6, channel="world")
+
+gloo runs each collective as a ring (all-gather: N-1 steps; all-reduce: a reduce-scatter then an
+all-gather, 2(N-1) steps; reduce-scatter: as an all-reduce, see ``steps``): in each step every
+rank sends 1/N of the payload to the next rank and receives 1/N from the previous one. A step ends when its
+slowest transfer ends, so a step costs
+
+    alpha + max(chunk · beta_kind,  chunk · flows / (efficiency · rate) + latency)
+            (CPU: copies, the TCP stack   (the link, when the ring crosses nodes)
+             and the reduction, per byte)
+
+* ``alpha``: the fixed cost of a step (a message each way, gloo's bookkeeping, waking the
+  thread), fitted with ``beta`` on one machine's loopback (``fit``);
+* ``beta``: CPU seconds per byte of a chunk, per kind (a reduce-scatter also sums): on
+  loopback every byte is copied by the sender's and the receiver's kernel, so the cost is
+  CPU time, and it grows when more ranks share the cores (``contention``);
+* the link: the ring crosses from one node to the next once per node boundary; each crossing
+  is one TCP flow through the sender's uplink and the receiver's downlink, shaped per
+  direction, so the two directions do not share anything (a single shared queue, as one
+  ``lo`` with a ``tbf``, would halve each). Several groups at once (HSDP's replica groups,
+  one per rank of a node, all-reduce together) share a node's uplink: ``flows``. TCP gets
+  ``efficiency`` of the shaped rate (measured: 97-98% with tbf at 50-200 Mbit/s);
+* ``latency``: the link's one-way latency, paid once per ring step that crosses nodes.
+
+The costs of the CPU side and the link side overlap within a step (TCP streams the chunk
+while it is copied), hence the max. This is a model of the measurements in
+``benchmarks/link_prediction.py`` and ``docs/netem.md``, not of gloo's code line by line.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+KINDS = ("all_gather", "reduce_scatter", "all_reduce")
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Where the ranks are: ``nodes`` x ``per_node`` ranks (global ranks numbered node by node),
+    the link between nodes (``rate`` in bytes/s each direction, one-way ``latency``), the cores they share."""
+
+    nodes: int = 1
+    per_node: int = 2
+    rate: float = math.inf
+    latency: float = 0.0
+    cores: int = field(default_factory=lambda: os.cpu_count() or 1)
+
+    @property
+    def world(self) -> int:
+        return self.nodes * self.per_node
+
+    def node_of(self, rank: int) -> int:
+        return rank // self.per_node
+
+    def group(self, channel: str) -> tuple[tuple[int, ...], int]:
+        """Rank 0's group on ``channel`` and how many such groups run at once.
+
+        ``world``: every rank. ``shard``: HSDP's shard group, the ranks of one node.
+        ``replicate``: HSDP's replica group, one rank per node; every rank of a node is in one,
+        so ``per_node`` of them run together.
+        """
+        if channel == "shard":
+            return tuple(range(self.per_node)), self.nodes
+        if channel == "replicate":
+            return tuple(range(0, self.world, self.per_node)), self.per_node
+        return tuple(range(self.world)), 1
+
+
+@dataclass
+class GlooCosts:
+    """Per-machine costs of gloo on loopback (fitted by ``fit``) and the link's TCP efficiency."""
+
+    alpha: float  # seconds per ring step
+    beta: dict[str, float]  # CPU seconds per chunk byte, per kind
+    ranks: int = 2  # ranks that shared the cores while these were measured
+    efficiency: float = 0.97
+    skew: float = 0.0  # a blocking collective waits for the slowest rank: this fraction of the compute before it
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "alpha": self.alpha,
+            "beta": dict(self.beta),
+            "ranks": self.ranks,
+            "efficiency": self.efficiency,
+            "skew": self.skew,
+        }
+
+
+def steps(kind: str, g: int) -> int:
+    """Ring steps of a gloo collective over ``g`` ranks. gloo runs a reduce-scatter as an all-reduce
+    of the whole tensor and keeps its own shard (measured, 2 MB between 2 nodes over 50 Mbit/s:
+    all-gather 190 ms, reduce-scatter 347 ms, all-reduce 339 ms), so it takes an all-reduce's steps."""
+    return 2 * (g - 1) if kind in ("all_reduce", "reduce_scatter") else g - 1
+
+
+def crossings(group: Sequence[int], topo: Topology) -> dict[int, int]:
+    """Per node, the ring edges of ``group`` that leave it for another node."""
+    out: dict[int, int] = {}
+    for a, b in zip(group, list(group[1:]) + [group[0]]):
+        if topo.node_of(a) != topo.node_of(b):
+            out[topo.node_of(a)] = out.get(topo.node_of(a), 0) + 1
+    return out
+
+
+def collective_time(
+    costs: GlooCosts,
+    topo: Topology,
+    kind: str,
+    payload: float,
+    channel: str = "world",
+    speed: float = 1.0,
+) -> float:
+    """Seconds for one collective of ``payload`` bytes (the full tensor) on rank 0's group of ``channel``.
+
+    ``speed``: how much slower the CPU is than when ``costs`` were measured (contention from more
+    ranks on the cores, or from other work: ``contention``); it scales ``alpha`` and ``beta``, not the link.
+    """
+    group, concurrent = topo.group(channel)
+    g = len(group)
+    if g <= 1 or payload <= 0:
+        return 0.0
+    chunk = payload / g
+    fallback = "reduce_scatter" if kind == "all_reduce" else "all_gather"  # gloo's reduce-scatter is an all-reduce
+    beta = costs.beta.get(kind) or costs.beta.get(fallback, 0.0)
+    cpu = chunk * beta * speed
+    cross = crossings(group, topo)
+    link = 0.0
+    if cross and math.isfinite(topo.rate):
+        flows = max(cross.values()) * concurrent  # TCP flows through the busiest uplink in one step
+        link = chunk * flows / (costs.efficiency * topo.rate) + topo.latency
+    return steps(kind, g) * (costs.alpha * speed + max(cpu, link))
+
+
+def contention(ranks: int, cores: int, base_ranks: int) -> float:
+    """How much slower each rank's CPU work runs with ``ranks`` busy ranks than with ``base_ranks``,
+    on ``cores`` cores and nothing else running: ``max(1, ranks/cores) / max(1, base_ranks/cores)``."""
+    return max(1.0, ranks / cores) / max(1.0, base_ranks / cores)
+
+
+def fit(samples: Mapping[str, Mapping[str, float]], ranks: int) -> GlooCosts:
+    """``alpha`` and ``beta`` from collectives timed on loopback: ``{kind: {payload bytes: seconds}}``.
+
+    Least squares of ``seconds = steps · (alpha + chunk · beta_kind)``, one alpha for all kinds
+    (the smallest payloads fix it, the largest each kind's beta). A negative fit (noise) falls
+    back to alpha from the smallest payloads and beta from the largest.
+    """
+    rows = []  # (steps, steps*chunk one-hot per kind, seconds)
+    for k, by_size in samples.items():
+        for size, seconds in by_size.items():
+            n = steps(k, ranks)
+            rows.append((k, n, n * float(size) / ranks, float(seconds)))
+    kinds = sorted({k for k, *_ in rows})
+    alpha = _fit_alpha(rows)
+    beta = {}
+    for k in kinds:
+        mine = [(x, s - n * alpha) for kk, n, x, s in rows if kk == k]
+        sxx = math.fsum(x * x for x, _ in mine)
+        beta[k] = max(math.fsum(x * y for x, y in mine) / sxx, 0.0) if sxx else 0.0
+    return GlooCosts(alpha, beta, ranks)
+
+
+def _fit_alpha(rows: list[tuple[str, int, float, float]]) -> float:
+    smallest = min(x for _, _, x, _ in rows)
+    per_step = [s / n for _, n, x, s in rows if x <= 4 * smallest]
+    return max(statistics.median(per_step), 0.0) if per_step else 0.0

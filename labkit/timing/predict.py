@@ -1,0 +1,294 @@
+"""Predict the measured step of a configuration not yet run, from one calibration (its output is *predicted*).
+
+    from labkit.timing import predict
+    cal = predict.calibrate(run)                 # one unthrottled run of labkit.testing.link_job, 1 node
+    topo = predict.Topology(nodes=2, per_node=2, rate=200e6 / 8)
+    predict.predict(cal, "fsdp1:HYBRID_SHARD", topo).step_time
+
+What is calibrated, once per machine, from one run on one node with no link (``calibrate``):
+
+* per flavor (DDP, FSDP1, FSDP2), the per-unit compute, the optimizer and the host overhead
+  (``labkit.timing.calibrate``): the calibration run trains each flavor a few steps
+  (``CALIBRATION_CONFIGS``: DDP, FSDP1 FULL_SHARD BACKWARD_PRE, FSDP2 with implicit prefetch);
+* gloo's per-message and per-byte costs on loopback (``labkit.timing.gloo``), fitted to that
+  run's own collectives (hundreds of them, at the sizes training uses);
+* how busy the shared CPU was while it ran (``share``: from the scheduler's statistics, the time
+  the rank's thread waited for a core against the time it ran; ``probe``: a fixed amount of
+  matrix work every rank times before each step);
+* ``skew``: how long a blocking collective waits for the slowest rank, as a fraction of the
+  compute before it (``fit_spans``).
+
+What a prediction assumes: the ring algorithm over the topology (``gloo.collective_time``);
+per-direction links; FSDP's order of collectives (``labkit.timing.simulate``), blocking on CPU
+except DDP's buckets and FSDP2's asynchronous unshards, whose CPU work is taken from the
+compute; compute and host overhead the calibration's, slowed by contention when more ranks
+share the cores (``gloo.contention``) or, given ``speed``, by how much busier the CPU was.
+
+A configuration is a string, as ``labkit.testing.link_job`` takes it: ``ddp``,
+``fsdp1:FULL_SHARD[:BACKWARD_PRE|BACKWARD_POST|NONE]``, ``fsdp1:SHARD_GRAD_OP``,
+``fsdp1:HYBRID_SHARD``, ``fsdp2:implicit``, ``fsdp2:explicit``; ``:bf16`` halves the bytes
+gathered (compute assumed unchanged: on CPU, bf16 matmuls may be slower or faster).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from labkit.i18n import t
+from labkit.timing.calibrate import Profile, profile_from_run, spans_messages, typical
+from labkit.timing.gloo import GlooCosts, Topology, collective_time, contention, steps
+from labkit.timing.links import Link
+from labkit.timing.simulate import Result, simulate
+from labkit.wire.records import Source
+
+__all__ = ["CALIBRATION_CONFIGS", "Calibration", "Topology", "calibrate", "measured_step", "predict"]
+
+
+# the calibration run's configurations: one per flavor, each the flavor's plainest (FSDP1's
+# other prefetch modes and strategies, HSDP and FSDP2's explicit prefetch are predicted)
+CALIBRATION_CONFIGS = ("ddp", "fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp2:implicit")
+STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD")
+PREFETCHES = ("BACKWARD_PRE", "BACKWARD_POST", "NONE")
+
+
+@dataclass(frozen=True)
+class Config:
+    flavor: str  # ddp, fsdp1, fsdp2
+    strategy: str
+    prefetch: str | None
+    explicit: bool = False
+    bf16: bool = False
+
+    @property
+    def key(self) -> str:
+        """The calibration profile it runs on: its flavor's. FSDP2's explicit asynchronous prefetch
+        runs on the implicit run's profile (the same hooks and compute), its gathers moved off the
+        rank's thread: calibrated on its own, on one node, its compute carries the contention of
+        gathers that are all CPU there, which a slow link does not have."""
+        return self.flavor
+
+    @classmethod
+    def parse(cls, spec: str) -> Config:
+        parts = spec.split(":")
+        bf16 = "bf16" in parts
+        parts = [p for p in parts if p != "bf16"]
+        if parts == ["ddp"]:
+            return cls("ddp", "DDP", None, bf16=bf16)
+        if parts[0] == "fsdp2" and len(parts) == 2 and parts[1] in ("implicit", "explicit"):
+            return cls("fsdp2", "FULL_SHARD", "BACKWARD_PRE", parts[1] == "explicit", bf16)
+        if parts[0] == "fsdp1" and len(parts) in (2, 3) and parts[1] in STRATEGIES:
+            prefetch = parts[2] if len(parts) == 3 else "BACKWARD_PRE"
+            if prefetch in PREFETCHES:
+                return cls("fsdp1", parts[1], None if prefetch == "NONE" else prefetch, bf16=bf16)
+        raise ValueError(t("timing.predict.unknown", spec=spec))
+
+
+@dataclass
+class Calibration:
+    """What one unthrottled run measured: a profile per flavor, gloo's costs, the CPU's speed."""
+
+    profiles: dict[str, Profile]
+    gloo: GlooCosts
+    ranks: int  # ranks of the calibration run (all on one node)
+    probe: float | None = None  # seconds of the speed probe, mean over the run's typical steps
+    measured: dict[str, float] | None = None  # config -> measured step (its own steps)
+    share: float | None = None  # cpu_share of the calibration's steps
+
+    def to_json(self) -> str:
+        profiles = {}
+        for k, p in self.profiles.items():
+            d = asdict(p)
+            d["measured"] = {m: v for m, v in d["measured"].items() if m != "link"}
+            profiles[k] = d
+        return json.dumps(
+            {
+                "profiles": profiles,
+                "gloo": self.gloo.to_dict(),
+                "ranks": self.ranks,
+                "probe": self.probe,
+                "measured": self.measured,
+                "share": self.share,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Calibration:
+        d = json.loads(text)
+        profiles = {}
+        for k, p in d["profiles"].items():
+            p["forward"] = [tuple(x) for x in p["forward"]]
+            p["backward"] = [tuple(x) for x in p["backward"]]
+            profiles[k] = Profile(**p)
+        return cls(profiles, GlooCosts(**d["gloo"]), d["ranks"], d.get("probe"), d.get("measured"), d.get("share"))
+
+
+def measured_step(msgs: list[dict[str, Any]]) -> float:
+    """The step a run measured: the mean of its typical steps (``calibrate.typical``: the first and
+    any over 1.5 times the median left out; a loaded CPU makes single steps two or three times slower)."""
+    kept, _ = typical(msgs[1:] or msgs)
+    return statistics.fmean(m["end"] - m["start"] for m in kept)
+
+
+def probe_of(msgs: list[dict[str, Any]]) -> float | None:
+    """The speed probe's mean over the same typical steps (None: the run had no probe)."""
+    kept, _ = typical(msgs[1:] or msgs)
+    probes = [m["probe"] for m in kept if isinstance(m.get("probe"), (int, float))]
+    return statistics.fmean(probes) if probes else None
+
+
+def cpu_share(msgs: list[dict[str, Any]]) -> float | None:
+    """How long the rank's CPU work took for each second of CPU it got, over the typical steps:
+    (ran + waited for a CPU) / ran, from the scheduler's statistics (None: not recorded).
+    1 on an idle machine; 2 where two threads share each core all the time."""
+    kept, _ = typical(msgs[1:] or msgs)
+    ran = math.fsum(m["sched"]["ran"] for m in kept if (m.get("sched") or {}).get("ran"))
+    waited = math.fsum(m["sched"]["waited"] for m in kept if (m.get("sched") or {}).get("ran"))
+    return (ran + waited) / ran if ran > 0 else None
+
+
+def calibrate(run: Source, configs: tuple[str, ...] = CALIBRATION_CONFIGS) -> Calibration:
+    """A ``Calibration`` from one run of ``labkit.testing.link_job`` with ``configs``, one node, no
+    link: a ``Run``, or its ``events`` (then without the bare collectives' timings)."""
+    profiles, probes, shares, measured, rows = {}, [], [], {}, []
+    ranks = 1
+    for spec in configs:
+        msgs = spans_messages(run, 0, spec)
+        prof = profile_from_run(run, config=spec)
+        profiles[Config.parse(spec).key] = prof
+        ranks = prof.world_size
+        measured[spec] = measured_step(msgs)
+        probe = probe_of(msgs)
+        if probe is not None:
+            probes.append(probe)
+        share = cpu_share(msgs)
+        if share is not None:
+            shares.append(share)
+        rows += _collectives(typical(msgs[1:] or msgs)[0])
+    values = run.values if hasattr(run, "events") else {}
+    gloo = fit_spans(rows, ranks, (values.get(0) or {}).get("gloo"))
+    probe = statistics.fmean(probes) if probes else None
+    return Calibration(profiles, gloo, ranks, probe, measured, statistics.fmean(shares) if shares else None)
+
+
+def _collectives(msgs: list[dict[str, Any]]) -> list[tuple[str, int, float, float, float]]:
+    """(kind, group size, payload bytes, seconds, compute before it) of each blocking collective the
+    rank waited for; the compute is the rank's since the previous blocking collective."""
+    rows = []
+    for m in msgs:
+        on_thread = [s for s in m["spans"] if s["stream"] == "compute" or (s["stream"] == "comm" and s.get("blocking"))]
+        computed = 0.0
+        for s in sorted(on_thread, key=lambda s: s["start"]):
+            if s["stream"] == "compute":
+                computed += s["end"] - s["start"]
+                continue
+            if s["kind"] in ("all_gather", "reduce_scatter", "all_reduce"):
+                bytes_ = float(s.get("bytes") or 0.0)
+                rows.append((s["kind"], int(s.get("group_size") or 2), bytes_, s["end"] - s["start"], computed))
+            computed = 0.0
+    return rows
+
+
+def fit_spans(
+    rows: list[tuple[str, int, float, float, float]], ranks: int, bare: dict[str, dict[str, float]] | None = None
+) -> GlooCosts:
+    """gloo's costs from a run's own collectives.
+
+    * ``alpha``, the fixed cost of a ring step: from bare collectives of a few KB (``bare``:
+      ``link_job.gloo_costs``; else 50 µs);
+    * ``beta`` per kind, seconds per chunk byte: the fastest fifth of the run's collectives, those
+      that waited least for the other ranks (one model's units are all about the same size, so
+      size against time cannot separate alpha from beta);
+    * ``skew``: what the collectives took beyond that, as a fraction of the compute the rank did
+      before each. A blocking collective starts when the slowest rank arrives; on a shared CPU the
+      ranks' compute differs from step to step, so every collective waits some. On loopback that
+      wait is most of a collective's time; over a slow link it adds to the link's.
+    """
+    alpha = 50e-6
+    if bare:
+        smallest = [(k, min(sizes, key=float)) for k, sizes in bare.items() if sizes]
+        per_step = [bare[k][size] / steps(k, ranks) for k, size in smallest]
+        alpha = min(per_step) if per_step else alpha
+    beta = {}
+    for kind in sorted({r[0] for r in rows}):
+        per = sorted((s / steps(k, g) - alpha) / (b / g) for k, g, b, s, _ in rows if k == kind and b > 0)
+        beta[kind] = max(per[len(per) // 5], 0.0) if per else 0.0
+    waited = computed = 0.0
+    for k, g, b, s, c in rows:
+        waited += max(s - steps(k, g) * (alpha + b / g * beta.get(k, 0.0)), 0.0)
+        computed += c
+    return GlooCosts(alpha, beta, ranks, skew=waited / computed if computed > 0 else 0.0)
+
+
+class GlooLink(Link):
+    """A ``Link`` whose collectives cost what ``gloo.collective_time`` says on a topology and channel."""
+
+    def __init__(self, costs: GlooCosts, topo: Topology, channel: str, speed: float) -> None:
+        rate = "no link" if math.isinf(topo.rate) else f"{topo.rate * 8 / 1e6:g} Mbit/s"
+        super().__init__(f"{topo.nodes}x{topo.per_node} ranks, {rate}", topo.rate, topo.latency)
+        object.__setattr__(self, "_gloo", (costs, topo, channel, speed))
+
+    def time(self, kind: str, payload: float, group_size: int) -> float:
+        costs, topo, channel, speed = self._gloo
+        return collective_time(costs, topo, kind, payload, channel, speed)
+
+    def cpu_time(self, kind: str, payload: float, group_size: int) -> float:
+        """The CPU work of the collective alone (no link): what an asynchronous one takes from compute."""
+        costs, topo, channel, speed = self._gloo
+        return collective_time(costs, replace(topo, rate=math.inf, latency=0.0), kind, payload, channel, speed)
+
+
+def slowed(prof: Profile, factor: float) -> Profile:
+    """Compute and host overhead ``factor`` times slower (a busier CPU); bytes unchanged."""
+    out = prof.scaled(1 / factor)
+    out.forward_host = [h * factor for h in prof.forward_host]
+    out.backward_host = [h * factor for h in prof.backward_host]
+    out.hook = {k: v * factor for k, v in prof.hook.items()}
+    out.optimizer_host = prof.optimizer_host * factor
+    out.step_host = prof.step_host * factor
+    return out
+
+
+def halved_params(prof: Profile) -> Profile:
+    """bf16 all-gathers: half the bytes gathered; reduce-scatters stay fp32."""
+    out = replace(prof)
+    out.param_bytes = {u: b / 2 for u, b in prof.param_bytes.items()}
+    return out
+
+
+def predict(cal: Calibration, spec: str, topo: Topology, speed: float | None = None) -> Result:
+    """The step of ``spec`` on ``topo``, predicted from ``cal`` (the result is labelled simulated).
+
+    ``speed``: how much slower the CPU is than during the calibration (a probe's ratio); default
+    the contention of ``topo.world`` ranks on ``topo.cores`` cores against the calibration's ranks,
+    as on a machine that runs nothing else.
+    """
+    cfg = Config.parse(spec)
+    if cfg.key not in cal.profiles:
+        raise ValueError(t("timing.predict.no_flavor", flavor=cfg.key, have=", ".join(cal.profiles)))
+    factor = speed if speed is not None else contention(topo.world, topo.cores, cal.ranks)
+    prof = slowed(cal.profiles[cfg.key], factor)
+    if cfg.flavor != "ddp":  # a blocking collective waits for the slowest rank (DDP's buckets wait in the background)
+        prof = prof.scaled(1 / (1 + cal.gloo.skew))
+    prof = replace(prof, world_size=topo.world)
+    if cfg.bf16:
+        prof = halved_params(prof)
+    hybrid = cfg.strategy == "HYBRID_SHARD" and topo.nodes > 1
+    main = GlooLink(cal.gloo, topo, "shard" if hybrid else "world", factor)
+    inter = GlooLink(cal.gloo, topo, "replicate", factor)
+    strategy = cfg.strategy if cfg.strategy != "HYBRID_SHARD" or hybrid else "FULL_SHARD"
+    return simulate(
+        prof,
+        main,
+        strategy=strategy,
+        backward_prefetch=cfg.prefetch,
+        forward_prefetch=cfg.explicit,
+        shard_size=topo.per_node if hybrid else None,
+        inter_link=inter,
+        cpu_bound=True,
+        sync_comm=True,
+        async_gather=cfg.explicit,
+    )
