@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.i18n import catalog, t
+from labkit.launch import prefork
 from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
 from labkit.launch.options import RunConfig, check_picklable, multinode
@@ -133,7 +134,7 @@ class RankGroup:
         self.job = job
         self.run_id = "run-" + time.strftime("%H%M%S-") + secrets.token_hex(3)
         self.run_dir = ""
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | prefork.AgentProcess | None = None
         self.server: ChannelServer | None = None
         self.pids: dict[int, int] = {}  # rank -> pid, once every rank said hello
         self.stopped_by_us = False  # we ended a live agent: its stops are ours, not a failure's
@@ -162,16 +163,20 @@ class RankGroup:
             self.server = ChannelServer(sock, token, tcp_host=host)
             env = self.nodes.env({**env, "LABKIT_SOCKET": self.server.address}, self.cfg.timeout)
             command = self.nodes.command(command)
-        self._agent_log = open(os.path.join(self.run_dir, "agent.log"), "wb")
+        log = os.path.join(self.run_dir, "agent.log")
         try:
-            self.proc = subprocess.Popen(
-                command,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=self._agent_log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # our own process group, so killpg reaches torchrun only
-            )
+            if self.nodes is None:  # forked from the process that imported torch already (labkit.launch.prefork)
+                self.proc = prefork.spawn_agent(command[3:], env, log, self.cfg.env)
+            if self.proc is None:  # a new interpreter: srun or ssh for several nodes, or no usable prefork server
+                self._agent_log = open(log, "wb")
+                self.proc = subprocess.Popen(
+                    command,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=self._agent_log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # our own process group, so killpg reaches torchrun only
+                )
         except BaseException:
             self.end(run)
             raise
@@ -190,7 +195,7 @@ class RankGroup:
             *endpoint,
             f"--rdzv-id={self.run_id}",
             "--max-restarts=0",
-            "--monitor-interval=0.1",
+            "--monitor-interval=0.02",  # how soon torchrun sees its ranks end (a check costs microseconds)
             *rank_entry(self.cfg.start_method),
         ]
 
@@ -474,7 +479,7 @@ def kill(pid: int, sig: int) -> None:
         pass
 
 
-def wait(proc: subprocess.Popen, seconds: float) -> None:
+def wait(proc: subprocess.Popen | prefork.AgentProcess, seconds: float) -> None:
     try:
         proc.wait(timeout=seconds)
     except subprocess.TimeoutExpired:

@@ -216,6 +216,9 @@ def register(ipython: Any) -> None:
     from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
     import labkit
+    from labkit.launch import prefork
+
+    prefork.start()  # torch imported in the background while the student reads: the first cold cell skips it
 
     @magics_class
     class LabkitMagics(Magics):
