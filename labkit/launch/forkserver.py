@@ -83,10 +83,11 @@ def main(argv: list[str]) -> None:
 
         for name in PRELOAD:
             importlib.import_module(name)
+        warm_up()
     except BaseException:
         send(sock, {"error": traceback.format_exc(limit=8)})
         os._exit(1)
-    send(sock, {"ready": True, "pid": os.getpid(), "threads": threads()})
+    send(sock, {"ready": True, "pid": os.getpid(), "threads": threads(), "files": imported_files()})
     while True:
         line = reader.readline()
         if not line:  # the kernel is gone
@@ -97,10 +98,50 @@ def main(argv: list[str]) -> None:
             send(sock, {"id": request.get("id"), "pid": fork_agent(request, sock)})
         except Exception as exc:
             send(sock, {"id": request.get("id"), "error": f"{type(exc).__name__}: {exc}"})
+        if request.get("prune"):  # housekeeping the cell would otherwise wait for
+            prune(request["prune"])
+
+
+def warm_up() -> None:
+    """What every agent would do once more in each cell: parse torchrun's options (argparse
+    compiles its regular expressions on first use, tens of milliseconds; the cache is inherited)."""
+    from torch.distributed.run import parse_args
+
+    parse_args(["--nnodes=1", "--nproc-per-node=2", "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:0"]
+               + ["--rdzv-id=warm-up", "--max-restarts=0", "--monitor-interval=0.02", "--start-method=fork"]
+               + ["--run-path", "cell.py"])  # fmt: skip
+
+
+def imported_files() -> list[tuple[str, int, int]]:
+    """labkit's modules in this process and torch's version file, as (path, size, mtime_ns): a
+    change to any of them on disk makes this server stale (``prefork.what_changed``)."""
+    import torch
+
+    paths = {os.path.join(os.path.dirname(torch.__file__), "version.py")}
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] == "labkit" and getattr(module, "__file__", None):
+            paths.add(module.__file__)
+    files = []
+    for path in sorted(paths):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        files.append((path, st.st_size, st.st_mtime_ns))
+    return files
 
 
 def send(sock: socket.socket, msg: dict[str, Any]) -> None:
     sock.sendall(json.dumps(msg).encode() + b"\n")
+
+
+def prune(root: str) -> None:
+    try:
+        from labkit.launch.group import prune_runs
+
+        prune_runs(root)
+    except Exception:
+        pass
 
 
 def fork_agent(request: dict[str, Any], sock: socket.socket) -> int:

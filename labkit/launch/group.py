@@ -149,7 +149,8 @@ class RankGroup:
     def start(self) -> Run:
         """The run folder, the channel and torchrun; returns the ``Run`` that its messages fill."""
         root = runs_root(shared=self.nodes is not None)
-        prune_runs(root)
+        if self.nodes is not None or not prefork.enabled():
+            prune_runs(root)  # else the prefork server does it, after it has handed this run its agent
         self.run_dir = os.path.join(root, self.run_id)
         os.mkdir(self.run_dir, 0o700)
         self.job.write(self.run_dir, self.cfg)
@@ -166,8 +167,10 @@ class RankGroup:
         log = os.path.join(self.run_dir, "agent.log")
         try:
             if self.nodes is None:  # forked from the process that imported torch already (labkit.launch.prefork)
-                self.proc = prefork.spawn_agent(command[3:], env, log, self.cfg.env)
+                self.proc = prefork.spawn_agent(command[3:], env, log, self.cfg.env, prune=root)
             if self.proc is None:  # a new interpreter: srun or ssh for several nodes, or no usable prefork server
+                if self.nodes is None and prefork.enabled():
+                    prune_runs(root)
                 self._agent_log = open(log, "wb")
                 self.proc = subprocess.Popen(
                     command,
@@ -221,7 +224,9 @@ class RankGroup:
         """
         route = route or run.ingest
         while True:
-            for msg in self.server.poll(POLL):
+            if self.agent_running() and all(s.pid and not s.connected for s in run.ranks.values()):
+                wait(self.proc, POLL)  # every rank came and went: torchrun's exit is next, see it at once
+            for msg in self.server.poll(0 if self.proc is not None and self.proc.poll() is not None else POLL):
                 route(msg)
             run.poll_logs()
             if view is not None:
@@ -345,11 +350,11 @@ class RankGroup:
     def _drain(self, run: Run, seconds: float) -> None:
         """Read what the ranks have sent, until they all closed or ``seconds`` passed."""
         end = time.time() + seconds
-        while True:
-            for msg in self.server.poll(POLL if seconds else 0):
+        for msg in self.server.poll(0):
+            run.ingest(msg)
+        while self.server.connected_ranks() and time.time() < end:
+            for msg in self.server.poll(POLL):
                 run.ingest(msg)
-            if not self.server.connected_ranks() or time.time() >= end:
-                break
 
     def _sweep(self, run: Run) -> None:
         """Kill whatever of this run is left: rank process groups, then anything with our run id."""

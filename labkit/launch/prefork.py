@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import hashlib
 import json
 import os
 import signal
@@ -90,38 +89,26 @@ def enabled() -> bool:
 
 
 def fingerprint() -> dict[str, Any]:
-    """What a fresh torchrun would see differently from the server: environment, folder, Python, files.
+    """What a fresh torchrun would see differently from the server: the environment, the folder, the Python.
 
     labkit's own variables are read at run time, never at import, so they are left out
-    (``LABKIT_START_METHOD`` may change between cells); the files are labkit's sources and
-    torch's version file, by size and modification time (a ``pip install`` or an edit).
+    (``LABKIT_START_METHOD`` may change between cells). The files the server imported are
+    checked separately (``changed_files``).
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABKIT_") or k == "LABKIT_CUDA_AUDIT"}
-    return {"env": env, "cwd": os.getcwd(), "python": sys.executable, "files": _files_digest()}
+    return {"env": env, "cwd": os.getcwd(), "python": sys.executable}
 
 
-def _files_digest() -> str:
-    import labkit
-
-    h = hashlib.sha256()
-    root = os.path.dirname(os.path.abspath(labkit.__file__))
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(folder, name))
-                h.update(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("torch")
-        origin = spec.origin if spec and spec.origin else ""
-        version = os.path.join(os.path.dirname(origin), "version.py")
-        st = os.stat(version)
-        h.update(f"{version}:{st.st_size}:{st.st_mtime_ns}".encode())
-    except (ImportError, OSError, ValueError):
-        pass
-    return h.hexdigest()
+def changed_files(files: list[list[Any]]) -> bool:
+    """Has any file the server imported (path, size, mtime_ns) changed on disk since (an edit, a ``pip install``)?"""
+    for path, size, mtime in files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        if st.st_size != size or st.st_mtime_ns != mtime:
+            return True
+    return False
 
 
 def what_changed(old: dict[str, Any], new: dict[str, Any]) -> str | None:
@@ -133,8 +120,6 @@ def what_changed(old: dict[str, Any], new: dict[str, Any]) -> str | None:
         return t("prefork.what.env", name=", ".join(names[:3]) + ("…" if len(names) > 3 else ""))
     if old["cwd"] != new["cwd"]:
         return t("prefork.what.cwd")
-    if old["files"] != new["files"]:
-        return t("prefork.what.files")
     return None
 
 
@@ -156,6 +141,7 @@ class Server:
         self.sock = ours
         self._buffer = b""
         self._asked = 0
+        self.files: list[list[Any]] = []  # what the server imported, as it found it on disk
         self.ready = False
         self.threads = 0
         self.error: str | None = None
@@ -203,6 +189,7 @@ class Server:
                 self.error = t("prefork.why.silent", seconds=seconds)
             return False
         self.threads = int(msg.get("threads", 0))
+        self.files = msg.get("files") or []
         self.ready = self.threads == 1
         return self.ready
 
@@ -324,6 +311,9 @@ def usable_server() -> Server | None:
         _replace(t("prefork.stale", what=changed), "stale")
         return None
     if server.wait_ready(READY_WAIT):
+        if changed_files(server.files):
+            _replace(t("prefork.stale", what=t("prefork.what.files")), "stale")
+            return None
         return server
     if server.alive() or server.threads > 1:  # silent, or unsafe to fork: a fresh one for the next cells
         _replace(t("prefork.died", why=server.why_dead()), "died")
@@ -346,9 +336,12 @@ def _replace(note: str, kind: str) -> None:
 # -- the handoff ------------------------------------------------------------------------------
 
 
-def spawn_agent(argv: list[str], env: dict[str, str], log: str, cell_env: dict[str, str]) -> AgentProcess | None:
+def spawn_agent(
+    argv: list[str], env: dict[str, str], log: str, cell_env: dict[str, str], prune: str = ""
+) -> AgentProcess | None:
     """torchrun's agent (``python -m labkit.launch.agent ARGV``) forked from the server, with
-    ``env`` and its output in ``log``; None when the caller must start it itself (see the module's doc)."""
+    ``env`` and its output in ``log``; None when the caller must start it itself (see the module's doc).
+    ``prune``: a runs folder whose old run folders the server removes once the agent is on its way."""
     if not enabled():
         return None
     names = import_time_names(cell_env)
@@ -359,7 +352,7 @@ def spawn_agent(argv: list[str], env: dict[str, str], log: str, cell_env: dict[s
         server = usable_server()
         if server is None:
             return None
-        request = {"argv": argv, "env": env, "cwd": os.getcwd(), "umask": _umask(), "log": log}
+        request = {"argv": argv, "env": env, "cwd": os.getcwd(), "umask": _umask(), "log": log, "prune": prune}
         with adopting(), sigint_held():  # a Ctrl-C lands after the handoff, never between the fork and its answer
             answer = server.request(request)
         if answer is None or "pid" not in answer:
