@@ -37,6 +37,10 @@ catalog(
         },
         "dash.no_samples": {"en": "no memory samples yet", "ro": "încă nu există eșantioane de memorie"},
         "dash.plot.title": {"en": "memory over time ({what})", "ro": "memoria în timp ({what})"},
+        "dash.text": {
+            "en": "labkit dashboard: {run_id}, {nproc} ranks, {backend}",
+            "ro": "panoul labkit: {run_id}, {nproc} ranguri, {backend}",
+        },
     }
 )
 
@@ -86,7 +90,9 @@ class TextView(QuietView):
     """No widgets: the summary and one figure at the end."""
 
     def finish(self, run: Run) -> None:
-        print(run.summary(), flush=True)
+        # in a kernel, no flush: the kernel sends the cell's output before it says the cell is done,
+        # and a flush here is one more wait on its output thread
+        print(run.summary(), flush=not in_kernel())
         # a figure only when there is a curve to see: drawing it costs seconds, a warm cell milliseconds
         if in_kernel() and (any(len(m) > 1 for m in run.memory.values()) or any(run.step_times.values())):
             from IPython.display import display
@@ -94,34 +100,73 @@ class TextView(QuietView):
             display(run.plot())
 
 
+_SHARED: dict[str, Any] = {}  # the default Layout and styles every dashboard widget of this kernel uses
+
+
+def shared_defaults(w: Any) -> dict[str, Any]:
+    """One default ``Layout``, ``HTMLStyle`` and ``ButtonStyle`` for every dashboard of the kernel.
+
+    Each ipywidget otherwise makes a Layout and a style model of its own, even when it keeps the
+    defaults: two more models per widget, each a comm message to open (two thirds of what a
+    dashboard sent). Nothing here changes them, so one of each serves all; they are made again
+    if they were closed (``Widget.close_all()``).
+    """
+    if not _SHARED or any(m.comm is None for m in _SHARED.values()):
+        from ipywidgets.widgets.widget_string import HTMLStyle  # not among ipywidgets' top-level names
+
+        _SHARED.update(layout=w.Layout(), html=HTMLStyle(), button=w.ButtonStyle())
+    return _SHARED
+
+
 class WidgetView:
+    """The live dashboard. Every widget is made with its first value, so opening it is one message
+    per widget and nothing more; later updates send only what changed, at most a few per second."""
+
     def __init__(self, run: Run, on_stop: Callable[[], None]) -> None:
         import ipywidgets as w
         from IPython.display import display
 
         self.w = w
-        self._last_table = self._last_plot = 0.0
-        self._log_sizes: dict[int, tuple[int, int]] = {}
-        self.header = w.HTML()
-        self.table = w.HTML()
-        self.plot = w.HTML()
-        self.membars = w.HTML()  # filled once the cell measures memory by category (labkit.memtrack)
-        self.stop = w.Button(description=t("dash.stop"), button_style="danger", icon="stop")
-        self.stop.add_class("labkit-stop")
+        d = shared_defaults(w)
+
+        def html(value: str = "") -> Any:
+            return w.HTML(value=value, layout=d["layout"], style=d["html"])
+
+        self._last_table = self._last_plot = time.monotonic()
+        self._log_sizes: dict[int, tuple[int, int]] = {r: _log_size(log) for r, log in run.logs.items()}
+        self.header = html(header_html(run))
+        # the rank table, the memory plot and the per-category bars (once the cell measures memory by
+        # category, labkit.memtrack) in one widget: one model to open, one message per refresh
+        self._figures = figures_html(run)
+        self.body = html(body_html(run, self._figures))
+        self.stop = w.Button(
+            description=t("dash.stop"),
+            button_style="danger",
+            icon="stop",
+            layout=d["layout"],
+            style=d["button"],
+            _dom_classes=("labkit-stop",),
+        )
         self._on_stop = on_stop
         self._stop_clicked = self._stop_shown = self._finished = False
         self.stop.on_click(lambda _: self._request_stop())
         self._watch_clicks()
-        self.logs = {r: w.HTML() for r in run.ranks}
-        self.tabs = w.Tab(children=[self.logs[r] for r in run.ranks])
-        for i, r in enumerate(run.ranks):
-            self.tabs.set_title(i, t("dash.rank", rank=r))
-        self.box = w.VBox([w.HBox([self.header, self.stop]), self.table, self.plot, self.membars, self.tabs])
-        self.box.add_class("labkit-dashboard")
-        display(self.box)
+        self.logs = {r: html(log_html(log)) for r, log in run.logs.items()}
+        titles = [t("dash.rank", rank=runview.rank_label(run, r)) for r in run.ranks]
+        self.tabs = w.Tab(children=[self.logs[r] for r in run.ranks], titles=titles, layout=d["layout"])
+        top = w.HBox([self.header, self.stop], layout=d["layout"])
+        self.box = w.VBox(
+            [top, self.body, self.tabs],
+            layout=d["layout"],
+            _dom_classes=("labkit-dashboard",),
+        )
+        # the widget's own text form is its repr, built over every child's value (the whole table and
+        # plot, cut to 110 characters): a line that says what it is serves nbconvert and papermill better
+        text = t("dash.text", run_id=run.run_id, nproc=run.nproc, backend=run.backend)
+        view = {"version_major": 2, "version_minor": 0, "model_id": self.box.model_id}  # as ipywidgets displays it
+        display({"application/vnd.jupyter.widget-view+json": view, "text/plain": text}, raw=True)
         self._ui = ExitStack()
         self._poll = self._ui_poller()
-        self.update(run, force=True)
 
     def _request_stop(self) -> None:
         """A click on Stop. It may arrive on the kernel's shell-channel thread: only flags are set here."""
@@ -180,30 +225,28 @@ class WidgetView:
                 self._poll = None
         if self._stop_clicked and not self._stop_shown:  # the click came from another thread: show it here
             self._stop_shown = True
-            self.stop.description = t("dash.stopping")
-            self.stop.disabled = True
+            with self.stop.hold_sync():
+                self.stop.description = t("dash.stopping")
+                self.stop.disabled = True
         if not force and now - self._last_table < TABLE_PERIOD:
             return
         self._last_table = now
-        with self.box.hold_sync():
-            self.header.value = t(
-                "dash.header", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time
-            )
-            self.table.value = rank_table_html(run)
-            for i, r in enumerate(run.ranks):  # node/local rank, once the hellos say where each rank runs
-                self.tabs.set_title(i, t("dash.rank", rank=runview.rank_label(run, r)))
-            self._update_logs(run)
-            if force or now - self._last_plot >= PLOT_PERIOD:
-                self._last_plot = now
-                self.plot.value = memory_svg(run)
-                self.membars.value = membars_html(run)
+        # a trait set to the value it has sends nothing (traitlets compares), so unchanged parts cost no message
+        self.header.value = header_html(run)
+        if force or now - self._last_plot >= PLOT_PERIOD:  # the figures are redrawn once a second
+            self._last_plot = now
+            self._figures = figures_html(run)
+        self.body.value = body_html(run, self._figures)
+        titles = tuple(
+            t("dash.rank", rank=runview.rank_label(run, r)) for r in run.ranks
+        )  # node/local rank, once known
+        if titles != tuple(self.tabs.titles):
+            self.tabs.titles = titles
+        self._update_logs(run)
 
     def _update_logs(self, run: Run) -> None:
         for r, log in run.logs.items():
-            size = (
-                len(log.streams["stdout"]) + log.dropped["stdout"],
-                len(log.streams["stderr"]) + log.dropped["stderr"],
-            )
+            size = _log_size(log)
             if self._log_sizes.get(r) == size:
                 continue
             self._log_sizes[r] = size
@@ -213,12 +256,32 @@ class WidgetView:
         self._ui.close()
         self.update(run, force=True)
         self._finished = True
-        self.stop.disabled = True
         from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 
         stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
-        self.stop.description = t(f"run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
+        with self.stop.hold_sync():  # one message for both
+            self.stop.disabled = True
+            self.stop.description = t(f"run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
         TextView().finish(run)
+
+
+def _log_size(log: Any) -> tuple[int, int]:
+    return (
+        len(log.streams["stdout"]) + log.dropped["stdout"],
+        len(log.streams["stderr"]) + log.dropped["stderr"],
+    )
+
+
+def header_html(run: Run) -> str:
+    return t("dash.header", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time)
+
+
+def figures_html(run: Run) -> str:
+    return f"<div>{memory_svg(run)}</div>" + (f"<div>{bars}</div>" if (bars := membars_html(run)) else "")
+
+
+def body_html(run: Run, figures: str) -> str:
+    return f"<div>{rank_table_html(run)}</div>{figures}"
 
 
 def rank_table_html(run: Run) -> str:
