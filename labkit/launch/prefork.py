@@ -78,6 +78,7 @@ PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 # OMP_NUM_THREADS and TORCH_DISTRIBUTED_DEBUG are read again in the forked agent; torch's NCCL, gloo
 # and the rest of torch.distributed read theirs when a process group is made.
 IMPORT_TIME = ("LOGLEVEL", "TORCH_", "PYTORCH_", "C10_", "CUDA_", "CUBLAS", "LD_", "PYTHON", "MALLOC", "KMP_", "GOMP_", "OMP_", "MKL_", "OPENBLAS_")  # fmt: skip
+VOLATILE = ("PYTEST_CURRENT_TEST",)  # set anew for each test by pytest
 READ_AGAIN = ("OMP_NUM_THREADS", "TORCH_DISTRIBUTED_DEBUG", "TORCH_NCCL_", "TORCH_ELASTIC_", "TORCHELASTIC_")
 
 
@@ -91,11 +92,13 @@ def enabled() -> bool:
 def fingerprint() -> dict[str, Any]:
     """What a fresh torchrun would see differently from the server: the environment, the folder, the Python.
 
-    labkit's own variables are read at run time, never at import, so they are left out
-    (``LABKIT_START_METHOD`` may change between cells). The files the server imported are
-    checked separately (``changed_files``).
+    Left out: labkit's own variables, read at run time, never at import (``LABKIT_START_METHOD``
+    may change between cells), and ``VOLATILE`` ones that change by themselves and mean nothing
+    to torch. The files the server imported are checked separately (``changed_files``).
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LABKIT_") or k == "LABKIT_CUDA_AUDIT"}
+    env = {k: v for k, v in os.environ.items() if not (k.startswith("LABKIT_") and k != "LABKIT_CUDA_AUDIT")}
+    for name in VOLATILE:
+        env.pop(name, None)
     return {"env": env, "cwd": os.getcwd(), "python": sys.executable}
 
 
