@@ -146,6 +146,8 @@ def prune(root: str) -> None:
 
 def fork_agent(request: dict[str, Any], sock: socket.socket) -> int:
     """Fork the agent (through a middle process that exits at once); return its pid."""
+    if threads() != 1:  # a fork copies one thread: a lock another one held would stay locked forever
+        raise OSError(f"{threads()} threads in the server; it forks only while it has one")
     sys.stdout.flush()
     sys.stderr.flush()
     r, w = os.pipe()
