@@ -51,6 +51,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "mm": ("labkit.memory.model", "labkit.memory.states", "labkit.views.memory"),
     "opt": ("labkit.launch.options",),
     "peak": ("labkit.memory.peak",),
+    "prefork": ("labkit.launch.prefork",),
     "q": ("labkit.grading.registry",),  # the questions' hints, registered as the questions load
     "report": ("labkit.grading.report",),
     "run": ("labkit.launch.run", "labkit.views.runview", "labkit.launch.logs"),

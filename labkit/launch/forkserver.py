@@ -137,7 +137,7 @@ def send(sock: socket.socket, msg: dict[str, Any]) -> None:
 
 def prune(root: str) -> None:
     try:
-        from labkit.launch.group import prune_runs
+        from labkit.launch.rundirs import prune_runs
 
         prune_runs(root)
     except Exception:

@@ -24,11 +24,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -41,8 +39,9 @@ from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
 from labkit.launch.options import RunConfig, check_picklable, multinode
 from labkit.launch.run import Run
+from labkit.launch.rundirs import prune_runs, runs_root
 from labkit.wire.channel import ChannelServer
-from labkit.wire.errors import LaunchError, OptionError
+from labkit.wire.errors import OptionError
 from labkit.wire.protocol import TYPE, Msg, Outcome
 
 catalog(
@@ -50,7 +49,11 @@ catalog(
         "launch.bad_target": {
             "en": "torchrun() takes code (a string), a path to a .py file, or a function; got {type}",
             "ro": "torchrun() primește cod (un șir), calea unui fișier .py sau o funcție; nu {type}",
-        }
+        },
+        "launch.start_interrupted": {
+            "en": "interrupted while torchrun was starting; nothing of the run is left",
+            "ro": "întrerupt în timp ce torchrun pornea; nu a rămas nimic din rulare",
+        },
     }
 )
 
@@ -58,7 +61,6 @@ catalog(
 # confuse ours: torchrun sets the ones it needs for each rank.
 SCRUB_PREFIXES = ("SLURM_", "TORCHELASTIC_", "PMI_", "OMPI_")
 SCRUB_NAMES = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"}
-KEEP_RUN_DIRS = 30
 POLL = 0.05  # seconds the loop waits on the channel per turn
 
 
@@ -372,38 +374,6 @@ class RankGroup:
 
 
 # -- the run folder and the ranks' environment ----------------------------------------------
-
-
-def runs_root(shared: bool = False) -> str:
-    """A private (0700) folder of ours for run folders: the socket and logs live there.
-
-    ``shared``: ranks on other nodes read the job and write their logs there too, so it must be
-    a folder every node sees: LABKIT_RUN_ROOT, else under the home folder (shared on clusters).
-    """
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    if not base or not os.access(base, os.W_OK):
-        base = tempfile.gettempdir()
-    root = os.path.join(base, f"labkit-{os.getuid()}")
-    if shared:
-        root = os.environ.get("LABKIT_RUN_ROOT") or os.path.expanduser("~/.cache/labkit-runs")
-    if len(root) > 60 and not shared:  # AF_UNIX paths are limited to 107 bytes
-        root = f"/tmp/labkit-{os.getuid()}"
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    st = os.stat(root)
-    if st.st_uid != os.getuid() or st.st_mode & 0o077:
-        os.chmod(root, 0o700) if st.st_uid == os.getuid() else None
-        if os.stat(root).st_mode & 0o077 or st.st_uid != os.getuid():
-            raise LaunchError(f"{root} is not a private folder of this user; remove it")
-    return root
-
-
-def prune_runs(root: str, keep: int = KEEP_RUN_DIRS) -> None:
-    """Old run folders go; the most recent ones stay, so their logs can be read."""
-    dirs = [os.path.join(root, d) for d in os.listdir(root) if d.startswith("run-")]
-    dirs = [d for d in dirs if not os.path.exists(os.path.join(d, "ch.sock"))]  # a live run (a warm session) stays
-    dirs.sort(key=os.path.getmtime)
-    for d in dirs[:-keep] if len(dirs) > keep else []:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def rank_entry(start_method: str) -> list[str]:

@@ -209,8 +209,7 @@ class Server:
             if answer is None or answer.get("id") == self._asked:
                 return answer
             if "pid" in answer:  # nobody waits for that agent any more
-                _kill_group(int(answer["pid"]))
-                AgentProcess(int(answer["pid"])).wait_briefly()
+                AgentProcess(int(answer["pid"])).end()
 
     def _read(self, seconds: float) -> dict[str, Any] | None:
         """One JSON line from the server within ``seconds``; None if it closed or stayed silent."""
@@ -356,33 +355,37 @@ def spawn_agent(
         if server is None:
             return None
         request = {"argv": argv, "env": env, "cwd": os.getcwd(), "umask": _umask(), "log": log, "prune": prune}
-        with adopting(), sigint_held():  # a Ctrl-C lands after the handoff, never between the fork and its answer
+        held = sigint_held()
+        with adopting(), held:  # a Ctrl-C waits until the agent is ours, never between the fork and its answer
             answer = server.request(request)
-        if answer is None or "pid" not in answer:
+        agent = AgentProcess(int(answer["pid"])) if answer and "pid" in answer else None
+        if agent is not None and not agent.adopted():  # not our child: we could not wait for it
+            agent.end()
+            agent = None
+            answer = {"error": t("prefork.why.adopt")}
+        if held.caught:  # the cell was interrupted while its agent was handed over: nothing of it stays
+            if agent is not None:
+                agent.end()
+            raise KeyboardInterrupt
+        if agent is None:
             _replace(t("prefork.died", why=(answer or {}).get("error") or server.why_dead()), "died")
-            return None
-        agent = AgentProcess(int(answer["pid"]))
-        if not agent.adopted():  # not our child: we could not wait for it; end it and start torchrun ourselves
-            _kill_group(agent.pid)
-            _replace(t("prefork.died", why=t("prefork.why.adopt")), "died")
-            return None
         return agent
 
 
 class sigint_held:
-    """Delay a SIGINT (main thread only) until the block ends, then raise it."""
+    """Hold a SIGINT (main thread only) during the block; ``caught`` says whether one came."""
 
-    def __enter__(self) -> None:
+    def __init__(self) -> None:
         self.caught: list[int] = []
         self.previous: Any = None
+
+    def __enter__(self) -> None:
         if threading.current_thread() is threading.main_thread():
             self.previous = signal.signal(signal.SIGINT, lambda *_: self.caught.append(1))
 
     def __exit__(self, *exc: object) -> None:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
-            if self.caught:
-                raise KeyboardInterrupt
 
 
 def _umask() -> int:
@@ -440,7 +443,9 @@ class AgentProcess:
                 self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
 
-    def wait_briefly(self) -> None:
+    def end(self) -> None:
+        """SIGKILL to its process group (its own session), and reap it: for an agent nobody will use."""
+        _kill_group(self.pid)
         try:
             self.wait(2.0)
         except subprocess.TimeoutExpired:
