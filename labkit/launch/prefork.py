@@ -78,7 +78,9 @@ PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 # OMP_NUM_THREADS and TORCH_DISTRIBUTED_DEBUG are read again in the forked agent; torch's NCCL, gloo
 # and the rest of torch.distributed read theirs when a process group is made.
 IMPORT_TIME = ("LOGLEVEL", "TORCH_", "PYTORCH_", "C10_", "CUDA_", "CUBLAS", "LD_", "PYTHON", "MALLOC", "KMP_", "GOMP_", "OMP_", "MKL_", "OPENBLAS_")  # fmt: skip
-VOLATILE = ("PYTEST_CURRENT_TEST",)  # set anew for each test by pytest
+# variables that change by themselves and mean nothing at import: pytest sets the first for each test,
+# torch sets the others to their defaults the first time its compiler's caches are used
+VOLATILE = ("PYTEST_CURRENT_TEST", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 READ_AGAIN = ("OMP_NUM_THREADS", "TORCH_DISTRIBUTED_DEBUG", "TORCH_NCCL_", "TORCH_ELASTIC_", "TORCHELASTIC_")
 
 
