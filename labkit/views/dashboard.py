@@ -18,7 +18,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from labkit.fmt import fmt_bytes
-from labkit.i18n import catalog, t
+from labkit.i18n import catalog, get_lang, language, t
 from labkit.views import runview
 from labkit.wire.protocol import ELAPSED, Msg, Status
 
@@ -123,17 +123,22 @@ class WidgetView:
     per widget and nothing more; later updates send only what changed, at most a few per second."""
 
     def __init__(self, run: Run, on_stop: Callable[[], None]) -> None:
+        with language(get_lang()):  # the language found once, not once per message
+            self._build(run, on_stop)
+
+    def _html(self, value: str = "") -> Any:
+        d = shared_defaults(self.w)
+        return self.w.HTML(value=value, layout=d["layout"], style=d["html"])
+
+    def _build(self, run: Run, on_stop: Callable[[], None]) -> None:
         import ipywidgets as w
         from IPython.display import display
 
         self.w = w
         d = shared_defaults(w)
-
-        def html(value: str = "") -> Any:
-            return w.HTML(value=value, layout=d["layout"], style=d["html"])
-
+        html = self._html
         self._last_table = self._last_plot = time.monotonic()
-        self._log_sizes: dict[int, tuple[int, int]] = {r: _log_size(log) for r, log in run.logs.items()}
+        self._log_sizes: dict[int, tuple[int, int]] = {}
         self.header = html(header_html(run))
         # the rank table, the memory plot and the per-category bars (once the cell measures memory by
         # category, labkit.memtrack) in one widget: one model to open, one message per refresh
@@ -151,15 +156,11 @@ class WidgetView:
         self._stop_clicked = self._stop_shown = self._finished = False
         self.stop.on_click(lambda _: self._request_stop())
         self._watch_clicks()
-        self.logs = {r: html(log_html(log)) for r, log in run.logs.items()}
-        titles = [t("dash.rank", rank=runview.rank_label(run, r)) for r in run.ranks]
-        self.tabs = w.Tab(children=[self.logs[r] for r in run.ranks], titles=titles, layout=d["layout"])
+        self.logs: dict[int, Any] = {}  # one tab per rank with its output, from the first line a rank prints
+        self.tabs: Any = None
         top = w.HBox([self.header, self.stop], layout=d["layout"])
-        self.box = w.VBox(
-            [top, self.body, self.tabs],
-            layout=d["layout"],
-            _dom_classes=("labkit-dashboard",),
-        )
+        self.box = w.VBox([top, self.body], layout=d["layout"], _dom_classes=("labkit-dashboard",))
+        self._update_logs(run)
         # the widget's own text form is its repr, built over every child's value (the whole table and
         # plot, cut to 110 characters): a line that says what it is serves nbconvert and papermill better
         text = t("dash.text", run_id=run.run_id, nproc=run.nproc, backend=run.backend)
@@ -217,6 +218,10 @@ class WidgetView:
             return None
 
     def update(self, run: Run, force: bool = False) -> None:
+        with language(get_lang()):
+            self._update(run, force)
+
+    def _update(self, run: Run, force: bool = False) -> None:
         now = time.monotonic()
         if self._poll is not None:
             try:
@@ -237,32 +242,41 @@ class WidgetView:
             self._last_plot = now
             self._figures = figures_html(run)
         self.body.value = body_html(run, self._figures)
-        titles = tuple(
-            t("dash.rank", rank=runview.rank_label(run, r)) for r in run.ranks
-        )  # node/local rank, once known
-        if titles != tuple(self.tabs.titles):
-            self.tabs.titles = titles
+        if self.tabs is not None:
+            titles = tuple(t("dash.rank", rank=runview.rank_label(run, r)) for r in run.ranks)  # node/local rank
+            if titles != tuple(self.tabs.titles):
+                self.tabs.titles = titles
         self._update_logs(run)
 
     def _update_logs(self, run: Run) -> None:
+        sizes = {r: _log_size(log) for r, log in run.logs.items()}
+        if self.tabs is None:
+            if not any(any(size) for size in sizes.values()):
+                return  # no rank has printed anything yet: no tabs (a silent warm cell opens none)
+            self.logs = {r: self._html() for r in run.ranks}
+            titles = [t("dash.rank", rank=runview.rank_label(run, r)) for r in run.ranks]
+            self.tabs = self.w.Tab(
+                children=[self.logs[r] for r in run.ranks], titles=titles, layout=shared_defaults(self.w)["layout"]
+            )
+            self.box.children = (*self.box.children, self.tabs)
         for r, log in run.logs.items():
-            size = _log_size(log)
-            if self._log_sizes.get(r) == size:
+            if self._log_sizes.get(r) == sizes[r]:
                 continue
-            self._log_sizes[r] = size
+            self._log_sizes[r] = sizes[r]
             self.logs[r].value = log_html(log)
 
     def finish(self, run: Run) -> None:
         self._ui.close()
-        self.update(run, force=True)
-        self._finished = True
         from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 
-        stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
-        with self.stop.hold_sync():  # one message for both
-            self.stop.disabled = True
-            self.stop.description = t(f"run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
-        TextView().finish(run)
+        with language(get_lang()):
+            self._update(run, force=True)
+            self._finished = True
+            stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
+            with self.stop.hold_sync():  # one message for both
+                self.stop.disabled = True
+                self.stop.description = t(f"run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
+            TextView().finish(run)
 
 
 def _log_size(log: Any) -> tuple[int, int]:
