@@ -19,7 +19,7 @@ import argparse
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from labkit.i18n import catalog, set_lang, t
+from labkit.i18n import catalog, get_lang, set_lang, t
 from labkit.launch.options import add_node_options, node_options
 from labkit.wire.errors import CellSyntaxError, OptionError
 
@@ -85,13 +85,21 @@ def start_parser() -> argparse.ArgumentParser:
     return p
 
 
+_ranks_parsers: dict[str, argparse.ArgumentParser] = {}  # language -> parser
+
+
 def ranks_parser() -> argparse.ArgumentParser:
-    """The options of ``%%ranks``."""
-    p = _new_parser("%%ranks", "warm.usage.ranks")
-    p.add_argument("--timeout", type=float, default=None, help=t("warm.help.timeout"))
-    p.add_argument("--vars", default="", help=t("magic.help.vars"))
-    p.add_argument("--quiet", action="store_true", help=t("magic.help.quiet"))
-    p.add_argument("--display", default=None, help=t("magic.help.display"))
+    """The options of ``%%ranks``, made once per language: a warm cell takes milliseconds, and
+    building an argparse parser with its help texts is a noticeable part of them."""
+    lang = get_lang()
+    p = _ranks_parsers.get(lang)
+    if p is None:
+        p = _new_parser("%%ranks", "warm.usage.ranks")
+        p.add_argument("--timeout", type=float, default=None, help=t("warm.help.timeout"))
+        p.add_argument("--vars", default="", help=t("magic.help.vars"))
+        p.add_argument("--quiet", action="store_true", help=t("magic.help.quiet"))
+        p.add_argument("--display", default=None, help=t("magic.help.display"))
+        _ranks_parsers[lang] = p
     return p
 
 
