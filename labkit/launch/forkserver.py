@@ -246,7 +246,8 @@ def write_environ_block(env: dict[str, str]) -> int:
 
 
 def apply_import_time_settings(env: dict[str, str]) -> None:
-    """Settings torch read from the environment when the server imported it: read them again.
+    """Settings torch read from the environment when the server imported it: read them again;
+    and a fresh random state where a new interpreter would have one.
 
     OpenMP's thread count (torch keeps what it found at its import, not the variable's later value)
     and ``TORCH_DISTRIBUTED_DEBUG`` (read when torch.distributed is imported). Variables torch reads
@@ -261,6 +262,11 @@ def apply_import_time_settings(env: dict[str, str]) -> None:
 
     if dist.is_available():
         dist.set_debug_level_from_env()
+    # every fork would start from the server's random state: Python's random reseeds itself after a
+    # fork, numpy's global generator does not (torch's starts from a fixed seed in any new process)
+    nprandom = sys.modules.get("numpy.random")
+    if nprandom is not None:
+        nprandom.seed()
 
 
 if __name__ == "__main__":
