@@ -10,7 +10,9 @@ and at least 100x faster than cold.
 With ``--kernel`` the same comparison also runs through a real Jupyter kernel:
 ``%%ranks`` against ``%%torchrun``, timed from sending the cell to its reply with
 every output delivered: once with the dashboard (live widgets, and the final static
-figure), once with ``--quiet`` (no dashboard), to show what the dashboard costs.
+figure), once with ``--quiet`` (no dashboard), to show what the dashboard costs, and an
+empty cell (``pass``): what the kernel and the client cost with no labkit at all.
+Targets through the kernel: a warm cell with the dashboard under 10 ms.
 
     .venv/bin/python benchmarks/warm_vs_cold.py [--runs 10] [--warm-runs 50] [--nproc 2 4] [--kernel]
 """
@@ -118,6 +120,7 @@ def in_kernel(nproc: int, runs: int, warm_runs: int, quiet: bool) -> dict[str, f
         assert cell(f"%torchrun_start -n {nproc} --backend gloo") is not None
         cell("%%ranks\npass")
         warm, warm_failed = repeat(f"%%ranks{flag}\n{TRIVIAL}", warm_runs)
+        empty, _ = repeat("pass", warm_runs)
         cell("%torchrun_stop")
     finally:
         kc.stop_channels()
@@ -127,6 +130,7 @@ def in_kernel(nproc: int, runs: int, warm_runs: int, quiet: bool) -> dict[str, f
         "cold": statistics.median(cold),
         "warm": statistics.median(warm),
         "warm_p90": sorted(warm)[int(0.9 * len(warm))],
+        "empty": statistics.median(empty),
     }
 
 
@@ -138,6 +142,7 @@ def main() -> None:
     p.add_argument("--kernel", action="store_true", help="also through a real Jupyter kernel (%%ranks vs %%torchrun)")
     args = p.parse_args()
 
+    print(f"load average at the start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     rows = []
     for nproc in args.nproc:
         rows.append(("python", nproc, in_process(nproc, args.runs, args.warm_runs)))
@@ -148,12 +153,13 @@ def main() -> None:
     print(f"trivial cell round trip, medians: {args.runs} cold launches, {args.warm_runs} warm cells")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     head = f"{'where':8}{'ranks':>6}{'cold (s)':>10}{'warm (ms)':>11}{'warm p90':>10}{'speed-up':>10}{'start (s)':>11}"
-    print(head + f"{'failed':>8}")
+    print(head + f"{'failed':>8}{'empty cell (ms)':>17}")
     for where, nproc, m in rows:
         start = f"{m['start']:.2f}" if "start" in m else "-"
+        empty = f"{m['empty'] * 1000:.2f}" if "empty" in m else "-"
         print(
             f"{where:8}{nproc:>6}{m['cold']:>10.2f}{m['warm'] * 1000:>11.2f}{m['warm_p90'] * 1000:>10.2f}"
-            f"{m['cold'] / m['warm']:>9.0f}x{start:>11}{m.get('failed', 0):>8}"
+            f"{m['cold'] / m['warm']:>9.0f}x{start:>11}{m.get('failed', 0):>8}{empty:>17}"
         )
 
 

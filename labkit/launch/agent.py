@@ -9,15 +9,29 @@ And torch's process context reports only the first failed rank it looks at (the 
 index among those that ended): when rank 1 is SIGKILLed and rank 0 then fails in a
 collective with it, torchrun names rank 0 alone. Here every rank that had already ended
 with an error when the failure was seen gets a line ``labkit: local_rank N exitcode C``
-(``labkit.diagnose`` reads it). Everything else is torchrun's own ``main``.
+(``labkit.diagnose`` reads it).
+
+And three things that cost a cold cell time and nothing else:
+- the rendezvous records each of its steps under the name of the calling method, found with
+  ``inspect.stack()`` twice per step: that reads the source of every frame and scans every
+  module torch loaded, 20-40 ms a step, several hundred ms a launch. ``sys._getframe`` gives
+  the same name;
+- on its first round the rendezvous sleeps a random 0-0.3 s to spread the first attempts of
+  several nodes; one node has no other to spread from (several nodes keep it);
+- at exit, torch's own handler unregisters thousands of operator kernels one by one (about
+  100 ms) in a process that is about to end: ``run`` ends the agent as the interpreter would
+  (logging flushed, multiprocessing's exit handler, the streams), without that.
+Everything else is torchrun's own ``main``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 LOGGERS = (  # the agent's loggers that report a worker's failure with its traceback
     "torch.distributed.elastic.multiprocessing.api",
@@ -54,6 +68,27 @@ def report_every_failed_rank() -> None:
     ProcessContext.join = join_reporting
 
 
+def quicker_rendezvous(one_node: bool) -> None:
+    """The rendezvous's step names without ``inspect.stack()``, and no start-up skew on one node."""
+    from torch.distributed.elastic.rendezvous import dynamic_rendezvous
+
+    def get_method_name(depth: int = 2) -> str:
+        try:  # frame 0 is this function, as inspect.stack()[0] was torch's
+            return sys._getframe(depth).f_code.co_name
+        except ValueError:
+            return "no_method_name"
+
+    dynamic_rendezvous.get_method_name = get_method_name
+    if one_node:
+        delay = dynamic_rendezvous._delay
+
+        def no_skew(seconds: Any) -> None:
+            if not isinstance(seconds, tuple):  # (low, high): the random first-round skew; a number: a real wait
+                delay(seconds)
+
+        dynamic_rendezvous._delay = no_skew
+
+
 def main() -> None:
     from torch.distributed.run import main as torchrun_main
 
@@ -64,7 +99,9 @@ def main() -> None:
         logging.getLogger(name).addFilter(PlainTraceback())
     from labkit.wire import env as envvars
 
-    if envvars.get("LABKIT_NODES"):  # one of several nodes: where they meet, and who hosts the store
+    several = bool(envvars.get("LABKIT_NODES"))
+    quicker_rendezvous(one_node=not several)
+    if several:  # one of several nodes: where they meet, and who hosts the store
         from labkit.launch.nodes import agent_args
 
         sys.argv[1:1] = agent_args()
@@ -73,5 +110,49 @@ def main() -> None:
     torchrun_main()
 
 
+def run() -> NoReturn:
+    """``main``, then the end of the process as the interpreter would make it (see the module's doc)."""
+    code = 1
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exit_code(exc)
+    except KeyboardInterrupt:  # an uncaught Ctrl-C ends an interpreter by SIGINT
+        finish()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    except BaseException:
+        traceback.print_exc()
+    finish()
+    os._exit(code)
+
+
+def exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
+def finish() -> None:
+    """What the interpreter's exit does that matters here: logging flushed, multiprocessing's
+    exit handler (it joins the ranks' process objects), the streams flushed."""
+    import multiprocessing.util
+
+    for step in (logging.shutdown, multiprocessing.util._exit_function):
+        try:
+            step()
+        except BaseException:
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
 if __name__ == "__main__":
-    main()
+    run()

@@ -88,7 +88,10 @@ class Launch:
     def run(self, raise_on_error: bool = True) -> Run:
         from labkit.views.dashboard import make_view
 
-        run = self.group.start()
+        try:
+            run = self.group.start()  # it may wait for the prefork server's import: a Ctrl-C there ends it all
+        except KeyboardInterrupt:
+            raise RunInterrupted(t("launch.start_interrupted")) from None
         labkit.last_run = run
         self._deadline = run.started + self.cfg.timeout if self.cfg.timeout else None
         outcome = Outcome.EXITED

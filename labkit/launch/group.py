@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -35,14 +33,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.i18n import t
+from labkit.launch import prefork
 from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
 from labkit.launch.options import RunConfig, check_picklable, emulated, multinode
 from labkit.launch.run import Run
+from labkit.launch.rundirs import prune_runs, runs_root
 from labkit.ranks.profiling import profile_dir
-from labkit.wire import env as envvars
 from labkit.wire.channel import ChannelServer
-from labkit.wire.errors import LaunchError, OptionError
+from labkit.wire.errors import OptionError
 from labkit.wire.job import FUNCTION_FILE, JobSpec
 from labkit.wire.protocol import Msg, Outcome, message
 
@@ -50,7 +49,6 @@ from labkit.wire.protocol import Msg, Outcome, message
 # confuse ours: torchrun sets the ones it needs for each rank.
 SCRUB_PREFIXES = ("SLURM_", "TORCHELASTIC_", "PMI_", "OMPI_")
 SCRUB_NAMES = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"}
-KEEP_RUN_DIRS = 30
 POLL = 0.05  # seconds the loop waits on the channel per turn
 
 
@@ -121,7 +119,7 @@ class RankGroup:
         self.job = job
         self.run_id = "run-" + time.strftime("%H%M%S-") + secrets.token_hex(3)
         self.run_dir = ""
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | prefork.AgentProcess | None = None
         self.server: ChannelServer | None = None
         self.pids: dict[int, int] = {}  # rank -> pid, once every rank said hello
         self.stopped_by_us = False  # we ended a live agent: its stops are ours, not a failure's
@@ -137,7 +135,8 @@ class RankGroup:
         """The run folder, the channel and torchrun; returns the ``Run`` that its messages fill."""
         remote = self.nodes is not None and not self.nodes.local
         root = runs_root(shared=remote)
-        prune_runs(root)
+        if self.nodes is not None or not prefork.enabled():
+            prune_runs(root)  # else the prefork server does it, after it has handed this run its agent
         self.run_dir = os.path.join(root, self.run_id)
         os.mkdir(self.run_dir, 0o700)
         self.job.write(self.run_dir, self.cfg)
@@ -152,16 +151,22 @@ class RankGroup:
         if self.nodes is not None:
             env = self.nodes.env({**env, "LABKIT_SOCKET": self.server.address or sock}, self.cfg.timeout)
             command = self.nodes.command(command)
-        self._agent_log = open(os.path.join(self.run_dir, "agent.log"), "wb")
+        log = os.path.join(self.run_dir, "agent.log")
         try:
-            self.proc = subprocess.Popen(
-                command,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=self._agent_log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # our own process group, so killpg reaches torchrun only
-            )
+            if self.nodes is None:  # forked from the process that imported torch already (labkit.launch.prefork)
+                self.proc = prefork.spawn_agent(command[3:], env, log, self.cfg.env, prune=root)
+            if self.proc is None:  # a new interpreter: srun or ssh for several nodes, or no usable prefork server
+                if self.nodes is None and prefork.enabled():
+                    prune_runs(root)
+                self._agent_log = open(log, "wb")
+                self.proc = subprocess.Popen(
+                    command,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=self._agent_log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # our own process group, so killpg reaches torchrun only
+                )
         except BaseException:
             self.end(run)
             raise
@@ -180,7 +185,7 @@ class RankGroup:
             *endpoint,
             f"--rdzv-id={self.run_id}",
             "--max-restarts=0",
-            "--monitor-interval=0.1",
+            "--monitor-interval=0.02",  # how soon torchrun sees its ranks end (a check costs microseconds)
             *rank_entry(self.cfg.start_method),
         ]
 
@@ -206,7 +211,9 @@ class RankGroup:
         """
         route = route or run.ingest
         while True:
-            for msg in self.server.poll(POLL):
+            if self.agent_running() and all(s.pid and not s.connected for s in run.ranks.values()):
+                wait(self.proc, POLL)  # every rank came and went: torchrun's exit is next, see it at once
+            for msg in self.server.poll(0 if self.proc is not None and self.proc.poll() is not None else POLL):
                 route(msg)
             run.poll_logs()
             if view is not None:
@@ -330,11 +337,11 @@ class RankGroup:
     def _drain(self, run: Run, seconds: float) -> None:
         """Read what the ranks have sent, until they all closed or ``seconds`` passed."""
         end = time.time() + seconds
-        while True:
-            for msg in self.server.poll(POLL if seconds else 0):
+        for msg in self.server.poll(0):
+            run.ingest(msg)
+        while self.server.connected_ranks() and time.time() < end:
+            for msg in self.server.poll(POLL):
                 run.ingest(msg)
-            if not self.server.connected_ranks() or time.time() >= end:
-                break
 
     def _sweep(self, run: Run) -> None:
         """Kill whatever of this run is left: rank process groups, then anything with our run id."""
@@ -352,38 +359,6 @@ class RankGroup:
 
 
 # -- the run folder and the ranks' environment ----------------------------------------------
-
-
-def runs_root(shared: bool = False) -> str:
-    """A private (0700) folder of ours for run folders: the socket and logs live there.
-
-    ``shared``: ranks on other nodes read the job and write their logs there too, so it must be
-    a folder every node sees: LABKIT_RUN_ROOT, else under the home folder (shared on clusters).
-    """
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    if not base or not os.access(base, os.W_OK):
-        base = tempfile.gettempdir()
-    root = os.path.join(base, f"labkit-{os.getuid()}")
-    if shared:
-        root = envvars.get("LABKIT_RUN_ROOT") or os.path.expanduser("~/.cache/labkit-runs")
-    if len(root) > 60 and not shared:  # AF_UNIX paths are limited to 107 bytes
-        root = f"/tmp/labkit-{os.getuid()}"
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    st = os.stat(root)
-    if st.st_uid != os.getuid() or st.st_mode & 0o077:
-        os.chmod(root, 0o700) if st.st_uid == os.getuid() else None
-        if os.stat(root).st_mode & 0o077 or st.st_uid != os.getuid():
-            raise LaunchError(f"{root} is not a private folder of this user; remove it")
-    return root
-
-
-def prune_runs(root: str, keep: int = KEEP_RUN_DIRS) -> None:
-    """Old run folders go; the most recent ones stay, so their logs can be read."""
-    dirs = [os.path.join(root, d) for d in os.listdir(root) if d.startswith("run-")]
-    dirs = [d for d in dirs if not os.path.exists(os.path.join(d, "ch.sock"))]  # a live run (a warm session) stays
-    dirs.sort(key=os.path.getmtime)
-    for d in dirs[:-keep] if len(dirs) > keep else []:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def rank_entry(start_method: str) -> list[str]:
@@ -466,7 +441,7 @@ def kill(pid: int, sig: int) -> None:
         pass
 
 
-def wait(proc: subprocess.Popen, seconds: float) -> None:
+def wait(proc: subprocess.Popen | prefork.AgentProcess, seconds: float) -> None:
     try:
         proc.wait(timeout=seconds)
     except subprocess.TimeoutExpired:

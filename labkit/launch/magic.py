@@ -19,7 +19,7 @@ import argparse
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from labkit.i18n import set_lang, t
+from labkit.i18n import get_lang, set_lang, t
 from labkit.launch.options import add_node_options, node_options
 from labkit.wire.errors import CellSyntaxError, OptionError
 
@@ -64,13 +64,21 @@ def start_parser() -> argparse.ArgumentParser:
     return p
 
 
+_ranks_parsers: dict[str, argparse.ArgumentParser] = {}  # language -> parser
+
+
 def ranks_parser() -> argparse.ArgumentParser:
-    """The options of ``%%ranks``."""
-    p = _new_parser("%%ranks", "launch.warm.usage.ranks")
-    p.add_argument("--timeout", type=float, default=None, help=t("launch.warm.help.timeout"))
-    p.add_argument("--vars", default="", help=t("launch.magic.help.vars"))
-    p.add_argument("--quiet", action="store_true", help=t("launch.magic.help.quiet"))
-    p.add_argument("--display", default=None, help=t("launch.magic.help.display"))
+    """The options of ``%%ranks``, made once per language: a warm cell takes milliseconds, and
+    building an argparse parser with its help texts is a noticeable part of them."""
+    lang = get_lang()
+    p = _ranks_parsers.get(lang)
+    if p is None:
+        p = _new_parser("%%ranks", "launch.warm.usage.ranks")
+        p.add_argument("--timeout", type=float, default=None, help=t("launch.warm.help.timeout"))
+        p.add_argument("--vars", default="", help=t("launch.magic.help.vars"))
+        p.add_argument("--quiet", action="store_true", help=t("launch.magic.help.quiet"))
+        p.add_argument("--display", default=None, help=t("launch.magic.help.display"))
+        _ranks_parsers[lang] = p
     return p
 
 
@@ -201,6 +209,9 @@ def register(ipython: Any) -> None:
     from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
     import labkit
+    from labkit.launch import prefork
+
+    prefork.start()  # torch imported in the background while the student reads: the first cold cell skips it
 
     @magics_class
     class LabkitMagics(Magics):

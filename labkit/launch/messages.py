@@ -415,4 +415,58 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "write each rank's torch.profiler trace beside the notebook",
         "ro": "scrie urma torch.profiler a fiecărui rang lângă notebook",
     },
+    # labkit.launch.prefork
+    "launch.prefork.stale": {
+        "en": "labkit: {what} changed since torch was imported ahead of time; this cell starts torchrun the usual way (seconds), and the next cells use a fresh pre-imported process",
+        "ro": "labkit: {what} s-a schimbat de când torch a fost importat din timp; această celulă pornește torchrun obișnuit (câteva secunde), iar celulele următoare folosesc un proces nou, cu torch importat din timp",
+    },
+    "launch.prefork.died": {
+        "en": "labkit: the process with torch imported ahead of time ended ({why}); this cell starts torchrun the usual way (seconds), and a fresh one starts for the next cells",
+        "ro": "labkit: procesul cu torch importat din timp s-a încheiat ({why}); această celulă pornește torchrun obișnuit (câteva secunde), iar pentru celulele următoare pornește unul nou",
+    },
+    "launch.prefork.failed": {
+        "en": "labkit: torch could not be imported ahead of time ({why}); cells start torchrun the usual way (seconds each)",
+        "ro": "labkit: torch nu a putut fi importat din timp ({why}); celulele pornesc torchrun obișnuit (câteva secunde fiecare)",
+    },
+    "launch.prefork.env": {
+        "en": "labkit: --env {name} is read by torch when it is imported, so this cell starts torchrun the usual way (seconds)",
+        "ro": "labkit: --env {name} este citită de torch la import, așa că această celulă pornește torchrun obișnuit (câteva secunde)",
+    },
+    "launch.prefork.what.env": {
+        "en": "the environment variable {name}",
+        "ro": "variabila de mediu {name}",
+    },
+    "launch.prefork.what.cwd": {
+        "en": "the working folder",
+        "ro": "directorul de lucru",
+    },
+    "launch.prefork.what.python": {
+        "en": "the Python interpreter",
+        "ro": "interpretorul Python",
+    },
+    "launch.prefork.what.files": {
+        "en": "labkit's or torch's files",
+        "ro": "fișierele labkit sau torch",
+    },
+    "launch.prefork.why.exit": {
+        "en": "exit code {code}",
+        "ro": "codul de ieșire {code}",
+    },
+    "launch.prefork.why.threads": {
+        "en": "{threads} threads after importing torch; forking it would not be safe",
+        "ro": "{threads} fire de execuție după importul torch; o bifurcare nu ar fi sigură",
+    },
+    "launch.prefork.why.silent": {
+        "en": "no answer in {seconds:.0f} s",
+        "ro": "niciun răspuns în {seconds:.0f} s",
+    },
+    "launch.prefork.why.adopt": {
+        "en": "the agent could not be adopted by the kernel",
+        "ro": "agentul nu a putut fi adoptat de kernel",
+    },
+    # labkit.launch.group
+    "launch.start_interrupted": {
+        "en": "interrupted while torchrun was starting; nothing of the run is left",
+        "ro": "întrerupt în timp ce torchrun pornea; nu a rămas nimic din rulare",
+    },
 }

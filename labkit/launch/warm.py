@@ -106,7 +106,10 @@ class Session:
             self._finalizer.detach()
         # stop at exit or when collected; the callback holds the group, not the session
         self._finalizer = weakref.finalize(self, group.stop, STOP_WAIT)
-        run = self.start_run = group.start()
+        try:
+            run = self.start_run = group.start()  # it may wait for the prefork server's import
+        except KeyboardInterrupt:
+            raise RunInterrupted(t("warm.start_interrupted")) from None
         try:
             error = self._wait_ready(group, run)
         except KeyboardInterrupt:

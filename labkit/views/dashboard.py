@@ -18,11 +18,11 @@ from contextlib import ExitStack
 from typing import Any
 
 from labkit.fmt import fmt_bytes
-from labkit.i18n import t
+from labkit.i18n import get_lang, language, t
 from labkit.views import runview
 from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import ELAPSED, Msg, Status
-from labkit.wire.records import LogRecord, RunRecord
+from labkit.wire.records import RunRecord
 
 STATUS_COLORS = {
     Status.STARTING: "#888",
@@ -72,7 +72,9 @@ class TextView(QuietView):
     """No widgets: the summary and one figure at the end."""
 
     def finish(self, run: RunRecord) -> None:
-        print(runview.summary(run), flush=True)
+        # in a kernel, no flush: the kernel sends the cell's output before it says the cell is done,
+        # and a flush here is one more wait on its output thread
+        print(runview.summary(run), flush=not in_kernel())
         # a figure only when there is a curve to see: drawing it costs seconds, a warm cell milliseconds
         if in_kernel() and (any(len(m) > 1 for m in run.memory.values()) or any(run.step_times.values())):
             from IPython.display import display
@@ -80,34 +82,74 @@ class TextView(QuietView):
             display(runview.plot(run))
 
 
+_SHARED: dict[str, Any] = {}  # the default Layout and styles every dashboard widget of this kernel uses
+
+
+def shared_defaults(w: Any) -> dict[str, Any]:
+    """One default ``Layout``, ``HTMLStyle`` and ``ButtonStyle`` for every dashboard of the kernel.
+
+    Each ipywidget otherwise makes a Layout and a style model of its own, even when it keeps the
+    defaults: two more models per widget, each a comm message to open (two thirds of what a
+    dashboard sent). Nothing here changes them, so one of each serves all; they are made again
+    if they were closed (``Widget.close_all()``).
+    """
+    if not _SHARED or any(m.comm is None for m in _SHARED.values()):
+        from ipywidgets.widgets.widget_string import HTMLStyle  # not among ipywidgets' top-level names
+
+        _SHARED.update(layout=w.Layout(), html=HTMLStyle(), button=w.ButtonStyle())
+    return _SHARED
+
+
 class WidgetView:
+    """The live dashboard. Every widget is made with its first value, so opening it is one message
+    per widget and nothing more; later updates send only what changed, at most a few per second."""
+
     def __init__(self, run: RunRecord, on_stop: Callable[[], None]) -> None:
+        with language(get_lang()):  # the language found once, not once per message
+            self._build(run, on_stop)
+
+    def _html(self, value: str = "") -> Any:
+        d = shared_defaults(self.w)
+        return self.w.HTML(value=value, layout=d["layout"], style=d["html"])
+
+    def _build(self, run: RunRecord, on_stop: Callable[[], None]) -> None:
         import ipywidgets as w
         from IPython.display import display
 
         self.w = w
-        self._last_table = self._last_plot = 0.0
+        d = shared_defaults(w)
+        html = self._html
+        self._last_table = self._last_plot = time.monotonic()
         self._log_sizes: dict[int, tuple[int, int]] = {}
-        self.header = w.HTML()
-        self.table = w.HTML()
-        self.plot = w.HTML()
-        self.membars = w.HTML()  # filled once the cell measures memory by category (labkit.memtrack)
-        self.stop = w.Button(description=t("views.dash.stop"), button_style="danger", icon="stop")
-        self.stop.add_class("labkit-stop")
+        self.header = html(header_html(run))
+        # the rank table, the memory plot and the per-category bars (once the cell measures memory by
+        # category, labkit.memtrack) in one widget: one model to open, one message per refresh
+        self._figures = figures_html(run)
+        self.body = html(body_html(run, self._figures))
+        self.stop = w.Button(
+            description=t("views.dash.stop"),
+            button_style="danger",
+            icon="stop",
+            layout=d["layout"],
+            style=d["button"],
+            _dom_classes=("labkit-stop",),
+        )
         self._on_stop = on_stop
         self._stop_clicked = self._stop_shown = self._finished = False
         self.stop.on_click(lambda _: self._request_stop())
         self._watch_clicks()
-        self.logs = {r: w.HTML() for r in run.ranks}
-        self.tabs = w.Tab(children=[self.logs[r] for r in run.ranks])
-        for i, r in enumerate(run.ranks):
-            self.tabs.set_title(i, t("views.dash.rank", rank=r))
-        self.box = w.VBox([w.HBox([self.header, self.stop]), self.table, self.plot, self.membars, self.tabs])
-        self.box.add_class("labkit-dashboard")
-        display(self.box)
+        self.logs: dict[int, Any] = {}  # one tab per rank with its output, from the first line a rank prints
+        self.tabs: Any = None
+        top = w.HBox([self.header, self.stop], layout=d["layout"])
+        self.box = w.VBox([top, self.body], layout=d["layout"], _dom_classes=("labkit-dashboard",))
+        self._update_logs(run)
+        # the widget's own text form is its repr, built over every child's value (the whole table and
+        # plot, cut to 110 characters): a line that says what it is serves nbconvert and papermill better
+        text = t("views.dash.text", run_id=run.run_id, nproc=run.nproc, backend=run.backend)
+        view = {"version_major": 2, "version_minor": 0, "model_id": self.box.model_id}  # as ipywidgets displays it
+        display({"application/vnd.jupyter.widget-view+json": view, "text/plain": text}, raw=True)
         self._ui = ExitStack()
         self._poll = self._ui_poller()
-        self.update(run, force=True)
 
     def _request_stop(self) -> None:
         """A click on Stop. It may arrive on the kernel's shell-channel thread: only flags are set here."""
@@ -158,6 +200,10 @@ class WidgetView:
             return None
 
     def update(self, run: RunRecord, force: bool = False) -> None:
+        with language(get_lang()):
+            self._update(run, force)
+
+    def _update(self, run: RunRecord, force: bool = False) -> None:
         now = time.monotonic()
         if self._poll is not None:
             try:
@@ -166,43 +212,72 @@ class WidgetView:
                 self._poll = None
         if self._stop_clicked and not self._stop_shown:  # the click came from another thread: show it here
             self._stop_shown = True
-            self.stop.description = t("views.dash.stopping")
-            self.stop.disabled = True
+            with self.stop.hold_sync():
+                self.stop.description = t("views.dash.stopping")
+                self.stop.disabled = True
         if not force and now - self._last_table < TABLE_PERIOD:
             return
         self._last_table = now
-        with self.box.hold_sync():
-            self.header.value = t(
-                "views.dash.header", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time
-            )
-            self.table.value = rank_table_html(run)
-            for i, r in enumerate(run.ranks):  # node/local rank, once the hellos say where each rank runs
-                self.tabs.set_title(i, t("views.dash.rank", rank=runview.rank_label(run, r)))
-            self._update_logs(run)
-            if force or now - self._last_plot >= PLOT_PERIOD:
-                self._last_plot = now
-                self.plot.value = memory_svg(run)
-                self.membars.value = membars_html(run)
+        # a trait set to the value it has sends nothing (traitlets compares), so unchanged parts cost no message
+        self.header.value = header_html(run)
+        if force or now - self._last_plot >= PLOT_PERIOD:  # the figures are redrawn once a second
+            self._last_plot = now
+            self._figures = figures_html(run)
+        self.body.value = body_html(run, self._figures)
+        if self.tabs is not None:
+            titles = tuple(t("views.dash.rank", rank=runview.rank_label(run, r)) for r in run.ranks)  # node/local rank
+            if titles != tuple(self.tabs.titles):
+                self.tabs.titles = titles
+        self._update_logs(run)
 
     def _update_logs(self, run: RunRecord) -> None:
-        for r, log in run.logs.items():
-            size = (
-                len(log.streams["stdout"]) + log.dropped["stdout"],
-                len(log.streams["stderr"]) + log.dropped["stderr"],
+        sizes = {r: _log_size(log) for r, log in run.logs.items()}
+        if self.tabs is None:
+            if not any(any(size) for size in sizes.values()):
+                return  # no rank has printed anything yet: no tabs (a silent warm cell opens none)
+            self.logs = {r: self._html() for r in run.ranks}
+            titles = [t("views.dash.rank", rank=runview.rank_label(run, r)) for r in run.ranks]
+            self.tabs = self.w.Tab(
+                children=[self.logs[r] for r in run.ranks], titles=titles, layout=shared_defaults(self.w)["layout"]
             )
-            if self._log_sizes.get(r) == size:
+            self.box.children = (*self.box.children, self.tabs)
+        for r, log in run.logs.items():
+            if self._log_sizes.get(r) == sizes[r]:
                 continue
-            self._log_sizes[r] = size
+            self._log_sizes[r] = sizes[r]
             self.logs[r].value = log_html(log)
 
     def finish(self, run: RunRecord) -> None:
         self._ui.close()
-        self.update(run, force=True)
-        self._finished = True
-        self.stop.disabled = True
-        stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
-        self.stop.description = t(f"views.run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
-        TextView().finish(run)
+        with language(get_lang()):
+            self._update(run, force=True)
+            self._finished = True
+            stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
+            with self.stop.hold_sync():  # one message for both
+                self.stop.disabled = True
+                self.stop.description = t(
+                    f"views.run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}"
+                )
+            TextView().finish(run)
+
+
+def _log_size(log: Any) -> tuple[int, int]:
+    return (
+        len(log.streams["stdout"]) + log.dropped["stdout"],
+        len(log.streams["stderr"]) + log.dropped["stderr"],
+    )
+
+
+def header_html(run: RunRecord) -> str:
+    return t("views.dash.header", run_id=run.run_id, nproc=run.nproc, backend=run.backend, wall=run.wall_time)
+
+
+def figures_html(run: RunRecord) -> str:
+    return f"<div>{memory_svg(run)}</div>" + (f"<div>{bars}</div>" if (bars := membars_html(run)) else "")
+
+
+def body_html(run: RunRecord, figures: str) -> str:
+    return f"<div>{rank_table_html(run)}</div>{figures}"
 
 
 def rank_table_html(run: RunRecord) -> str:
@@ -238,7 +313,7 @@ def membars_html(run: RunRecord) -> str:
     return breakdown_html(latest)
 
 
-def log_html(log: LogRecord) -> str:
+def log_html(log: Any) -> str:
     out = [html.escape(x) for x in log.text("stdout").splitlines()[-LOG_LINES_SHOWN:]]
     err = [
         f"<span style='color:#d62728'>{html.escape(x)}</span>"

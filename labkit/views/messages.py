@@ -96,4 +96,9 @@ MESSAGES: dict[str, dict[str, str]] = {
     "views.run.mem.tensor": {"en": "tensors", "ro": "tensori"},
     "views.run.mem.cuda": {"en": "CUDA allocated", "ro": "CUDA alocat"},
     "views.run.mem.rss": {"en": "process RSS", "ro": "RSS proces"},
+    # labkit.views.dashboard
+    "views.dash.text": {
+        "en": "labkit dashboard: {run_id}, {nproc} ranks, {backend}",
+        "ro": "panoul labkit: {run_id}, {nproc} ranguri, {backend}",
+    },
 }

@@ -31,6 +31,27 @@ class Var:
 
 VARS: tuple[Var, ...] = (
     Var(
+        "LABKIT_PREFORK",
+        "1",
+        USER,
+        ("labkit.launch.prefork",),
+        "0 (or no, off, false): no prefork server; every cold cell starts torchrun as a new interpreter.",
+    ),
+    Var(
+        "LABKIT_PREFORK_OF",
+        None,
+        "labkit.launch.prefork, in the server it starts",
+        ("labkit.launch.forkserver",),
+        "The kernel's pid, in its prefork server's environment: how a kernel's server is found in /proc.",
+    ),
+    Var(
+        "LABKIT_PREFORK_ROOM",
+        None,
+        "labkit.launch.prefork, in the server it starts",
+        ("labkit.launch.forkserver",),
+        "Padding in the prefork server's environment block: the room a forked agent writes its run's environment into.",
+    ),
+    Var(
         "LABKIT_PROFILE_DIR",
         None,
         "labkit.launch.group, for %%torchrun --profile",
@@ -107,7 +128,7 @@ VARS: tuple[Var, ...] = (
         "LABKIT_RUN_ROOT",
         None,
         USER,
-        ("labkit.launch.group",),
+        ("labkit.launch.rundirs",),
         "Where multi-node runs keep their run folders (every node must see it). Unset: ~/.cache/labkit-runs.",
     ),
     Var(
