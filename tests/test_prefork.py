@@ -133,6 +133,42 @@ def test_an_adopted_child_is_waited_like_a_popen():
     assert prefork.AgentProcess(pid).wait(5) == -signal.SIGKILL
 
 
+class DeadOnArrival:
+    """A server that ended before it was ready (torch would not import), or came up with threads."""
+
+    def __init__(self, error: str | None, threads: int = 0) -> None:
+        self.owner, self.ready, self.files, self.threads = os.getpid(), False, [], threads
+        self.origin, self.error, self.closed = prefork.fingerprint(), error, False
+
+    def wait_ready(self, seconds: float) -> bool:
+        return False
+
+    def alive(self) -> bool:
+        return self.threads > 1
+
+    def why_dead(self) -> str:
+        return self.error or f"{self.threads} threads"
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("server", [DeadOnArrival("ImportError: no torch here"), DeadOnArrival(None, threads=3)])
+def test_a_server_that_cannot_serve_is_given_up_once(server, monkeypatch, capsys):
+    monkeypatch.delenv(prefork.SWITCH, raising=False)
+    monkeypatch.setattr(prefork, "_said", set())
+    monkeypatch.setattr(prefork, "_failed", False)
+    monkeypatch.setattr(prefork, "_server", None)
+    started = []
+    monkeypatch.setattr(prefork, "_start_server", lambda: started.append(1) or server)
+    for _ in range(3):
+        assert prefork.spawn_agent(["--nnodes=1"], {}, "/dev/null", {}) is None
+    assert started == [1] and server.closed, "tried once, not again for every cell"
+    err = capsys.readouterr().err
+    assert err.count("torch could not be imported ahead of time") == 1 and server.why_dead() in err
+    assert prefork.start() is None
+
+
 # -- with ranks -----------------------------------------------------------------------------
 
 

@@ -1,7 +1,7 @@
 """Cold cells without the torch import: torchrun's agent forked from a process that imported torch already.
 
     prefork.start()                       # %load_ext labkit: the server starts importing in the background
-    agent = prefork.spawn_agent(command, env, log)   # a cold cell: an AgentProcess, or None
+    agent = prefork.spawn_agent(argv, env, log, cell_env)   # a cold cell: an AgentProcess, or None
     agent.poll(), agent.wait(5), agent.pid, agent.returncode   # as a Popen
 
 The server (``labkit.launch.forkserver``) is one process per kernel, started with the kernel's
@@ -11,9 +11,11 @@ cell then pays the fork, torchrun's rendezvous, ``init_process_group`` and its o
 ``spawn_agent`` returns None, and the caller starts torchrun as before (``Popen``), when:
 - ``LABKIT_PREFORK=0`` (the switch), or not Linux, or several nodes (each node's agent is
   started there by srun or ssh);
-- the server died, could not import torch, or is stale: the kernel's environment, its folder,
-  its Python or labkit's files changed since it started (``fingerprint``). The cell says so
-  once, and a fresh server starts for the next cells;
+- the server died, or is stale: the kernel's environment, its folder or its Python changed
+  since it started (``fingerprint``), or a file it imported did (``changed_files``). The cell
+  says so once, and a fresh server starts for the next cells;
+- the server could not import torch, or had more than one thread (forking it would not be
+  safe): said once, and every cell of this kernel starts torchrun anew;
 - the cell's ``--env`` sets a variable torch reads only when it is imported (``IMPORT_TIME``).
 """
 
@@ -117,10 +119,9 @@ class Server:
         self.threads = 0
         self.error: str | None = None
         args = [str(theirs.fileno()), str(os.getpid())]
+        # the parent-death signal follows the thread that forked the child: only the main one lives on
         if threading.current_thread() is threading.main_thread():
-            args.append(
-                "pdeathsig"
-            )  # the parent-death signal follows the thread that forked: only the main one lives on
+            args.append("pdeathsig")
         env = dict(os.environ)
         env.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS would start a thread at import
         env[OWNER_VAR] = str(os.getpid())
@@ -136,6 +137,9 @@ class Server:
                 pass_fds=(theirs.fileno(),),
                 **group,  # a group of its own: the kernel's Ctrl-C (killpg) is not for it
             )
+        except OSError:
+            ours.close()
+            raise
         finally:
             theirs.close()
 
@@ -231,6 +235,8 @@ def start() -> Server | None:
         return None
     with _lock:
         if _server is None or _server.owner != os.getpid() or not _server.alive():
+            if _server is not None and _server.owner == os.getpid():
+                _server.close()  # a dead one: its end of the socket pair goes too
             _server = _start_server()
         return _server
 
@@ -267,10 +273,8 @@ def usable_server() -> Server | None:
     if _failed:
         return None
     server = _server if _server is not None and _server.owner == os.getpid() else None
-    if server is None:
-        server = _server = (
-            _start_server()
-        )  # the first cell without %load_ext: it waits for the import, as torchrun would
+    if server is None:  # the first cell without %load_ext: it waits for the import, as a new torchrun would
+        server = _server = _start_server()
         if server is None:
             return None
     if server.ready and not server.alive():
@@ -285,11 +289,12 @@ def usable_server() -> Server | None:
             _replace(t("launch.prefork.stale", what=t("launch.prefork.what.files")), "stale")
             return None
         return server
-    if server.alive() or server.threads > 1:  # silent, or unsafe to fork: a fresh one for the next cells
-        _replace(t("launch.prefork.died", why=server.why_dead()), "died")
+    if server.alive() and server.threads <= 1:  # silent past READY_WAIT: a fresh one for the next cells
+        _replace(t("prefork.died", why=server.why_dead()), "died")
         return None
-    # it ended before it was ready: torch cannot be imported this way here; do not try again and again
-    _say("failed", t("launch.prefork.failed", why=server.why_dead()))
+    # it ended before it was ready (torch would not import this way), or forking it would not be safe
+    # here: every cell starts torchrun anew from now on, rather than paying for a server that fails again
+    _say("failed", t("prefork.failed", why=server.why_dead()))
     server.close()
     _server, _failed = None, True
     return None
