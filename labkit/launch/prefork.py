@@ -290,11 +290,11 @@ def usable_server() -> Server | None:
             return None
         return server
     if server.alive() and server.threads <= 1:  # silent past READY_WAIT: a fresh one for the next cells
-        _replace(t("prefork.died", why=server.why_dead()), "died")
+        _replace(t("launch.prefork.died", why=server.why_dead()), "died")
         return None
     # it ended before it was ready (torch would not import this way), or forking it would not be safe
     # here: every cell starts torchrun anew from now on, rather than paying for a server that fails again
-    _say("failed", t("prefork.failed", why=server.why_dead()))
+    _say("failed", t("launch.prefork.failed", why=server.why_dead()))
     server.close()
     _server, _failed = None, True
     return None
