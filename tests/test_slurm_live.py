@@ -89,6 +89,9 @@ def live(cluster):
     """The cluster, checked after the test: no job active, no job process on any node."""
     assert not cluster.active_jobs(), "a job from an earlier test is still active"
     yield cluster
+    from labkit.launch import prefork
+
+    prefork.stop()  # this test process is the kernel: its prefork server lives as long as it does, not a run's leftover
     left = cluster.leftovers()
     assert not left, f"left running after the test (now killed): {left}"
 
