@@ -41,9 +41,11 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "dash": ("labkit.views.dashboard",),
     "diag": ("labkit.launch.diagnose",),
     "est": ("labkit.memory.estimate",),
+    "exercise": ("labkit.grading.exercises",),
     "export": ("labkit.export", "labkit.export.cells"),
     "gpus": ("labkit.wire.devices",),
     "grade": ("labkit.grading.report",),
+    "judge": ("labkit.grading.judge",),
     "launch": ("labkit.launch.cold", "labkit.launch.diagnose", "labkit.launch.group"),
     "magic": ("labkit.launch.options", "labkit.launch.magic"),  # option help lives with the options
     "nodes": ("labkit.launch.nodes",),
@@ -54,6 +56,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "q": ("labkit.grading.registry",),  # the questions' hints, registered as the questions load
     "report": ("labkit.grading.report",),
     "run": ("labkit.launch.run", "labkit.views.runview", "labkit.launch.logs"),
+    "sandbox": ("labkit.grading.sandbox",),
     "simulate": ("labkit.timing.simulate", "labkit.timing.links", "labkit.timing.calibrate"),
     "timeline": ("labkit.ranks.timeline", "labkit.timing.spans", "labkit.views.gantt"),
     "warm": ("labkit.launch.warm", "labkit.launch.magic", "labkit.launch.options"),
