@@ -51,6 +51,11 @@ catalog(
             "en": "how many notebooks to run at once, each in its own kernel (default: %(default)s)",
             "ro": "câte notebook-uri rulează deodată, fiecare în kernelul lui (implicit: %(default)s)",
         },
+        "cli.grade.no_sandbox": {
+            "en": "run the submissions as plain processes of yours, without a sandbox (only for notebooks you trust)",
+            "ro": "rulează predările ca procese obișnuite ale voastre, fără sandbox (doar pentru notebook-uri în care "
+            "aveți încredere)",
+        },
         "cli.grade.done": {
             "en": "{n} students graded; reports in {out}, gradebook in {csv}",
             "ro": "{n} studenți notați; rapoartele în {out}, catalogul în {csv}",
@@ -73,6 +78,18 @@ catalog(
             "ro": "limba textelor înlocuitoare (implicit: metadata.labkit.lang a notebook-ului)",
         },
         "cli.build.done": {"en": "{n} notebooks written to {out}", "ro": "{n} notebook-uri scrise în {out}"},
+        "cli.build.install": {
+            "en": "the student's install (labkit without answers): {folder}, and to pip install: {wheel}",
+            "ro": "instalarea pentru studenți (labkit fără răspunsuri): {folder}, iar pentru pip install: {wheel}",
+        },
+        "cli.build.no_install": {
+            "en": "write the student notebooks only, not the student's install of labkit",
+            "ro": "scrie doar notebook-urile pentru studenți, fără instalarea labkit pentru studenți",
+        },
+        "cli.grade.install": {
+            "en": "submissions run with the student's install of labkit in {folder}",
+            "ro": "predările rulează cu instalarea labkit pentru studenți din {folder}",
+        },
     }
 )
 
@@ -87,17 +104,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--lang", dest="report_lang", choices=LANGS, help=t("cli.grade.lang"))
     g.add_argument("--jobs", type=int, default=1, help=t("cli.grade.jobs"))
     g.add_argument("--questions", action="append", default=[], help=t("cli.grade.questions"))
+    g.add_argument("--no-sandbox", action="store_true", help=t("cli.grade.no_sandbox"))
     g.set_defaults(func=run_grade)
 
     b = subparsers.add_parser("build-student", help=t("cli.build.help"), description=t("cli.build.description"))
     b.add_argument("paths", nargs="+", help=t("cli.build.paths"))
     b.add_argument("--out", required=True, help=t("cli.build.out"))
     b.add_argument("--lang", dest="stub_lang", choices=LANGS, help=t("cli.build.lang"))
+    b.add_argument("--no-install", action="store_true", help=t("cli.build.no_install"))
     b.set_defaults(func=run_build)
 
 
 def run_grade(args: argparse.Namespace) -> int:
-    from labkit.grading import registry
+    from labkit.grading import registry, sandbox
     from labkit.grading.checks import fmt_points
     from labkit.grading.grade import NotebookScore
     from labkit.grading.report import grade_folder
@@ -123,7 +142,19 @@ def run_grade(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    students = grade_folder(args.submissions, args.out, args.timeout, args.report_lang, args.jobs, log=progress)
+    try:
+        box = sandbox.find(args.no_sandbox)
+    except sandbox.SandboxUnavailable as e:
+        print(e, file=sys.stderr)
+        return 2
+    from labkit.grading.student import cached_install
+
+    home = cached_install()  # made once per version of labkit and its questions
+    print(t("cli.grade.install", folder=home), file=sys.stderr)
+    students = grade_folder(
+        args.submissions, args.out, args.timeout, args.report_lang, args.jobs, log=progress, box=box,
+        env={"LABKIT_HOME": str(home)},
+    )  # fmt: skip
     out = Path(args.out)
     print((out / "gradebook.md").read_text(), end="")
     print(t("cli.grade.done", n=len(students), out=out, csv=out / "gradebook.csv"))
@@ -139,6 +170,11 @@ def run_build(args: argparse.Namespace) -> int:
         print(e, file=sys.stderr)
         return 1
     print(t("cli.build.done", n=len(written), out=args.out))
+    if not args.no_install:
+        from labkit.grading.student import build_wheel, write_install
+
+        folder = write_install(Path(args.out) / "install")
+        print(t("cli.build.install", folder=folder, wheel=build_wheel(folder, args.out)))
     return 0
 
 

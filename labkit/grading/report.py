@@ -84,12 +84,14 @@ def feedback(q: QuestionScore, lang: str) -> str:
         return t("grade.feedback.missing", lang)
     if q.status == "extra":
         return t("grade.feedback.extra", lang)
-    text = q.feedback
+    text = "" if q.status == "correct" else q.feedback
     if q.key and q.key in all_messages():
         try:
             text = t(q.key, lang, **q.fields)
         except (KeyError, IndexError, ValueError, TypeError):
             pass  # fields from another labkit version: keep the recorded text
+    if q.hint and q.hint in all_messages():
+        text = f"{text}. {t(q.hint, lang)}" if text else t(q.hint, lang)
     if q.attempts > 1:
         text = f"{text} ({t('report.attempts', lang, n=q.attempts)})".strip()
     return text
@@ -232,10 +234,13 @@ def grade_folder(
     lang: str | None = None,
     jobs: int = 1,
     log: Any = None,
+    box: Any = None,
+    env: dict[str, str] | None = None,
 ) -> list[StudentReport]:
     """Grade every student in ``submissions``; write their reports and the gradebook under ``out_dir``.
 
-    ``jobs`` notebooks run at once (each in its own kernel); ``log`` is called with each NotebookScore.
+    ``jobs`` notebooks run at once (each in its own sandbox: ``box``, ``sandbox.find()``'s by default);
+    ``log`` is called with each NotebookScore; ``env`` goes to every sandbox (see ``grade_notebook``).
     """
     root, out = Path(submissions), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -245,7 +250,7 @@ def grade_folder(
         for student, files in found.items()
         for path, name in files
     ]
-    scores = iter(grade_all(tasks, timeout, jobs, log))
+    scores = iter(grade_all(tasks, timeout, jobs, log, box, env))
     students = []
     for student, files in found.items():
         mine = [next(scores) for _ in files]
