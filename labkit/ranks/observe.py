@@ -43,9 +43,15 @@ ENV_SINK = "LABKIT_OBSERVE_SINK"
 KIND = "observed"  # the message type the notebook receives (Run.events)
 MAX_TRACE = 4000  # entries kept per cell; the rest are counted only
 MAX_GLOBALS = 200
-# a collective whose Python callers between the cell and the dispatcher are only these files was
-# called by the cell itself (dist.all_reduce(...)); anything else in between (FSDP, DDP) issued it
-DIRECT_FILES = ("distributed_c10d.py", "c10d_logger.py", "_ops.py", "observe.py", "comm.py")
+# a collective with one of these (library code that issues collectives of its own: FSDP, DDP, DTensor,
+# autograd's backward, DCP) between the cell and the dispatcher was issued by that library; without,
+# the cell called torch.distributed itself (dist.all_reduce(...), through its wrappers and decorators)
+NOT_DIRECT = (
+    "/torch/nn/", "/torch/autograd/", "/torch/_tensor.py", "/torch/distributed/fsdp/",
+    "/torch/distributed/_composable/", "/torch/distributed/algorithms/", "/torch/distributed/tensor/",
+    "/torch/distributed/checkpoint/", "/torch/distributed/optim/", "/torch/distributed/pipelining/",
+    "/torch/distributed/_functional_collectives", "/torch/distributed/device_mesh.py",
+)  # fmt: skip
 _IO = {  # c10d operator -> (index of its input, index of its output) among the arguments
     "c10d::_allgather_base_": (1, 0),
     "c10d::allgather_": (1, 0),
@@ -149,7 +155,7 @@ class Observer(CommCounter):
             filename = frame.f_code.co_filename
             if filename in self.cell_files:
                 return frame.f_code.co_name, frame.f_lineno, direct
-            if not filename.endswith(DIRECT_FILES):
+            if any(part in filename for part in NOT_DIRECT):
                 direct = False
             frame = frame.f_back
         return None, None, False

@@ -123,11 +123,11 @@ question(
         },
         {
             "en": "The check reads the forward prefetch setting of each block (block i names block i + 1 alone) "
-            "and counts the all-gathers issued when each block starts: the root's, those of blocks 0 to i, and "
-            "block i + 1's.",
+            "and counts the all-gathers issued before each block computes: block i's must already have been "
+            "issued while block i - 1 computed.",
             "ro": "Verificarea citește setarea de preîncărcare în trecerea directă a fiecărui bloc (blocul i îl "
-            "numește doar pe blocul i + 1) și numără colectările pornite când începe fiecare bloc: a rădăcinii, "
-            "ale blocurilor 0 până la i și a blocului i + 1.",
+            "numește doar pe blocul i + 1) și numără colectările pornite înainte să calculeze fiecare bloc: a "
+            "blocului i trebuie să fi fost deja pornită cât timp calcula blocul i - 1.",
         },
     ],
 )
