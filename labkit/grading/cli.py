@@ -82,6 +82,12 @@ catalog(
             "en": "the student's install (labkit without answers): {folder}, and to pip install: {wheel}",
             "ro": "instalarea pentru studenți (labkit fără răspunsuri): {folder}, iar pentru pip install: {wheel}",
         },
+        "cli.build.nbgrader_source": {
+            "en": "also write the solution notebooks with nbgrader's cell metadata here, for nbgrader's source/ "
+            "folder (they hold the solutions: keep them away from students)",
+            "ro": "scrie aici și notebook-urile cu soluții, cu metadatele de celulă nbgrader, pentru dosarul source/ "
+            "al nbgrader (conțin soluțiile: țineți-le departe de studenți)",
+        },
         "cli.build.no_install": {
             "en": "write the student notebooks only, not the student's install of labkit",
             "ro": "scrie doar notebook-urile pentru studenți, fără instalarea labkit pentru studenți",
@@ -112,6 +118,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--out", required=True, help=t("cli.build.out"))
     b.add_argument("--lang", dest="stub_lang", choices=LANGS, help=t("cli.build.lang"))
     b.add_argument("--no-install", action="store_true", help=t("cli.build.no_install"))
+    b.add_argument("--nbgrader-source", metavar="DIR", help=t("cli.build.nbgrader_source"))
     b.set_defaults(func=run_build)
 
 
@@ -165,7 +172,7 @@ def run_build(args: argparse.Namespace) -> int:
     from labkit.grading.build import BuildError, build_student
 
     try:
-        written = build_student(args.paths, args.out, args.stub_lang)
+        written = build_student(args.paths, args.out, args.stub_lang, args.nbgrader_source)
     except BuildError as e:
         print(e, file=sys.stderr)
         return 1
