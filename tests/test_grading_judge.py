@@ -178,3 +178,15 @@ def test_the_sink_turns_away_a_process_that_is_no_rank(tmp_path):
     records = sink.close()
     assert records == {} and sink.refused and str(os.getpid()) in sink.refused[0]
     assert not is_rank(os.getpid())
+
+
+def test_grade_refuses_without_a_sandbox_unless_told(tmp_path, monkeypatch, capsys):
+    from labkit.grading import sandbox
+    from labkit.grading.cli import main
+
+    (tmp_path / "subs").mkdir()
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    assert main(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "bwrap is not on PATH" in err and "apt-get install bubblewrap" in err and "--no-sandbox" in err
+    assert isinstance(sandbox.find(no_sandbox=True), sandbox.Plain)

@@ -372,3 +372,46 @@ def test_no_process_is_left(graded):
         except OSError:
             continue
     assert leftover == [] and sandbox_processes() == []
+
+
+def test_the_sandbox_of_a_user_without_privileges():
+    """As a user other than root, bubblewrap makes a user namespace: the same walls (no network, no files
+    of the machine but the system, its processes gone with it). The system's Python runs in it, since
+    this repository's may be in a folder that user cannot read."""
+    if os.geteuid() != 0 or not Path("/usr/bin/python3").exists():
+        pytest.skip("needs root (to become another user) and /usr/bin/python3")
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="labkit-unprivileged-"))  # under /tmp: pytest's own folder is root's only
+    os.chmod(base, 0o755)
+    out = base / "out"
+    out.mkdir()
+    os.chown(out, 65534, 65534)
+    inner = (
+        "import os, socket, subprocess\n"
+        "subprocess.Popen(['setsid', 'sleep', '600'])\n"
+        "print(os.getuid(), sorted(os.listdir('/')), os.path.exists('/work'), flush=True)\n"
+        "socket.create_connection(('10.0.0.1', 80), timeout=2)\n"
+    )
+    outer = (
+        "import sys\nfrom pathlib import Path\nfrom labkit.grading import sandbox\n"
+        "box = sandbox.find()\nassert not box.root\n"
+        f"r = box.run(['/usr/bin/python3', '-c', {inner!r}], {{}}, sandbox.Mounts(), 60, Path({str(out / 'log')!r}))\n"
+        "print(r.returncode)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(out), "PYTHONPATH": str(ROOT)}
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", outer]
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd="/")
+        log = (out / "log").read_text()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stdout + done.stderr
+    assert log.startswith("65534 ") and "'work'" not in log and "False" in log.splitlines()[0]
+    assert "Network is unreachable" in log
+    time.sleep(0.5)
+    assert not any(
+        b"sleep\x00600" in Path(f"/proc/{p}/cmdline").read_bytes()
+        for p in os.listdir("/proc")
+        if p.isdigit() and Path(f"/proc/{p}/cmdline").exists()
+    )

@@ -115,7 +115,13 @@ def _environment(home: str, extra: dict[str, str]) -> dict[str, str]:
 
 
 def execute(
-    box: Any, nb_path: Path, work: Path, timeout: float, env: dict[str, str], parameters: dict[str, Any] | None
+    box: Any,
+    nb_path: Path,
+    work: Path,
+    timeout: float,
+    env: dict[str, str],
+    parameters: dict[str, Any] | None,
+    name: str | None = None,
 ) -> tuple[nbformat.NotebookNode | None, str, str, dict[str, dict[int, dict[str, Any]]]]:
     """Run one notebook in ``box``; (executed notebook, status, message, observations from the sink)."""
     out, sink_dir = work / "out", work / "sink"
@@ -132,6 +138,8 @@ def execute(
     argv += ["--timeout", str(timeout)]
     if parameters:
         argv += ["--parameters", json.dumps(parameters)]
+    if name:
+        argv += ["--name", Path(name).name]
     env = _environment(home, {"LABKIT_GRADE_OUT": f"{sandbox.WORK}/out", **env})
     sink = Sink(sink_dir)
     try:
@@ -314,7 +322,7 @@ def grade_notebook(
         submission = work / "submission.ipynb"
         nbformat.write(cleared(nb), submission)
         os.chmod(submission, 0o644)
-        executed, status, message, observations = execute(box, submission, work, timeout, dict(env), parameters)
+        executed, status, message, observations = execute(box, submission, work, timeout, dict(env), parameters, name)
         executed = executed if executed is not None else cleared(nb)
         nbformat.write(executed, out_path)
         kernel_log = _read(work / "out" / "executed.kernel.log") or b""

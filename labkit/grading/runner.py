@@ -68,9 +68,11 @@ def execute(
     timeout: float,
     env: dict[str, str] | None = None,
     parameters: dict[str, Any] | None = None,
+    name: str | None = None,
 ) -> tuple[str, str]:
     """Run ``nb`` with papermill into ``out_path``; (status, message). ``timeout`` is for all the
-    cells together, the kernel's start not included."""
+    cells together, the kernel's start not included. ``name``: the notebook's file name as handed in;
+    the kernel's working folder holds a copy of it by that name, as Jupyter's would."""
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.exceptions import PapermillExecutionError
@@ -85,6 +87,8 @@ def execute(
 
     status, message = "ok", ""
     with open(out_path.with_suffix(".kernel.log"), "w") as log, tempfile.TemporaryDirectory() as cwd:
+        if name and os.path.basename(name) == name and name.endswith(".ipynb"):
+            nbformat.write(cleared(nb), os.path.join(cwd, name))
         try:
             papermill.execute_notebook(
                 cleared(nb),
@@ -114,12 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out")
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--parameters", default=None, help="papermill parameters, as a JSON object")
+    p.add_argument("--name", default=None, help="the notebook's file name as handed in")
     args = p.parse_args(argv)
     out = Path(args.out)
     nb = nbformat.read(args.notebook, as_version=4)
     env = {k: os.environ[k] for k in KERNEL_ENV if k in os.environ}
     parameters = json.loads(args.parameters) if args.parameters else None
-    status, message = execute(nb, out / "executed.ipynb", args.timeout, env, parameters)
+    status, message = execute(nb, out / "executed.ipynb", args.timeout, env, parameters, args.name)
     (out / "status.json").write_text(json.dumps({"status": status, "message": message}))
     return 0
 

@@ -24,6 +24,7 @@ programs as plain processes instead (limits and the clean-up of their process gr
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import resource
@@ -187,6 +188,7 @@ class Bubblewrap:
         """An /etc/hosts for the sandbox: its hostname is on loopback (torchrun's rendezvous resolves it)."""
         if self._hosts is None or not os.path.exists(self._hosts):
             folder = tempfile.mkdtemp(prefix="labkit-sandbox-")
+            atexit.register(shutil.rmtree, folder, True)
             os.chmod(folder, 0o755)
             self._hosts = os.path.join(folder, "hosts")
             with open(self._hosts, "w") as f:
