@@ -110,6 +110,7 @@ def _environment(home: str, extra: dict[str, str]) -> dict[str, str]:
         "MPLBACKEND": "Agg",
         "JUPYTER_PLATFORM_DIRS": "1",
         "LABKIT_OBSERVE_SINK": f"{sandbox.SINK_DIR}/sink.sock",
+        "LABKIT_QUESTIONS": "",  # the install's catalog has every question (also with --no-sandbox, which inherits)
         **extra,
     }
 
