@@ -113,7 +113,16 @@ def runs():
             ):
                 session.run(reset, raise_on_error=False)
                 out[qid, kind] = session.run(code, timeout=600, raise_on_error=False)
+        session.run(reset, raise_on_error=False)  # lesson 5's five precision settings, for its halved_collectives
+        variables = {"model_size": "tiny", "steps": 2}
+        out["precision"] = session.run(precision_cell(), vars=variables, timeout=600, raise_on_error=False)
     return out
+
+
+def precision_cell() -> str:
+    nb = nbformat.read(ROOT / "notebooks" / "en" / "05_offload_mixed_precision.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("%%torchrun") and "SETTINGS = {" in c.source)
+    return cell.source.split("\n", 1)[1]
 
 
 @pytest.mark.parametrize("qid", list(EXERCISES))
@@ -160,3 +169,19 @@ def test_hints_escalate_and_show_no_solution_code():
                 text = t(q.hint_for(n), lang)
                 assert not any(line in text for line in lines), (qid, n, lang)
                 assert not re.search(r"[\w\]]\(", text), (qid, n, lang, "a call in a hint")
+
+
+def test_which_collectives_bf16_halved_is_judged_from_the_observed_dtypes(runs):
+    """Lesson 5's answer depends on the run: the grader reads the dtypes and bytes labkit saw each
+    setting's collectives move (the settings told apart by the model each trained), not the cell's table."""
+    from labkit.grading import judge
+
+    run = runs["precision"]
+    assert run.ok
+    q = registry.get("lesson5.halved_collectives")
+    assert q.judge({"all_gather"}, {"run": run}).correct
+    assert not q.judge({"all_gather", "reduce_scatter"}, {"run": run}).correct
+    observations = {run.run_id: observations_of(run)}
+    record = {"id": q.id, "report": {"kind": "value", "value": {"$set": ["all_gather"]}, "context_run": run.run_id}}
+    assert judge.verdict(q, record, {}, observations).correct
+    assert not judge.verdict(q, record, {}, {}).correct  # no observation of that run: nothing to judge by

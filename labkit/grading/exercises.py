@@ -343,24 +343,48 @@ def forward_prefetch(r: int, world: int, obs: dict[str, Any]) -> Verdict | None:
 
 def steps_by_model(obs: dict[str, Any]) -> list[dict[str, Any]]:
     """The trace cut at each new ``TransformerLM``'s first forward: per model, its collectives, the
-    forwards of its blocks and the losses it returned, in order."""
+    forwards of its blocks and the losses it returned, in order.
+
+    FSDP1 wraps the model, so it gathers the root's parameters before labkit sees the model start:
+    the all-gathers that end the trace before a new model's first forward are that model's (the
+    previous model's backward ended with a reduce-scatter, and its optimizer issues none).
+    """
     steps: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     models: dict[Any, dict[str, Any]] = {}
+    tail: list[dict[str, Any]] = []  # collectives since the last model event, not yet given to a model
+
+    def flush(keep: int | None = None) -> list[dict[str, Any]]:
+        keep = len(tail) if keep is None else keep
+        if current is not None:
+            current["calls"].extend(tail[:keep])
+        moved_on = tail[keep:]
+        tail.clear()
+        return moved_on
+
     for e in obs.get("trace", []):
-        if e.get("k") == "fwd" and e.get("m") == "TransformerLM":
-            current = models.get(e.get("id"))
-            if current is None:
-                current = models[e.get("id")] = {"calls": [], "blocks": {}, "losses": []}
-                steps.append(current)
-        elif current is None:
+        kind = e.get("k")
+        if kind == "call":
+            tail.append(e)
             continue
-        elif e.get("k") == "call":
-            current["calls"].append(e)
-        elif e.get("k") == "fwd" and e.get("m") == "TransformerBlock":
+        if kind == "fwd" and e.get("m") == "TransformerLM" and e.get("id") not in models:
+            keep = len(tail)
+            while keep and tail[keep - 1].get("op") == "all_gather":
+                keep -= 1
+            carried = flush(keep)
+            current = models[e.get("id")] = {"calls": carried, "blocks": {}, "losses": []}
+            steps.append(current)
+            continue
+        flush()
+        if current is None:
+            continue
+        if kind == "fwd" and e.get("m") == "TransformerLM":
+            current = models[e.get("id")]
+        elif kind == "fwd" and e.get("m") == "TransformerBlock":
             current["blocks"][e.get("id")] = current["blocks"].get(e.get("id"), 0) + 1
-        elif e.get("k") == "out":
+        elif kind == "out":
             current["losses"].append(e.get("loss"))
+    flush()
     return steps
 
 

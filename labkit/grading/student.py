@@ -19,6 +19,7 @@ answer at all, and a question only the grader can judge says so in the notebook.
 from __future__ import annotations
 
 import base64
+import compileall
 import csv
 import hashlib
 import importlib
@@ -169,6 +170,8 @@ def write_install(target: str | Path) -> Path:
         shutil.copyfile(root.parent / rel, dest)
     text = json.dumps(catalog(), ensure_ascii=False, sort_keys=True, indent=1)
     (target / "labkit" / "grading" / "catalog.json").write_text(text + "\n", encoding="utf-8")
+    # compiled now: the sandbox mounts the install read-only, and every kernel would compile labkit again
+    compileall.compile_dir(str(target / "labkit"), quiet=1, workers=1)
     for path in target.rglob("*"):  # readable by the sandbox's user, whoever made it
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     os.chmod(target, 0o755)
@@ -206,7 +209,7 @@ def build_wheel(install: str | Path, out_dir: str | Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
         items = [(p.relative_to(install).as_posix(), p.read_bytes()) for p in sorted((install / "labkit").rglob("*"))
-                 if p.is_file()]  # fmt: skip
+                 if p.is_file() and "__pycache__" not in p.parts]  # fmt: skip
         items += [(name, text.encode()) for name, text in extra.items()]
         for name, data in items:
             z.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), data)
