@@ -415,3 +415,27 @@ def test_the_sandbox_of_a_user_without_privileges():
         for p in os.listdir("/proc")
         if p.isdigit() and Path(f"/proc/{p}/cmdline").exists()
     )
+
+
+def test_a_folder_inside_a_mount_can_be_hidden(tmp_path):
+    """Where the instructor's labkit was pip-installed into the environment the sandbox mounts, the sandbox
+    sees that folder empty (labkit grade hides it; its own labkit is the students' install)."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="labkit-hide-"))
+    try:
+        os.chmod(base, 0o755)
+        (base / "site" / "labkit" / "course").mkdir(parents=True)
+        (base / "site" / "labkit" / "course" / "answers.py").write_text("ANSWER = 16\n")
+        (base / "site" / "other.py").write_text("")
+        for p in base.rglob("*"):
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        box = sandbox.find()
+        mounts = sandbox.Mounts(ro=[str(base / "site")], hide=[str(base / "site" / "labkit")])
+        code = f"import os; print(sorted(os.listdir({str(base / 'site')!r})), os.listdir({str(base / 'site' / 'labkit')!r}))"
+        log = base / "log"
+        outcome = box.run(["/usr/bin/python3", "-c", code], {}, mounts, 60, log)
+        assert outcome.returncode == 0, log.read_text()
+        assert log.read_text().strip() == "['labkit', 'other.py'] []"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -94,6 +94,13 @@ def labkit_home() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(labkit.__file__)))
 
 
+def _instructors_labkit(home: str) -> list[str]:
+    """The grader's own labkit, when it is not the one the sandbox imports: hidden there, for where it
+    was installed into the Python environment the sandbox uses (pip install, not -e), every answer is."""
+    mine = os.path.join(labkit_home(), "labkit")
+    return [] if os.path.realpath(mine) == os.path.realpath(os.path.join(home, "labkit")) else [mine]
+
+
 def _read(path: Path) -> bytes | None:
     try:
         if path.stat().st_size > MAX_READ:
@@ -134,6 +141,7 @@ def execute(
         ro=[os.path.join(home, "labkit")],
         rw={f"{sandbox.WORK}/out": str(out), sandbox.SINK_DIR: str(sink_dir)},
         files={f"{sandbox.WORK}/submission.ipynb": str(nb_path)},
+        hide=_instructors_labkit(home),
     )
     argv = [sys.executable, "-m", "labkit.grading.runner", f"{sandbox.WORK}/submission.ipynb", f"{sandbox.WORK}/out"]
     argv += ["--timeout", str(timeout)]
@@ -178,7 +186,7 @@ def evaluate(box: Any, work: Path, tasks: list[dict[str, Any]], env: dict[str, s
             task["state"] = f"{inside}/models/{name}"
     (folder / "tasks.json").write_text(json.dumps({"tasks": tasks}))
     home = env.get("LABKIT_HOME", labkit_home())
-    mounts = sandbox.Mounts(ro=[os.path.join(home, "labkit")], rw={inside: str(folder)})
+    mounts = sandbox.Mounts(ro=[os.path.join(home, "labkit")], rw={inside: str(folder)}, hide=_instructors_labkit(home))
     argv = [sys.executable, "-m", "labkit.grading.evaluate", f"{inside}/tasks.json", f"{inside}/results.json"]
     box.run(argv, _environment(home, {}), mounts, JUDGE_SECONDS, work / "judge.log")
     raw = _read(folder / "results.json")

@@ -102,6 +102,7 @@ class Mounts:
     ro: list[str] = field(default_factory=list)  # host paths, mounted at the same path
     rw: dict[str, str] = field(default_factory=dict)  # sandbox path -> host path
     files: dict[str, str] = field(default_factory=dict)  # sandbox path -> host file (read-only)
+    hide: list[str] = field(default_factory=list)  # folders inside the mounts that the sandbox sees empty
 
 
 def python_paths() -> list[str]:
@@ -211,13 +212,21 @@ class Bubblewrap:
         cmd += ["--ro-bind", self.hosts(), "/etc/hosts", "--proc", "/proc", "--dev", "/dev"]
         for dev in sorted(Path("/dev").glob("nvidia*")):  # GPUs, when the machine has them
             cmd += ["--dev-bind", str(dev), str(dev)]
-        targets = [*python_paths(), *mounts.ro, WORK, *mounts.files, *mounts.rw, HOME]
-        for parent in _parents(targets):
+        # the private tmpfs first: a mount below /tmp (a cache there, on some machines) must show above it
+        made = _parents([HOME])
+        for parent in made:
             cmd += ["--perms", "0755", "--dir", parent]
-        for path in (*python_paths(), *mounts.ro):
-            cmd += ["--ro-bind", path, path]
         for path in ("/tmp", HOME, "/dev/shm"):
             cmd += ["--perms", "1777", "--size", str(self.limits.tmp_size), "--tmpfs", path]
+        targets = [*python_paths(), *mounts.ro, WORK, *mounts.files, *mounts.rw]
+        for parent in _parents(targets):
+            if parent not in made and parent not in ("/tmp", HOME, "/dev/shm"):
+                cmd += ["--perms", "0755", "--dir", parent]
+        for path in (*python_paths(), *mounts.ro):
+            cmd += ["--ro-bind", path, path]
+        for path in mounts.hide:  # e.g. the instructor's labkit, installed in the environment the sandbox uses
+            if os.path.isdir(path) and any(path.startswith(p + "/") for p in (*python_paths(), *mounts.ro)):
+                cmd += ["--perms", "0755", "--tmpfs", path]
         cmd += ["--perms", "0755", "--dir", WORK]
         for path, host in mounts.files.items():
             cmd += ["--ro-bind", host, path]
