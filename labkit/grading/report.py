@@ -41,6 +41,7 @@ catalog(
         "report.errors": {"en": "Cells that raised an error:", "ro": "Celule care au ridicat o eroare:"},
         "report.cell": {"en": "cell {cell}", "ro": "celula {cell}"},
         "report.attempts": {"en": "{n} attempts, the last one counts", "ro": "{n} încercări, contează ultima"},
+        "report.attempts_first": {"en": "{n} attempts, the first one counts", "ro": "{n} încercări, contează prima"},
         "report.no_submissions": {"en": "no notebooks", "ro": "niciun notebook"},
         "grade.status.correct": {"en": "✓ correct", "ro": "✓ corect"},
         "grade.status.wrong": {"en": "✗ wrong", "ro": "✗ greșit"},
@@ -93,7 +94,9 @@ def feedback(q: QuestionScore, lang: str) -> str:
     if q.hint and q.hint in all_messages():
         text = f"{text}. {t(q.hint, lang)}" if text else t(q.hint, lang)
     if q.attempts > 1:
-        text = f"{text} ({t('report.attempts', lang, n=q.attempts)})".strip()
+        question = registry.find(q.id)
+        key = "report.attempts_first" if question is not None and question.sealed else "report.attempts"
+        text = f"{text} ({t(key, lang, n=q.attempts)})".strip()
     return text
 
 
