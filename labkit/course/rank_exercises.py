@@ -6,7 +6,8 @@ the units FSDP made, the bytes a rank holds, the gradients it produced) and repo
 lesson's check reads those reports from the cell's Run (``labkit.last_run``), so no number
 is typed in. Every cell is small (the ``tiny`` model, 2 ranks, one or two steps) to keep the
 lessons' time flat (lesson 6's takes ``nproc``, since that lesson exports its ``%%torchrun`` cells
-into one script, which runs in one world). The verifiers live in ``labkit/course/questions/lessonN.py``.
+into one script, which runs in one world). The verifiers live in ``labkit/grading/exercises.py``: they
+read what labkit observed the ranks do (``labkit.ranks.observe``), not what the cell reports.
 """
 
 from __future__ import annotations
