@@ -1,0 +1,48 @@
+"""What users of a Python tool and a Jupyter magic expect without reading the docs: ``--help`` and
+``?`` on the magics, ``labkit --version``, a ``labkit`` logger, extras, a licence, typed markers."""
+
+from __future__ import annotations
+
+import pytest
+
+from labkit.i18n import language
+
+
+@pytest.fixture(scope="module")
+def ipython():
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "labkit")
+    return ip
+
+
+@pytest.mark.parametrize("lang, heading, line", [("en", "options:", "show these options"), ("ro", "opțiuni:", "arată")])
+def test_torchrun_help_and_question_mark_in_the_users_language(ipython, capsys, lang, heading, line):
+    import labkit
+
+    before = labkit.last_run
+    with language(lang):
+        # --help beside an option argparse would refuse: the help, not "unrecognized arguments"
+        ipython.run_cell("%%torchrun --help --bogus\nraise SystemExit('the cell must not run')\n")
+        helped = capsys.readouterr()
+        ipython.run_cell("%%torchrun?")
+        asked = capsys.readouterr().out
+    assert "unrecognized" not in helped.out + helped.err and "the cell must not run" not in helped.out + helped.err
+    for text in (helped.out, asked):
+        assert heading in text and line in text
+        assert "%%torchrun [-n NPROC]" in text  # the usage line as the student types it
+        assert "--nproc" in text and "--slurm" in text
+    assert labkit.last_run is before  # nothing ran
+
+
+def test_warm_magics_help(ipython, capsys):
+    with language("en"):
+        ipython.run_cell("%torchrun_start --help")
+        ipython.run_cell("%%ranks -h\nraise SystemExit('no')\n")
+        ipython.run_cell("%torchrun_start?")
+    out = capsys.readouterr().out
+    assert out.count("--pg-timeout PG_TIMEOUT") == 2 and "%%ranks [--timeout" in out
+    from labkit.launch import magic
+
+    assert magic.current() is None  # --help started no warm ranks
