@@ -33,6 +33,7 @@ catalog(
         },
         "cli.cleanup.done": {"en": "killed {n} process(es)", "ro": "au fost oprite {n} procese"},
         "cli.lang.help": {"en": "language of messages (en or ro)", "ro": "limba mesajelor (en sau ro)"},
+        "cli.version.help": {"en": "print labkit's version and stop", "ro": "afișează versiunea labkit și se oprește"},
     }
 )
 
@@ -67,7 +68,10 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from labkit import __version__
+
     parser = argparse.ArgumentParser(prog="labkit", description=t("cli.description"))
+    parser.add_argument("--version", action="version", version=f"fsdp-labkit {__version__}", help=t("cli.version.help"))
     parser.add_argument("--lang", default=None, help=t("cli.lang.help"))
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help=t("cli.run.help"))

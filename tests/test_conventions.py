@@ -3,9 +3,23 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from labkit.i18n import language
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pyproject() -> dict:
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +60,15 @@ def test_warm_magics_help(ipython, capsys):
     from labkit.launch import magic
 
     assert magic.current() is None  # --help started no warm ranks
+
+
+def test_version(capsys):
+    import labkit
+    from labkit.cli import main
+
+    project = pyproject()["project"]
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"fsdp-labkit {project['version']}" == f"fsdp-labkit {labkit.__version__}"
+    assert project["scripts"]["labkit"] == "labkit.cli:main"
