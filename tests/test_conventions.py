@@ -72,3 +72,39 @@ def test_version(capsys):
     assert done.value.code == 0
     assert capsys.readouterr().out.strip() == f"fsdp-labkit {project['version']}" == f"fsdp-labkit {labkit.__version__}"
     assert project["scripts"]["labkit"] == "labkit.cli:main"
+
+
+def test_labkit_debug_turns_on_the_labkit_logger(monkeypatch, capfd):
+    import logging
+
+    from labkit import log
+
+    monkeypatch.setenv("LABKIT_DEBUG", "1")
+    try:
+        assert log.debug_from_env()
+        log.get("labkit.launch.group").debug("hello %s", "there")
+        logging.getLogger("elsewhere").debug("not ours")
+        err = capfd.readouterr().err
+        assert "labkit DEBUG labkit.launch.group: hello there" in err and "not ours" not in err
+        monkeypatch.setenv("LABKIT_DEBUG", "0")
+        assert not log.debug_from_env()
+        log.get("labkit.launch.group").debug("quiet now")
+        assert "quiet now" not in capfd.readouterr().err
+    finally:
+        monkeypatch.delenv("LABKIT_DEBUG")
+        log.debug_from_env()
+
+
+@pytest.mark.slow
+def test_labkit_debug_shows_a_runs_start_and_teardown():
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LABKIT_DEBUG": "1"}
+    code = "import labkit; labkit.torchrun('pass', nproc=1, display='none')"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [x for x in done.stderr.splitlines() if x.startswith("labkit DEBUG labkit.launch.group: run-")]
+    assert [x.split(": ", 2)[2].split()[0] for x in lines] == ["starting", "teardown,", "swept"], done.stderr
+    run_id = lines[0].split(": ")[1]
+    assert "labkit.launch.agent" in lines[0] and lines[0].endswith(run_id)  # the command, then the run folder

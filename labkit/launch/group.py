@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from labkit import log
 from labkit.i18n import catalog, t
 from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
@@ -58,6 +59,7 @@ catalog(
 SCRUB_PREFIXES = ("SLURM_", "TORCHELASTIC_", "PMI_", "OMPI_")
 SCRUB_NAMES = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"}
 KEEP_RUN_DIRS = 30
+logger = log.get(__name__)
 POLL = 0.05  # seconds the loop waits on the channel per turn
 
 
@@ -163,6 +165,7 @@ class RankGroup:
             env = self.nodes.env({**env, "LABKIT_SOCKET": self.server.address}, self.cfg.timeout)
             command = self.nodes.command(command)
         self._agent_log = open(os.path.join(self.run_dir, "agent.log"), "wb")
+        logger.debug("%s: starting %s in %s", self.run_id, " ".join(command), self.run_dir)
         try:
             self.proc = subprocess.Popen(
                 command,
@@ -315,6 +318,7 @@ class RankGroup:
         if server is None:
             return
         self._drain(run, 0.0)
+        logger.debug("%s: teardown, agent %s", self.run_id, "alive" if proc and proc.poll() is None else "gone")
         if proc is not None and proc.poll() is None:
             # we are ending a live run (interrupt, stop, timeout): SIGTERM reaches every rank
             # through torchrun, and closing the channel ends any rank that lingers
@@ -359,6 +363,7 @@ class RankGroup:
             time.sleep(0.05)
             left = find_run_processes(self.run_id)
         run.unkillable = left
+        logger.debug("%s: swept process groups %s; left: %s", self.run_id, sorted(pids), left)
 
 
 # -- the run folder and the ranks' environment ----------------------------------------------

@@ -38,7 +38,7 @@ from labkit.wire.protocol import TIME, TYPE, Msg
 MAX_LINE = 4 * 1024 * 1024  # a longer line is a broken or hostile client: drop it
 HELLO_WAIT = 5.0  # seconds a new connection has to say hello with the right token
 TCP_PREFIX = "tcp://"
-log = logging.getLogger("labkit.wire.channel")
+log = logging.getLogger("labkit.wire.channel")  # a child of labkit.log's "labkit" logger
 
 
 def encode(msg: dict[str, Any]) -> bytes:
