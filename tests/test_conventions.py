@@ -108,3 +108,65 @@ def test_labkit_debug_shows_a_runs_start_and_teardown():
     assert [x.split(": ", 2)[2].split()[0] for x in lines] == ["starting", "teardown,", "swept"], done.stderr
     run_id = lines[0].split(": ")[1]
     assert "labkit.launch.agent" in lines[0] and lines[0].endswith(run_id)  # the command, then the run folder
+
+
+def extra_closure(project: dict, extras: tuple[str, ...]) -> set[str]:
+    """The distributions ``fsdp-labkit[extras]`` asks for, its own extras followed."""
+    import re
+
+    names: set[str] = set()
+    todo, seen = ["", *extras], set()  # "": the dependencies themselves
+    while todo:
+        extra = todo.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        reqs = project["dependencies"] if extra == "" else project["optional-dependencies"][extra]
+        for req in reqs:
+            m = re.match(r"([A-Za-z0-9_.\-]+)(?:\[([^\]]+)\])?", req)
+            name = m.group(1).lower().replace("_", "-")
+            if name == project["name"]:
+                todo += [e.strip() for e in m.group(2).split(",")]
+            else:
+                names.add(name)
+    return names
+
+
+def third_party_imports(paths: list[str]) -> set[str]:
+    """Top-level modules imported anywhere in these files (function bodies too), not stdlib or labkit."""
+    import ast
+    import sys
+
+    found = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return {m for m in found if m not in sys.stdlib_module_names and m not in ("labkit", "__future__")}
+
+
+def test_extras_give_each_side_what_it_imports_and_no_more():
+    import glob
+    from importlib.metadata import packages_distributions
+
+    project = pyproject()["project"]
+    dist_of = {m: {d.lower().replace("_", "-") for d in ds} for m, ds in packages_distributions().items()}
+    files = glob.glob(os.path.join(ROOT, "labkit", "**", "*.py"), recursive=True)
+    # what grades (papermill runs the submissions) and what tests: the rest is the student's lab
+    grading = [f for f in files if f.endswith(os.path.join("grading", "grade.py"))]
+    testing = [f for f in files if os.sep + "testing" + os.sep in f]
+    student = [f for f in files if f not in grading and f not in testing]
+    for paths, extras in ((student, ("lab",)), (grading, ("grade",))):
+        allowed = extra_closure(project, extras) | {"ipython", "jupyter-client"}  # ipykernel's and papermill's own
+        for module in third_party_imports(paths):
+            assert dist_of.get(module, {module}) & allowed, f"{module} is imported but not in fsdp-labkit{list(extras)}"
+    lab = extra_closure(project, ("lab",))
+    for tool in ("nbval", "papermill", "pytest", "playwright", "ruff", "nbclient"):
+        assert tool not in lab, f"a student's kernel does not need {tool}"
+    assert "papermill" in extra_closure(project, ("grade",)) and "playwright" in extra_closure(project, ("browser",))
+    ruff = next(r for r in project["optional-dependencies"]["test"] if r.startswith("ruff"))
+    from importlib.metadata import version
+
+    assert ruff == f"ruff=={version('ruff')}", "ruff is pinned (a new ruff reformats code), and the pin is installed"
