@@ -170,3 +170,14 @@ def test_extras_give_each_side_what_it_imports_and_no_more():
     from importlib.metadata import version
 
     assert ruff == f"ruff=={version('ruff')}", "ruff is pinned (a new ruff reformats code), and the pin is installed"
+
+
+def test_license_and_typed_marker_ship():
+    project = pyproject()
+    assert project["project"]["license"] == {"text": "MIT"}
+    with open(os.path.join(ROOT, "LICENSE")) as f:
+        text = f.read()
+    assert text.startswith("MIT License") and "Permission is hereby granted, free of charge" in text
+    # PEP 561: type checkers read labkit's hints only where the package carries py.typed
+    assert os.path.isfile(os.path.join(ROOT, "labkit", "py.typed"))
+    assert "py.typed" in project["tool"]["setuptools"]["package-data"]["labkit"]
