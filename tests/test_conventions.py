@@ -181,3 +181,62 @@ def test_license_and_typed_marker_ship():
     # PEP 561: type checkers read labkit's hints only where the package carries py.typed
     assert os.path.isfile(os.path.join(ROOT, "labkit", "py.typed"))
     assert "py.typed" in project["tool"]["setuptools"]["package-data"]["labkit"]
+
+
+def test_rss_without_proc_is_the_current_size_not_the_peak(monkeypatch):
+    import resource
+    import sys
+
+    import psutil
+
+    from labkit.ranks import sampler
+
+    big = bytearray(300 * 2**20)  # touched: resident, then given back
+    big[::4096] = b"x" * len(big[::4096])
+    del big
+    monkeypatch.setattr(sampler, "STATM", "/nonexistent/statm")
+    rss = sampler.rss_bytes()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    assert abs(rss - psutil.Process().memory_info().rss) < 32 * 2**20
+    assert rss < peak - 200 * 2**20  # ru_maxrss, the old fallback, would say the peak
+
+
+def test_run_processes_found_with_and_without_proc(monkeypatch):
+    import subprocess
+    import sys
+    import time
+
+    from labkit.launch import group
+
+    env = {**os.environ, "LABKIT_RUN_ID": "run-conventions-test"}
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while child.pid not in group.find_run_processes("run-conventions-test"):
+            assert time.monotonic() < deadline
+        monkeypatch.setattr(group, "PROC", "/nonexistent")
+        assert child.pid in group.find_run_processes("run-conventions-test")
+        assert child.pid in group.find_run_processes(None)
+        assert child.pid not in group.find_run_processes("run-other")
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_socket_descriptors_with_and_without_proc(monkeypatch):
+    import socket
+
+    from labkit.ranks import bootstrap
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        peer, _ = server.accept()
+        try:
+            linux = bootstrap._socket_fds()
+            monkeypatch.setattr(bootstrap, "FDS", "/nonexistent")
+            portable = bootstrap._socket_fds()
+            for fd in (server.fileno(), client.fileno(), peer.fileno()):
+                assert fd in linux and fd in portable
+        finally:
+            client.close()
+            peer.close()

@@ -439,21 +439,45 @@ def find_run_processes(run_id: str | None = None) -> list[int]:
     """PIDs of our processes whose environment carries LABKIT_RUN_ID (= run_id, or any)."""
     marker = f"LABKIT_RUN_ID={run_id}".encode() if run_id else b"LABKIT_RUN_ID=run-"
     me, uid, found = os.getpid(), os.getuid(), []
-    for name in os.listdir("/proc"):
+    if not os.path.isdir(PROC):
+        return _find_with_psutil(marker, bool(run_id))
+    for name in os.listdir(PROC):
         if not name.isdigit() or int(name) == me:
             continue
         try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
+            if os.stat(f"{PROC}/{name}").st_uid != uid:
                 continue
-            with open(f"/proc/{name}/environ", "rb") as f:
+            with open(f"{PROC}/{name}/environ", "rb") as f:
                 env = f.read()
-            with open(f"/proc/{name}/stat", "rb") as f:
+            with open(f"{PROC}/{name}/stat", "rb") as f:
                 if f.read().split(b") ")[-1][:1] == b"Z":
                     continue  # a zombie is already dead; its parent will reap it
         except OSError:
             continue
         if any(item == marker or (not run_id and item.startswith(marker)) for item in env.split(b"\0")):
             found.append(int(name))
+    return found
+
+
+PROC = "/proc"  # Linux reads it directly (fast); elsewhere psutil asks the system
+
+
+def _find_with_psutil(marker: bytes, exact: bool) -> list[int]:
+    import psutil
+
+    key, _, value = marker.decode().partition("=")
+    found = []
+    for p in psutil.process_iter(["pid", "uids", "status"]):
+        if p.pid == os.getpid() or p.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if p.info["uids"] is not None and p.info["uids"].real != os.getuid():
+                continue
+            have = p.environ().get(key)
+        except (psutil.Error, OSError):
+            continue
+        if have is not None and (have == value if exact else have.startswith(value)):
+            found.append(p.pid)
     return found
 
 
