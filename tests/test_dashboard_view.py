@@ -63,3 +63,37 @@ def test_more_than_eight_ranks(tmp_path):
     assert table.startswith("<div style='max-height:") and table.count("<tr class='labkit-rank'") == 12
     assert [dashboard.tab_title(run, r) for r in (0, 11)] == ["0", "11"]  # 12 tabs fit in one row
     assert dashboard.tab_title(fake_run(2, tmp_path), 1) == dashboard.t("dash.rank", rank="1")
+
+
+def test_steps_as_i_of_n_with_the_time_left(tmp_path, monkeypatch):
+    import json
+
+    from labkit.i18n import language
+    from labkit.ranks import rank
+    from labkit.views import runview
+
+    # the rank side: rank.steps(n) says n with every step (written as JSON lines outside a run)
+    monkeypatch.setenv("LABKIT_REPORT_DIR", str(tmp_path))
+    monkeypatch.setenv("RANK", "0")
+    for _ in rank.steps(10):
+        if rank.current_step() == 3:
+            break
+    sent = [json.loads(x) for x in (tmp_path / "rank0.jsonl").read_text().splitlines()]
+    steps = [m for m in sent if m["t"] == Msg.STEP]
+    assert [(m["i"], m["n"]) for m in steps] == [(0, 10), (1, 10), (2, 10)]
+    with rank.step():  # outside rank.steps(n): no total
+        pass
+    assert "n" not in json.loads((tmp_path / "rank0.jsonl").read_text().splitlines()[-1])
+    rank.reset_steps()
+
+    run = Run("run-steps", 1, "gloo", str(tmp_path))
+    run.ingest({"t": Msg.HELLO, "rank": 0, "time": 0.0, "pid": 1})
+    for i, dt in enumerate([3.0, 1.0, 1.0, 1.0, 1.0, 1.0]):  # the first step is slow (warm-up)
+        run.ingest({"t": Msg.STEP, "rank": 0, "time": 1.0 + i, "i": i, "dt": dt, "n": 100})
+    with language("en"):
+        assert runview.steps_label(run, 0) == "6/100, 1 min 34 s left"  # 94 steps at the recent 1 s
+    with language("ro"):
+        assert runview.steps_label(run, 0) == "6/100, mai rămân 1 min 34 s"
+    run.ranks[0].status = "done"
+    assert runview.steps_label(run, 0) == "6/100"
+    assert runview.rows(run)[0]["steps"] == "6/100"

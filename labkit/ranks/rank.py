@@ -109,24 +109,31 @@ def step(index: int | None = None) -> Iterator[None]:
     """Time one training step: ``with rank.step(): ...``. The ``on_step`` hooks run after it."""
     global _step_count
     i = _step_count if index is None else index
+    total = {} if _steps_total is None else {"n": _steps_total}  # rank.steps(n): the dashboard shows i/n, time left
     t0 = time.perf_counter()
-    send(Msg.STEP_START, i=i)
+    send(Msg.STEP_START, i=i, **total)
     yield
     dt = time.perf_counter() - t0
     _step_count = i + 1
-    send(Msg.STEP, i=i, dt=dt)
+    send(Msg.STEP, i=i, dt=dt, **total)
     for hook in list(_step_hooks):  # on this (the main) thread, between steps: tensors are safe to read
         hook(i)
 
 
 _step_count = 0
+_steps_total: int | None = None  # n of the rank.steps(n) loop running now
 
 
 def steps(n: int) -> Iterator[int]:
-    """``for i in rank.steps(n):`` yields 0..n-1 and times each step."""
-    for i in range(n):
-        with step(i):
-            yield i
+    """``for i in rank.steps(n):`` yields 0..n-1 and times each step (the dashboard shows i/n and the time left)."""
+    global _steps_total
+    _steps_total = n
+    try:
+        for i in range(n):
+            with step(i):
+                yield i
+    finally:
+        _steps_total = None
 
 
 def current_step() -> int:
