@@ -7,6 +7,7 @@ started for real and answered over HTTP on 127.0.0.1.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -124,7 +125,18 @@ def test_lab_starts_on_loopback_with_a_token(fake, tmp_path):
             pytest.fail("the lab did not answer:\n" + open(tmp_path / "lab.log").read()[-3000:])
         assert get(f"http://127.0.0.1:{port}/api/status")[0] == 403  # no token, no lab
         status, page = get(f"http://127.0.0.1:{port}/lab?token={token}")
-        assert status == 200 and re.search(r'"news":\s*\{\s*"disabled":\s*true', page)  # no news prompt
+        assert status == 200 and re.search(r'"news":\s*\{\s*"disabled":\s*true', page)  # no news fetched
+        # and no "Would you like to get notified about official Jupyter news?": JupyterLab asks it
+        # whenever fetchNews is "none", its default, whatever news_url says
+        status, body = get(
+            f"http://127.0.0.1:{port}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}"
+        )
+        schema = json.loads(body)["schema"]["properties"]
+        assert (
+            status == 200
+            and schema["fetchNews"]["default"] == "false"
+            and schema["checkForUpdates"]["default"] is False
+        )
         status, body = get(f"http://127.0.0.1:{port}/api/contents?token={token}")
         assert status == 200 and os.path.exists(os.path.join(ROOT, "notebooks"))
         # the token is in the environment, not on any command line `ps` shows
