@@ -51,7 +51,8 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "mm": ("labkit.memory.model", "labkit.memory.states", "labkit.views.memory"),
     "opt": ("labkit.launch.options",),
     "peak": ("labkit.memory.peak",),
-    "q": ("labkit.grading.registry",),  # the questions' hints, registered as the questions load
+    "q": ("labkit.grading.registry",),
+    "rank": ("labkit.ranks.rank",),  # the questions' hints, registered as the questions load
     "report": ("labkit.grading.report",),
     "run": ("labkit.launch.run", "labkit.views.runview", "labkit.launch.logs"),
     "simulate": ("labkit.timing.simulate", "labkit.timing.links", "labkit.timing.calibrate"),

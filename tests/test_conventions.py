@@ -240,3 +240,19 @@ def test_socket_descriptors_with_and_without_proc(monkeypatch):
         finally:
             client.close()
             peer.close()
+
+
+def test_a_value_a_rank_cannot_send_is_named(monkeypatch, tmp_path):
+    import threading
+
+    from labkit.ranks import rank
+
+    monkeypatch.setenv("LABKIT_REPORT_DIR", str(tmp_path))
+    with language("en"), pytest.raises(TypeError, match=r"rank.report: 'lock' is a lock, which cannot be sent"):
+        rank.report(loss=1.5, lock=threading.Lock())
+    with language("ro"), pytest.raises(TypeError, match=r"'stats.files\[1\]' este un TextIOWrapper"):
+        with open(tmp_path / "f", "w") as f:
+            rank.report(stats={"files": [1, f]})
+    assert not (tmp_path / "rank0.jsonl").exists()  # nothing half-sent
+    rank.report(loss=1.5, shape=(2, 3), names=["a"])
+    assert rank.values["loss"] == 1.5 and rank.values["shape"] == [2, 3]

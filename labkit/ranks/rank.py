@@ -19,8 +19,18 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from labkit.i18n import catalog
 from labkit.wire.channel import ChannelClient
 from labkit.wire.protocol import TIME, TYPE, Msg
+
+catalog(
+    {
+        "rank.report.unsendable": {
+            "en": "rank.report: {name!r} is a {type}, which cannot be sent to the notebook; report numbers, strings, tensors, lists or dicts of them (str(value) sends its text)",
+            "ro": "rank.report: {name!r} este un {type}, care nu poate fi trimis notebook-ului; raportați numere, șiruri, tensori, liste sau dicționare ale lor (str(valoare) trimite textul)",
+        },
+    }
+)
 
 _client: ChannelClient | None = None
 values: dict[str, Any] = {}  # everything this rank reported, as sent
@@ -60,24 +70,37 @@ def device() -> Any:
     return torch.device("cpu")
 
 
-def to_jsonable(value: Any) -> Any:
-    """Tensors, numpy values and containers of them, as plain JSON values."""
+def to_jsonable(value: Any, path: str | None = None) -> Any:
+    """Tensors, numpy values and containers of them, as plain JSON values.
+
+    Anything else becomes its ``repr`` (labkit's own messages), or, with ``path`` (the name
+    ``rank.report`` was given), a ``TypeError`` that names the key: a lock or an open file would
+    otherwise arrive in the notebook as the string ``'<unlocked _thread.lock object at 0x…>'``.
+    """
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {str(k): to_jsonable(v, _sub(path, f".{k}" if path else str(k))) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
-        return [to_jsonable(v) for v in value]
+        return [to_jsonable(v, _sub(path, f"[{i}]")) for i, v in enumerate(value)]
     tolist = getattr(value, "tolist", None)  # torch.Tensor, numpy arrays and scalars
     if callable(tolist):
         if getattr(value, "is_meta", False):
             return {"meta_tensor": list(value.shape)}
-        return to_jsonable(value.detach().cpu().tolist() if hasattr(value, "detach") else tolist())
-    if hasattr(value, "__dataclass_fields__"):
+        return to_jsonable(value.detach().cpu().tolist() if hasattr(value, "detach") else tolist(), path)
+    if hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
         import dataclasses
 
-        return to_jsonable(dataclasses.asdict(value))
+        return to_jsonable(dataclasses.asdict(value), path)
+    if path is not None:
+        from labkit.i18n import t
+
+        raise TypeError(t("rank.report.unsendable", name=path, type=type(value).__qualname__))
     return repr(value)
+
+
+def _sub(path: str | None, part: str) -> str | None:
+    return None if path is None else path + part
 
 
 def send(kind: str, **payload: Any) -> None:
@@ -93,8 +116,12 @@ def send(kind: str, **payload: Any) -> None:
 
 
 def report(**named_values: Any) -> None:
-    """Send named values to the notebook; they appear in ``run.values[rank]``."""
-    clean = to_jsonable(named_values)
+    """Send named values to the notebook; they appear in ``run.values[rank]``.
+
+    Numbers, strings, None, tensors, numpy values, dataclasses, and lists and dicts of them;
+    anything else raises ``TypeError`` naming its key (send ``str(value)`` to send its text).
+    """
+    clean = to_jsonable(named_values, path="")
     values.update(clean)
     send(Msg.REPORT, values=clean)
 
