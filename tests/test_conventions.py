@@ -104,10 +104,11 @@ def test_labkit_debug_shows_a_runs_start_and_teardown():
     code = "import labkit; labkit.torchrun('pass', nproc=1, display='none')"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    lines = [x for x in done.stderr.splitlines() if x.startswith("labkit DEBUG labkit.launch.group: run-")]
-    assert [x.split(": ", 2)[2].split()[0] for x in lines] == ["starting", "teardown,", "swept"], done.stderr
+    lines = [x for x in done.stderr.splitlines() if x.startswith("labkit DEBUG labkit.launch.")]
+    assert [x.split(": ", 2)[2].split()[0] for x in lines] == ["starting", "ended"], done.stderr
     run_id = lines[0].split(": ")[1]
     assert "labkit.launch.agent" in lines[0] and lines[0].endswith(run_id)  # the command, then the run folder
+    assert lines[1].startswith(f"labkit DEBUG labkit.launch.cold: {run_id}: ended (") and lines[1].endswith("left: []")
 
 
 def extra_closure(project: dict, extras: tuple[str, ...]) -> set[str]:

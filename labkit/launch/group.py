@@ -40,6 +40,7 @@ from labkit.i18n import catalog, t
 from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
 from labkit.launch.options import RunConfig, check_picklable, multinode
+from labkit.launch.psfind import PROC, with_env
 from labkit.launch.run import Run
 from labkit.wire.channel import ChannelServer
 from labkit.wire.errors import LaunchError, OptionError
@@ -318,7 +319,6 @@ class RankGroup:
         if server is None:
             return
         self._drain(run, 0.0)
-        logger.debug("%s: teardown, agent %s", self.run_id, "alive" if proc and proc.poll() is None else "gone")
         if proc is not None and proc.poll() is None:
             # we are ending a live run (interrupt, stop, timeout): SIGTERM reaches every rank
             # through torchrun, and closing the channel ends any rank that lingers
@@ -363,7 +363,6 @@ class RankGroup:
             time.sleep(0.05)
             left = find_run_processes(self.run_id)
         run.unkillable = left
-        logger.debug("%s: swept process groups %s; left: %s", self.run_id, sorted(pids), left)
 
 
 # -- the run folder and the ranks' environment ----------------------------------------------
@@ -439,8 +438,8 @@ def find_run_processes(run_id: str | None = None) -> list[int]:
     """PIDs of our processes whose environment carries LABKIT_RUN_ID (= run_id, or any)."""
     marker = f"LABKIT_RUN_ID={run_id}".encode() if run_id else b"LABKIT_RUN_ID=run-"
     me, uid, found = os.getpid(), os.getuid(), []
-    if not os.path.isdir(PROC):
-        return _find_with_psutil(marker, bool(run_id))
+    if not os.path.isdir(PROC):  # not Linux: psutil asks the system
+        return with_env(marker, exact=bool(run_id))
     for name in os.listdir(PROC):
         if not name.isdigit() or int(name) == me:
             continue
@@ -456,28 +455,6 @@ def find_run_processes(run_id: str | None = None) -> list[int]:
             continue
         if any(item == marker or (not run_id and item.startswith(marker)) for item in env.split(b"\0")):
             found.append(int(name))
-    return found
-
-
-PROC = "/proc"  # Linux reads it directly (fast); elsewhere psutil asks the system
-
-
-def _find_with_psutil(marker: bytes, exact: bool) -> list[int]:
-    import psutil
-
-    key, _, value = marker.decode().partition("=")
-    found = []
-    for p in psutil.process_iter(["pid", "uids", "status"]):
-        if p.pid == os.getpid() or p.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        try:
-            if p.info["uids"] is not None and p.info["uids"].real != os.getuid():
-                continue
-            have = p.environ().get(key)
-        except (psutil.Error, OSError):
-            continue
-        if have is not None and (have == value if exact else have.startswith(value)):
-            found.append(p.pid)
     return found
 
 
