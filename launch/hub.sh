@@ -53,25 +53,12 @@ mkdir -p "$LABKIT_HUB_DIR" && chmod 0711 "$LABKIT_HUB_DIR"
 # The students' servers run this checkout and this environment's packages, so both must be
 # readable by them. The environment's Python may not be (a pyenv build under /root): then the
 # servers run a readable Python of the same version (Debian's), seeing the same packages.
-LABKIT_HUB_PYTHON=$py
 site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 if ! runuser -u nobody -- test -r "$repo/labkit/__init__.py" -a -r "$site"; then
     die "labkit hub: %s is not readable by other users: the students' servers run it; put the checkout where they can read it" \
         "labkit hub: %s nu poate fi citit de alți utilizatori: serverele studenților îl rulează; puneți copia unde o pot citi" "$repo"
 fi
-if ! runuser -u nobody -- "$py" -c '' 2>/dev/null; then
-    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-    base=
-    for candidate in "/usr/bin/python$ver" "/usr/local/bin/python$ver"; do
-        if runuser -u nobody -- "$candidate" -c '' 2>/dev/null; then base=$candidate && break; fi
-    done
-    [ -n "$base" ] || die "labkit hub: %s cannot be run by other users, and there is no python%s they can run" \
-        "labkit hub: %s nu poate fi rulat de alți utilizatori și nu există un python%s pe care să-l poată rula" "$py" "$ver"
-    view=$LABKIT_HUB_DIR/python
-    [ -x "$view/bin/python" ] || "$base" -m venv --without-pip "$view"
-    echo "import site; site.addsitedir('$site')" >"$view/lib/python$ver/site-packages/labkit-course.pth"
-    LABKIT_HUB_PYTHON=$view/bin/python
-fi
+LABKIT_HUB_PYTHON=$("$py" -m labkit.hub.view "$LABKIT_HUB_DIR/python")
 export LABKIT_HUB_PYTHON
 
 # configurable-http-proxy, from npm, once

@@ -17,6 +17,7 @@ import json
 import os
 import pwd
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -30,6 +31,20 @@ SHOTS = os.path.join(ROOT, "docs", "screenshots")
 LESSON = "00_setup.ipynb"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+# what the instructor runs: the submissions as labkit grade finds them, from ~/submissions
+FIND = (
+    "import json, os; from pathlib import Path; from labkit.grading.grade import find_submissions;"
+    "found = find_submissions(Path(os.path.expanduser('~/submissions')));"
+    "print(json.dumps({k: [n for _, n in v] for k, v in found.items()}))"
+)
+
+
+def student_python(folder: str) -> str:
+    """The Python the hub gave the students (a view of .venv when its own is not theirs to run)."""
+    view = os.path.join(folder, "state", "python", "bin", "python")
+    return view if os.path.exists(view) else sys.executable
 
 
 def t(key: str, lang: str, **fields: object) -> str:
@@ -198,22 +213,24 @@ def test_two_students_two_languages(spawner, shots):
                 print(f"screenshots in {folder}; the hub's log ends:\n{hub.log()}")
                 raise
         # the instructor reads both submissions where labkit grade looks for them
+        prof = pwd.getpwnam("lkhub-prof")
         found = subprocess.run(
             [
                 "runuser",
                 "-u",
-                "lkhub-prof",
+                prof.pw_name,
                 "--",
-                os.path.join(folder, "state", "python", "bin", "python"),
+                hub.env.get("LABKIT_HUB_PYTHON") or student_python(folder),
                 "-c",
-                "import json, os; from pathlib import Path; from labkit.grading.grade import find_submissions;"
-                "found = find_submissions(Path(os.path.expanduser('~/submissions')));"
-                "print(json.dumps({k: [n for _, n in v] for k, v in found.items()}))",
+                FIND,
             ],
             capture_output=True,
             text=True,
             timeout=60,
+            cwd=prof.pw_dir,
+            env={"PATH": os.environ["PATH"], "HOME": prof.pw_dir},
         )
+        assert found.returncode == 0, found.stderr
         assert json.loads(found.stdout) == {"lkhub-ana": [LESSON], "lkhub-ben": [LESSON]}, found.stderr
         # ... and one student cannot read the other's
         other = os.path.join(folder, "state", "submissions", "lkhub-ben", LESSON)
