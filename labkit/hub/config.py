@@ -73,7 +73,7 @@ def configure(c: Any, settings: HubSettings) -> None:
         c.BatchSpawnerBase.batch_script = spawners.SLURM_SCRIPT
         c.BatchSpawnerBase.batchspawner_singleuser_cmd = f"{python} -m batchspawner.singleuser"
         c.Spawner.cmd = [singleuser]  # batchspawner.singleuser runs it in its own process
-        c.BatchSpawnerBase.req_memory = settings.memory
+        c.BatchSpawnerBase.req_memory = settings.memory if settings.slurm_memory is None else settings.slurm_memory
         c.BatchSpawnerBase.req_nprocs = str(max(1, int(settings.cpus)))
         c.BatchSpawnerBase.req_runtime = settings.slurm_runtime
         c.BatchSpawnerBase.req_partition = settings.slurm_partition

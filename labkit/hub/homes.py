@@ -40,6 +40,10 @@ def ensure_instructors_group(settings: HubSettings) -> int:
     gid = grp.getgrnam(name).gr_gid
     os.chown(root, 0, gid)
     os.chmod(root, 0o751)
+    for user in settings.instructors:  # ~/submissions from the start, before their first login
+        pw = pwd.getpwnam(user)
+        if os.path.isdir(pw.pw_dir):
+            link(os.path.join(pw.pw_dir, "submissions"), root, pw)
     return gid
 
 

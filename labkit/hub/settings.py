@@ -33,6 +33,7 @@ class HubSettings:
     cull_every: int = 300
     slurm_partition: str = ""
     slurm_runtime: str = "8:00:00"
+    slurm_memory: str | None = None  # --mem of a server's job; None: ``memory``; "": none asked
     env: dict[str, str] = field(default_factory=dict)  # more variables for every server
 
     @property
@@ -69,6 +70,7 @@ def from_env(environ: dict[str, str] | None = None) -> HubSettings:
         cull_every=int(get("LABKIT_HUB_CULL_EVERY", "300")),
         slurm_partition=get("LABKIT_HUB_SLURM_PARTITION", ""),
         slurm_runtime=get("LABKIT_HUB_SLURM_RUNTIME", "8:00:00"),
+        slurm_memory=get("LABKIT_HUB_SLURM_MEMORY"),
         env={"JUPYTER_CONFIG_PATH": get("LABKIT_HUB_JUPYTER_CONFIG", "")} if get("LABKIT_HUB_JUPYTER_CONFIG") else {},
     )
 

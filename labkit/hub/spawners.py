@@ -9,6 +9,7 @@ kernels and their ranks. The local one puts the server in its student's cgroups;
 from __future__ import annotations
 
 import html
+import os
 import re
 import subprocess
 from typing import Any
@@ -72,8 +73,13 @@ class LocalCourseSpawner(LocalProcessSpawner):
 def slurm_spawner_class() -> type:
     """batchspawner's Slurm spawner, made for the course (imported only on a Slurm hub)."""
     from batchspawner import SlurmSpawner
+    from traitlets import Unicode
 
     class SlurmCourseSpawner(SlurmSpawner):
+        # where the server listens on its node: every interface, so the hub reaches it from its
+        # own machine (LABKIT_HUB_SERVER_IP narrows it, e.g. to 127.0.0.1 when the nodes are this host)
+        ip = Unicode(os.environ.get("LABKIT_HUB_SERVER_IP", "0.0.0.0")).tag(config=True)
+
         def state_gethost(self) -> str:
             """The node's address as Slurm has it (NodeAddr): node names need not resolve."""
             node = super().state_gethost()

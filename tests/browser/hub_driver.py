@@ -97,6 +97,20 @@ class Student:
                  .every(p => /\\[\\d+\\]/.test(p.textContent))"""
         )
 
+    def run_new_cell(self, code: str, timeout: float = 180) -> str:
+        """A cell of the student's own at the end of the notebook, run; its output's text."""
+        page = self.page
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        cells.last.click()
+        page.keyboard.press("Escape")
+        page.keyboard.press("b")  # a new cell below, as a student inserts one
+        index = cells.count() - 1
+        page.keyboard.press("Enter")
+        page.keyboard.insert_text(code)
+        page.keyboard.press("Shift+Enter")
+        self.nb.wait_done(index, timeout)
+        return self.nb.output_text(index)
+
     def save_as(self, path: str) -> None:
         """File > Save Notebook As…, the new path typed in the dialog, as a student submits."""
         page = self.page

@@ -139,7 +139,13 @@ def cluster_for(spawner: str, folder: str):
         cluster = slurm.start_cluster(os.path.join(folder, "slurm"), nodes=2, cpus=2)
     except slurm.SlurmUnavailable as why:
         pytest.skip(f"no local Slurm: {why}")
-    env = {**cluster.env, "LABKIT_HUB_ENV_KEEP": slurm.MARK_VAR}
+    env = {
+        **cluster.env,
+        "LABKIT_HUB_ENV_KEEP": slurm.MARK_VAR,
+        "LABKIT_HUB_SERVER_IP": "127.0.0.1",  # the nodes are this host
+        "LABKIT_HUB_CPUS": "1",  # a server takes one of a node's 2 CPUs: a 2-node cell still fits
+        "LABKIT_HUB_SLURM_MEMORY": "",  # the test nodes declare no memory to ask for
+    }
     return cluster, env
 
 
@@ -173,11 +179,23 @@ def flow(hub, spawner, users, ana, ben, shots, timings) -> None:
         assert "Traceback" not in text and "NotImplementedError" not in text
         assert "official Jupyter news" not in s.page.content()
     assert contrast(ben.page, ".labkit-dashboard td, .labkit-dashboard th") >= 3.0  # dark theme, readable
+    if spawner == "slurm":  # ben's server is a 1-node job; his own cell asks Slurm for two nodes
+        out = ben.run_new_cell(
+            "%%torchrun --nnodes 2 --slurm -n 1 --backend gloo --timeout 150\n"
+            "import os\nfrom labkit import rank\nrank.report(node=os.environ['SLURMD_NODENAME'])\n"
+        )
+        assert "(n1/0)" in out and "(n2/0)" in out and "all ranks finished" in out, out
     if spawner == "local":
         shots(ana.nb.cell(dash), "hub-student-ro-dashboard.png")
         shots(ben.nb.cell(dash), "hub-student-en-dark-dashboard.png")
     for s in (ana, ben):
         s.save_as(f"submit/{LESSON}")
+    deadline = time.monotonic() + 30  # the server writes the file: wait for it, not for the page
+    for s in (ana, ben):
+        handed_in = os.path.join(hub.folder, "state", "submissions", s.name, LESSON)
+        while not os.path.exists(handed_in):
+            assert time.monotonic() < deadline, f"{s.name}'s submission did not arrive"
+            time.sleep(0.2)
 
 
 @pytest.mark.parametrize("spawner", ["local", pytest.param("slurm", marks=pytest.mark.slurm)])
@@ -244,7 +262,8 @@ def test_two_students_two_languages(spawner, shots):
             print("timings:", {k: round(v, 1) for k, v in timings.items()})
             assert hub.leftovers() == [], "a process of the hub or of a student outlived the hub"
             for name in users:
-                assert subprocess.run(["pgrep", "-u", name], capture_output=True).stdout == b"", name
+                left = subprocess.run(["ps", "-u", name, "-o", "pid=,stat=,args="], capture_output=True, text=True)
+                assert left.stdout.strip() == "", f"{name} still has: {left.stdout}"
         if cluster is not None:
             assert cluster.active_jobs() == [], "a student's Slurm job outlived the hub"
             cluster.stop()
