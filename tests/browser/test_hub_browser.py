@@ -136,14 +136,14 @@ def cluster_for(spawner: str, folder: str):
 
     try:
         slurm.install()
-        cluster = slurm.start_cluster(os.path.join(folder, "slurm"), nodes=2, cpus=2)
+        cluster = slurm.start_cluster(os.path.join(folder, "slurm"), nodes=2, cpus=3)
     except slurm.SlurmUnavailable as why:
         pytest.skip(f"no local Slurm: {why}")
     env = {
         **cluster.env,
         "LABKIT_HUB_ENV_KEEP": slurm.MARK_VAR,
         "LABKIT_HUB_SERVER_IP": "127.0.0.1",  # the nodes are this host
-        "LABKIT_HUB_CPUS": "1",  # a server takes one of a node's 2 CPUs: a 2-node cell still fits
+        "LABKIT_HUB_CPUS": "1",  # a server takes one CPU: with both on n1, a 2-node cell still fits
         "LABKIT_HUB_SLURM_MEMORY": "",  # the test nodes declare no memory to ask for
     }
     return cluster, env
