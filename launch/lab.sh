@@ -31,9 +31,10 @@ PY
 JUPYTER_TOKEN=${JUPYTER_TOKEN:-$("$py" -c 'import secrets; print(secrets.token_urlsafe(24))')}
 export JUPYTER_TOKEN
 export JUPYTER_PREFER_ENV_PATH=1 # the kernel is this environment's Python, whatever else is installed
-# launch/jupyter/labconfig: JupyterLab's defaults for the course. fetchNews "false": without it
-# JupyterLab asks every new user "Would you like to get notified about official Jupyter news?"
-# (news_url=None below stops the fetch, not the question)
+# launch/jupyter: the course's Jupyter defaults. labconfig: fetchNews "false", or JupyterLab asks
+# every new user "Would you like to get notified about official Jupyter news?" (news_url=None
+# below stops the fetch, not the question). jupyter_server_config.json: no language-server
+# extension (no language server is installed; it only slows the start)
 export JUPYTER_CONFIG_PATH="$repo/launch/jupyter${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
 say "labkit: the lab is at http://127.0.0.1:%s/lab?token=%s" "labkit: laboratorul este la http://127.0.0.1:%s/lab?token=%s" "$port" "$JUPYTER_TOKEN"
 allow_root=

@@ -80,6 +80,7 @@ def configure(c: Any, settings: HubSettings) -> None:
         c.BatchSpawnerBase.startup_poll_interval = 0.5
     else:
         c.JupyterHub.spawner_class = spawners.LocalCourseSpawner
+        c.LocalProcessSpawner.interrupt_timeout = 3  # a server asked to stop is done in a second; then SIGTERM
 
     c.JupyterHub.services = [
         {
