@@ -158,9 +158,11 @@ def test_extras_give_each_side_what_it_imports_and_no_more():
     # what grades (papermill runs the submissions) and what tests: the rest is the student's lab
     grading = [f for f in files if f.endswith(os.path.join("grading", "grade.py"))]
     testing = [f for f in files if os.sep + "testing" + os.sep in f]
-    student = [f for f in files if f not in grading and f not in testing]
-    for paths, extras in ((student, ("lab",)), (grading, ("grade",))):
-        allowed = extra_closure(project, extras) | {"ipython", "jupyter-client"}  # ipykernel's and papermill's own
+    hub = [f for f in files if os.sep + "hub" + os.sep in f]  # the class hub's process
+    student = [f for f in files if f not in grading + testing + hub]
+    for paths, extras in ((student, ("lab",)), (grading, ("grade",)), (hub, ("hub",))):
+        # ipykernel's, papermill's and jupyterhub's own
+        allowed = extra_closure(project, extras) | {"ipython", "jupyter-client", "traitlets"}
         for module in third_party_imports(paths):
             assert dist_of.get(module, {module}) & allowed, f"{module} is imported but not in fsdp-labkit{list(extras)}"
     lab = extra_closure(project, ("lab",))
