@@ -157,8 +157,9 @@ def test_extras_give_each_side_what_it_imports_and_no_more():
     files = glob.glob(os.path.join(ROOT, "labkit", "**", "*.py"), recursive=True)
     # what grades (papermill runs the submissions) and what tests: the rest is the student's lab
     grading = [f for f in files if f.endswith(os.path.join("grading", "grade.py"))]
-    testing = [f for f in files if os.sep + "testing" + os.sep in f]
-    hub = [f for f in files if os.sep + "hub" + os.sep in f]  # the class hub's process
+    within = lambda f, pkg: os.path.relpath(f, os.path.join(ROOT, "labkit")).startswith(pkg + os.sep)  # noqa: E731
+    testing = [f for f in files if within(f, "testing")]
+    hub = [f for f in files if within(f, "hub")]  # the class hub's process
     student = [f for f in files if f not in grading + testing + hub]
     for paths, extras in ((student, ("lab",)), (grading, ("grade",)), (hub, ("hub",))):
         # ipykernel's, papermill's and jupyterhub's own
