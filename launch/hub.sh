@@ -75,15 +75,18 @@ if [ -z "${LABKIT_HUB_PROXY:-}" ]; then
 fi
 export LABKIT_HUB_PROXY
 
-# the student edition, in both languages, rebuilt when the course changed
+# the student edition, in both languages (built side by side), rebuilt when the course changed
+builds=()
 for lang in en ro; do
     out=$LABKIT_HUB_DIR/student/$lang
     if [ ! -d "$out" ] || [ -n "$(find "$repo/notebooks/$lang" -newer "$out" -name '*.ipynb' -print -quit)" ]; then
-        rm -rf "$out" && mkdir -p "$out.tmp"
-        "$py" -m labkit.cli build-student --lang "$lang" --out "$out.tmp" "$repo/notebooks/$lang" >&2
-        mv "$out.tmp" "$out"
+        (rm -rf "$out" "$out.tmp" && mkdir -p "$out.tmp" &&
+            "$py" -m labkit.cli build-student --lang "$lang" --out "$out.tmp" "$repo/notebooks/$lang" >&2 &&
+            mv "$out.tmp" "$out") &
+        builds+=("$!")
     fi
 done
+for pid in "${builds[@]}"; do wait "$pid"; done
 chmod -R a+rX "$LABKIT_HUB_DIR/student"
 
 if [ -n "$create_users" ]; then

@@ -54,7 +54,8 @@ class Student:
         self.nb: Notebook | None = None
 
     def login(self, shot: Any = None) -> None:
-        """The hub's login form, then the spawn form's language; returns once JupyterLab shows."""
+        """The hub's login form, then the spawn form's language; returns as the server starts
+        (``wait_server`` waits for JupyterLab: two students' servers start at once)."""
         page = self.page
         page.goto(f"{self.hub_url}/hub/login")
         page.fill("#username_input", self.name)
@@ -67,12 +68,16 @@ class Student:
         if shot:
             shot(page, "hub-language.png")
         page.get_by_role("button", name="Start").click()
-        page.wait_for_url(f"**/user/{self.name}/lab/**", timeout=START_TIMEOUT * 2000)
+
+    def wait_server(self) -> None:
+        self.page.wait_for_url(f"**/user/{self.name}/lab/**", timeout=START_TIMEOUT * 2000)
+
+    def goto_lesson(self, name: str) -> None:
+        """Open the lesson's URL (``open_lesson`` then waits for its cells and kernel)."""
+        self.page.goto(f"{self.hub_url}/user/{self.name}/lab/tree/fsdp-course/{self.lang}/{name}?reset")
 
     def open_lesson(self, name: str, home: str) -> Notebook:
-        folder = f"fsdp-course/{self.lang}"
-        self.page.goto(f"{self.hub_url}/user/{self.name}/lab/tree/{folder}/{name}?reset")
-        self.nb = Notebook(self.page, os.path.join(home, folder, name))
+        self.nb = Notebook(self.page, os.path.join(home, "fsdp-course", self.lang, name))
         return self.nb
 
     def answer(self, solutions: dict[str, str]) -> int:

@@ -153,10 +153,14 @@ def flow(hub, spawner, users, ana, ben, shots, timings) -> None:
     """Both students: log in, answer, run every cell, see the dashboard and checks, submit."""
     t0 = time.monotonic()
     ana.login(shot=shots if spawner == "local" else None)
-    ben.login()
+    ben.login()  # both servers start at once, as in a class
+    for s in (ana, ben):
+        s.wait_server()
     timings["both logged in, servers up"] = time.monotonic() - t0
     if spawner == "local":
         check_limits(hub, "lkhub-ana")
+    for s in (ana, ben):
+        s.goto_lesson(LESSON)
     for s in (ana, ben):
         s.open_lesson(LESSON, pwd.getpwnam(s.name).pw_dir)
         assert s.answer(solutions(s.lang)) == 4
