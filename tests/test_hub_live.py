@@ -112,7 +112,7 @@ def test_one_students_ranks_are_out_of_anothers_reach(students, tmp_path):
     finally:
         run.kill()
         run.wait()
-        subprocess.run(["pkill", "-KILL", "-u", ana.name], capture_output=True)
+        live.kill_user_processes(ana.uid)
 
 
 def _owner(pid: str) -> int | None:

@@ -69,9 +69,29 @@ def make_users(students: list[str], instructors: list[str]) -> dict[str, User]:
     return users
 
 
+def user_processes(uid: int) -> list[int]:
+    """PIDs of the live processes of ``uid`` (a test user's: nobody else runs as it)."""
+    found = []
+    for pid in (int(n) for n in os.listdir("/proc") if n.isdigit()):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def kill_user_processes(uid: int) -> None:
+    for pid in user_processes(uid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def remove_users(users: dict[str, User]) -> None:
-    for name in users:
-        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)  # by uid: only that user's
+    for name, user in users.items():
+        kill_user_processes(user.uid)
         subprocess.run(["userdel", "--remove", "--force", name], capture_output=True)
 
 
