@@ -63,6 +63,9 @@ def tag(monkeypatch: pytest.MonkeyPatch):
     value = uuid.uuid4().hex
     monkeypatch.setenv("COURSE_TEST_TAG", value)
     yield value
+    from labkit.launch import prefork
+
+    prefork.stop()  # a cell run in this process started its prefork server (with the tag): it is this "kernel"'s, not a leftover
     deadline = time.time() + 15
     left = tagged_processes(value)
     while left and time.time() < deadline:
