@@ -22,13 +22,12 @@ the script and is the ``labkit export`` command.
 from __future__ import annotations
 
 import argparse
-import inspect
 import os
 import sys
 from typing import Any
 
 from labkit.export.cells import MAGIC, Bindings, Position, TorchrunCell, read_cells, torchrun_cells
-from labkit.export.runtime import RUNTIME
+from labkit.export.runtime import standin_sources
 from labkit.i18n import t
 from labkit.wire.errors import OptionError
 from labkit.wire.protocol import TIME, TYPE
@@ -158,7 +157,7 @@ def build_script(
     parts = [
         "#!/usr/bin/env python3\n" + header(path, chosen, nproc, script_name) + "\n",
         env_line if env else None,
-        *[inspect.getsource(fn) for fn in RUNTIME],
+        *standin_sources(),
         f"_LABKIT = _labkit_setup(nproc={nproc!r}, pg_timeout={RunConfig().pg_timeout!r}, messages={messages!r}, "
         f"wire={WIRE!r})\n",
         *[s + "\n" for s in sections],

@@ -5,7 +5,13 @@ script that may run where labkit is not installed; their names start with ``_lab
 cannot clash with the names of the cells they run around. They do, before and after each cell, what
 labkit's bootstrap does on a rank: the cell's process group with the lab's timeout, ``rank.report()``
 values shown, the group destroyed at the cell's end.
+
+``_labkit_to_jsonable`` is not written here: it is ``labkit.ranks.rank.to_jsonable`` itself, which the
+export copies into the script under that name (``standin_sources``), and which this module imports
+under the same name for the stand-in run in-process (tests/test_export.py).
 """
+
+from labkit.ranks.rank import to_jsonable as _labkit_to_jsonable
 
 
 def _labkit_standin_rank(wire):
@@ -15,7 +21,6 @@ def _labkit_standin_rank(wire):
     this copy writes messages as labkit does. tests/test_export.py checks its calls against labkit.rank's.
     """
     import contextlib
-    import dataclasses
     import json
     import os
     import sys
@@ -31,21 +36,7 @@ def _labkit_standin_rank(wire):
     mod.local_rank = lambda: int(os.environ.get("LOCAL_RANK", "0"))
     mod.world_size = lambda: int(os.environ.get("WORLD_SIZE", "1"))
 
-    def to_jsonable(value):
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return value
-        if isinstance(value, dict):
-            return {str(k): to_jsonable(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple, set)):
-            return [to_jsonable(v) for v in value]
-        tolist = getattr(value, "tolist", None)  # torch.Tensor, numpy arrays and scalars
-        if callable(tolist):
-            if getattr(value, "is_meta", False):
-                return {"meta_tensor": list(value.shape)}
-            return to_jsonable(value.detach().cpu().tolist() if hasattr(value, "detach") else tolist())
-        if hasattr(value, "__dataclass_fields__"):
-            return to_jsonable(dataclasses.asdict(value))
-        return repr(value)
+    to_jsonable = _labkit_to_jsonable  # labkit.ranks.rank's, copied into the script by the export
 
     def use_channel(client):
         channel[0] = client
@@ -229,3 +220,17 @@ def _labkit_exit():
 
 
 RUNTIME = (_labkit_standin_rank, _labkit_setup, _labkit_begin_cell, _labkit_end_cell, _labkit_exit)
+
+
+def standin_sources() -> list[str]:
+    """What an exported script holds before its cells: labkit's own ``to_jsonable`` (self-contained,
+    renamed so that a cell's names cannot clash with it), then the functions above."""
+    import inspect
+
+    from labkit.ranks import rank
+
+    shared = inspect.getsource(rank.to_jsonable).replace("to_jsonable", "_labkit_to_jsonable")
+    # the script has no ``typing``: the signature's hints go (its body is plain Python already)
+    typed = "def _labkit_to_jsonable(value: Any) -> Any:"
+    assert typed in shared, "labkit.ranks.rank.to_jsonable's signature changed: update standin_sources"
+    return [shared.replace(typed, "def _labkit_to_jsonable(value):"), *[inspect.getsource(fn) for fn in RUNTIME]]
