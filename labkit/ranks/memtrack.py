@@ -47,6 +47,7 @@ first comes within 0.1% of the step's peak; the last sliver, if any, is put in "
 from __future__ import annotations
 
 import contextlib
+import gc
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -234,12 +235,21 @@ class Tracker:
             return
         if self._active:
             raise RuntimeError(t("ranks.memtrack.nested"))
+        # Tensors held only by reference cycles (autograd graphs, checkpoint frames) are freed
+        # whenever the cycle collector happens to run, which depends on the process's history
+        # (a forked or warm rank differs from a fresh one): collecting before the step and
+        # pausing the collector during it makes the measured peak the same on every run.
+        gc.collect()
+        was_enabled = gc.isenabled()
+        gc.disable()
         self._begin(i)
         try:
             with _mode_class()(self):
                 yield
         finally:
             self._end()
+            if was_enabled:
+                gc.enable()
 
     # -- hooks -------------------------------------------------------------------------
 
