@@ -36,6 +36,6 @@ fi
 # teardowns. Then the notebooks, two at a time: each spends much of its time waiting for its
 # kernel and its ranks, so two share the cores about 1.4x faster than one after the other.
 status=0
-"${pytest[@]}" --ignore=tests/test_notebooks.py || status=$?
-"${pytest[@]}" -n 2 tests/test_notebooks.py || status=$?
+"${pytest[@]}" --durations=25 --ignore=tests/test_notebooks.py || status=$?
+"${pytest[@]}" --durations=10 -n 2 tests/test_notebooks.py || status=$?
 exit "$status"
