@@ -237,8 +237,8 @@ class Tracker:
             raise RuntimeError(t("ranks.memtrack.nested"))
         # Tensors held only by reference cycles (autograd graphs, checkpoint frames) are freed
         # whenever the cycle collector happens to run, which depends on the process's history
-        # (a forked or warm rank differs from a fresh one): collecting before the step and
-        # pausing the collector during it makes the measured peak the same on every run.
+        # (a forked or warm rank differs from a fresh one): collecting before the step, pausing
+        # the collector during it and collecting at each phase's end makes every run measure alike.
         gc.collect()
         was_enabled = gc.isenabled()
         gc.disable()
@@ -312,6 +312,10 @@ class Tracker:
 
     def _phase(self, name: str, next_stage: str) -> None:
         self._stage = next_stage
+        # The collector is paused during the step (see ``step``): garbage made in this phase (the
+        # first forward of a process keeps its embedding's output in a dead frame of torch's lazy
+        # import of dynamo) is collected here, so that no phase reports what no tensor needs.
+        gc.collect()
         by_dev = {dev: self._categorize(dev) for dev in self._total}
         for dev in self._cuda_devices():
             self._add_untracked(by_dev, dev, self._allocated(dev))
