@@ -73,7 +73,7 @@ def test_setup_env_makes_the_venv_then_does_nothing(fake):
     assert setup(fake, FAKE_NO_TORCH="1") == [
         f"venv {venv}",
         "pip install torch==2.13.0",  # pinned, first, alone: never an unpinned CUDA build
-        f"pip install -e {ROOT}[test]",
+        f"pip install -e {ROOT}[lab,grade,test,browser,hub]",
     ]
     assert setup(fake) == []  # the second run: nothing to do
     assert setup(fake, FAKE_NO_TORCH="1", TORCH_INDEX_URL="https://example.invalid/whl/cpu") == [
@@ -81,7 +81,7 @@ def test_setup_env_makes_the_venv_then_does_nothing(fake):
     ]
     with open(os.path.join(venv, ".labkit-setup"), "w") as f:
         f.write("an older pyproject.toml\n")
-    assert setup(fake) == [f"pip install -e {ROOT}[test]"]  # pyproject changed: labkit again
+    assert setup(fake) == [f"pip install -e {ROOT}[lab,grade,test,browser,hub]"]  # pyproject changed: labkit again
 
 
 def free_port() -> int:
