@@ -7,8 +7,8 @@ in the repository and missing here, and on a docs/environment.md that no longer 
     envvars.get("LABKIT_PG_TIMEOUT")          # the value, else the default below ("120")
     python -m labkit.wire.env --write docs/environment.md    # the table as the docs show it
 
-Two readers cannot go through here and read ``os.environ`` themselves: ``labkit.i18n`` (the base
-layer, below ``wire``) and ``labkit.export.runtime`` (copied into exported scripts that run where
+Three readers cannot go through here and read ``os.environ`` themselves: ``labkit.i18n`` and
+``labkit.log`` (the base layer, below ``wire``) and ``labkit.export.runtime`` (copied into exported scripts that run where
 labkit is not installed). Their variables are listed all the same.
 """
 
@@ -167,6 +167,14 @@ VARS: tuple[Var, ...] = (
         ("labkit.wire.devices",),
         "A file: every process appends there, as JSON lines, each call that touches CUDA (who initialises "
         "CUDA where it must not).",
+    ),
+    Var(
+        "LABKIT_DEBUG",
+        None,
+        USER,
+        ("labkit.log",),
+        "1 (not 0, false, no, off): labkit's DEBUG log (the labkit logger) on stderr, under the cell: a run's command, "
+        "run folder and teardown.",
     ),
     # -- what labkit sets for its ranks and agents -------------------------------------------------
     Var(
