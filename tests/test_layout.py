@@ -40,8 +40,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("models", "memory", "timing", "ranks"),  # formulas and the rank side; no views, no launch
     ("views",),  # what the notebook shows: takes a RunRecord, never a launch.Run
     ("launch",),  # the kernel side of a run: starts ranks, fills a Run, shows it
-    ("export", "course", "grading", "regress", "cli"),  # what is built on runs
+    ("export", "course", "grading", "regress", "cli", "hub"),  # what is built on runs
 )
+# hub: the class JupyterHub's side (launch/hub.sh); it runs in the hub's process, as root, and never in a
+# kernel or a rank: it sits with launch's consumers, and only reads the base (messages) and wire (env)
 WITHIN_LAYER = {
     "memory": {"models"},  # the formulas read the models' configs
     "ranks": {"models", "timing"},  # FSDP units are labkit's blocks; a recorded span's interval arithmetic
