@@ -81,7 +81,7 @@ def to_jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def check_sendable(value: Any, path: str) -> None:
+def _check_sendable(value: Any, path: str) -> None:
     """A ``TypeError`` naming the key (``'stats.files[1]'`` inside containers) where ``value`` holds
     something ``to_jsonable`` would only send as its ``repr``: a lock or an open file would otherwise
     arrive in the notebook as the string ``'<unlocked _thread.lock object at 0x…>'``.
@@ -91,16 +91,16 @@ def check_sendable(value: Any, path: str) -> None:
         return
     if isinstance(value, dict):
         for k, v in value.items():
-            check_sendable(v, f"{path}.{k}" if path else str(k))
+            _check_sendable(v, f"{path}.{k}" if path else str(k))
     elif isinstance(value, (list, tuple, set)):
         for i, v in enumerate(value):
-            check_sendable(v, f"{path}[{i}]")
+            _check_sendable(v, f"{path}[{i}]")
     elif callable(getattr(value, "tolist", None)):
         return  # torch.Tensor, numpy arrays and scalars: numbers
     elif hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
         import dataclasses
 
-        check_sendable(dataclasses.asdict(value), path)
+        _check_sendable(dataclasses.asdict(value), path)
     else:
         from labkit.i18n import t
 
@@ -125,7 +125,7 @@ def report(**named_values: Any) -> None:
     Numbers, strings, None, tensors, numpy values, dataclasses, and lists and dicts of them;
     anything else raises ``TypeError`` naming its key (send ``str(value)`` to send its text).
     """
-    check_sendable(named_values, "")
+    _check_sendable(named_values, "")
     clean = to_jsonable(named_values)
     values.update(clean)
     send(Msg.REPORT, values=clean)
