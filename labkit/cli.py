@@ -49,7 +49,10 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from labkit import __version__
+
     parser = argparse.ArgumentParser(prog="labkit", description=t("cli.description"))
+    parser.add_argument("--version", action="version", version=f"fsdp-labkit {__version__}", help=t("cli.version.help"))
     parser.add_argument("--lang", default=None, help=t("cli.lang.help"))
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help=t("cli.run.help"))

@@ -21,4 +21,5 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "cli.cleanup.done": {"en": "killed {n} process(es)", "ro": "au fost oprite {n} procese"},
     "cli.lang.help": {"en": "language of messages (en or ro)", "ro": "limba mesajelor (en sau ro)"},
+    "cli.version.help": {"en": "print labkit's version and stop", "ro": "afișează versiunea labkit și se oprește"},
 }

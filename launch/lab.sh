@@ -7,6 +7,10 @@
 #
 # A lesson's source (NN_name.md) opens as a notebook on a double click: jupytext reads and saves it,
 # and launch/jupyter/labconfig (on JUPYTER_CONFIG_PATH) makes its notebook view the default for .md files.
+# The same labconfig sets fetchNews "false": JupyterLab otherwise asks every new user "Would you like
+# to get notified about official Jupyter news?" (news_url=None below stops the fetch, not the question).
+# launch/jupyter/jupyter_server_config.json: no language-server extension (none is installed; it only
+# slows the start).
 #
 # Listens on 127.0.0.1 with a fresh random token (in the environment, not on the command line,
 # where `ps` would show it to every user of the machine). Extra arguments go to `jupyter lab`.

@@ -10,8 +10,9 @@
 #   TORCH_INDEX_URL  an index for torch only, e.g. https://download.pytorch.org/whl/cpu for a
 #                    CPU build (PyPI's Linux torch is the CUDA build, several GB with its libraries)
 # torch goes in first and on its own, pinned: `pip install -e .` alone would pick whatever
-# torch it finds. labkit goes in (editable, with the test extra) when it is missing, is
-# another checkout's, or pyproject.toml changed since the last run (a stamp in the venv).
+# torch it finds. labkit goes in (editable, with the extras the lab and the tests need: lab,
+# grade, test, browser, hub) when it is missing, is another checkout's, or pyproject.toml changed
+# since the last run (a stamp in the venv).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 # shellcheck source=launch/lib.sh
@@ -43,6 +44,6 @@ have=$(cat "$stamp" 2>/dev/null || true)
 where=$(cd / && "$py" -c 'import os, labkit; print(os.path.dirname(os.path.dirname(os.path.realpath(labkit.__file__))))' 2>/dev/null) || where=
 if [ "$where" != "$repo" ] || [ "$have" != "$want" ]; then
     say "labkit: installing labkit from %s" "labkit: instalez labkit din %s" "$repo"
-    "$py" -m pip install -e "${repo}[test]"
+    "$py" -m pip install -e "${repo}[lab,grade,test,browser,hub]"
     echo "$want" >"$stamp"
 fi

@@ -18,14 +18,18 @@ if [ "${1:-}" = "--fast" ]; then
   # launch-backed tests are marked slow, the browser's browser: what is left needs neither ranks nor Chromium
   exec "${pytest[@]}" -m "not slow and not browser" "$@"
 fi
-# The browser tests drive Debian's Chromium (never a downloaded browser build).
-if ! command -v chromium >/dev/null 2>&1; then
+# The browser tests drive Debian's Chromium (never a downloaded browser build); the class hub's
+# tests (launch/hub.sh) install configurable-http-proxy with npm.
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing chromium for the browser tests"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-      || echo "chromium could not be installed: the browser tests will be skipped"
+    echo "installing ${missing[*]} for the browser and hub tests"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \
+      || echo "${missing[*]} could not be installed: the tests that need them will be skipped"
   else
-    echo "chromium is not installed (apt-get install chromium): the browser tests will be skipped"
+    echo "${missing[*]} not installed (apt-get install ${missing[*]}): the tests that need them will be skipped"
   fi
 fi
 lint

@@ -196,7 +196,7 @@ def test_a_recorded_run_is_shown_as_the_cell_would_show_it():
     from labkit.views import dashboard
 
     table = dashboard.rank_table_html(run)
-    assert table.count("<tr class='labkit-rank'") == 2 and "color:#d62728" in table
+    assert table.count("<tr class='labkit-rank'") == 2 and f"color:{dashboard.ERROR}" in table
     assert "no memory samples" in dashboard.memory_svg(run)  # the fixtures keep no memory samples
 
 

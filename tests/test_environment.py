@@ -21,8 +21,8 @@ SCANNED = ("labkit", "tests", "benchmarks", "launch", "docs")
 SUFFIXES = {".py", ".sh", ".md", ".yaml", ".yml", ".sbatch", ".toml", ".cfg", ".txt", ""}
 # the registry, its page, and this file (its made-up names test the registry itself)
 REGISTRY_FILES = {ROOT / "labkit" / "wire" / "env.py", ROOT / "docs" / "environment.md", Path(__file__).resolve()}
-# read os.environ themselves: the base layer (below wire), and the runtime copied into exported scripts
-DIRECT_READERS = {"labkit/i18n.py", "labkit/export/runtime.py", "labkit/wire/env.py"}
+# read os.environ themselves: the base layer (below wire: i18n, log), and the runtime copied into exported scripts
+DIRECT_READERS = {"labkit/i18n.py", "labkit/log.py", "labkit/export/runtime.py", "labkit/wire/env.py"}
 
 
 def text_files() -> list[Path]:

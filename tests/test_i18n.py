@@ -62,6 +62,11 @@ NOT_KEYS = {
     "memory.phases": "the record's memory phases",
     "memory.at_peak.": "a memory category at the peak, in a record",
     "memory.sampled_peak.": "a sampled peak (rss, allocated, ...), in a record",
+    "memory.max": "a cgroup v2 file (labkit.hub.limits)",
+    "memory.swap.max": "a cgroup v2 file (labkit.hub.limits)",
+    "memory.limit_in_bytes": "a cgroup v1 file (labkit.hub.limits)",
+    "hub.sh": "launch/hub.sh, a file name",
+    "hub.log": "a test hub's log file (labkit.testing.hub)",
 }
 
 

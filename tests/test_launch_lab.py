@@ -73,7 +73,7 @@ def test_setup_env_makes_the_venv_then_does_nothing(fake):
     assert setup(fake, FAKE_NO_TORCH="1") == [
         f"venv {venv}",
         "pip install torch==2.13.0",  # pinned, first, alone: never an unpinned CUDA build
-        f"pip install -e {ROOT}[test]",
+        f"pip install -e {ROOT}[lab,grade,test,browser,hub]",
     ]
     assert setup(fake) == []  # the second run: nothing to do
     assert setup(fake, FAKE_NO_TORCH="1", TORCH_INDEX_URL="https://example.invalid/whl/cpu") == [
@@ -81,7 +81,7 @@ def test_setup_env_makes_the_venv_then_does_nothing(fake):
     ]
     with open(os.path.join(venv, ".labkit-setup"), "w") as f:
         f.write("an older pyproject.toml\n")
-    assert setup(fake) == [f"pip install -e {ROOT}[test]"]  # pyproject changed: labkit again
+    assert setup(fake) == [f"pip install -e {ROOT}[lab,grade,test,browser,hub]"]  # pyproject changed: labkit again
 
 
 def free_port() -> int:
@@ -138,7 +138,16 @@ def test_lab_starts_on_loopback_with_a_token(fake, tmp_path):
     with running_lab(fake, tmp_path) as (base, token):
         assert get(f"{base}/api/status")[0] == 403  # no token, no lab
         status, page = get(f"{base}/lab?token={token}")
-        assert status == 200 and re.search(r'"news":\s*\{\s*"disabled":\s*true', page)  # no news prompt
+        assert status == 200 and re.search(r'"news":\s*\{\s*"disabled":\s*true', page)  # no news fetched
+        # and no "Would you like to get notified about official Jupyter news?": JupyterLab asks it
+        # whenever fetchNews is "none", its default, whatever news_url says
+        status, body = get(f"{base}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}")
+        schema = json.loads(body)["schema"]["properties"]
+        assert (
+            status == 200
+            and schema["fetchNews"]["default"] == "false"
+            and schema["checkForUpdates"]["default"] is False
+        )
         status, body = get(f"{base}/api/contents?token={token}")
         assert status == 200 and {item["name"] for item in json.loads(body)["content"]} >= {"en", "ro"}
         # the token is in the environment, not on any command line `ps` shows

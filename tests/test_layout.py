@@ -33,15 +33,17 @@ LONG_FILES_ALLOWED = (LABKIT / "course" / "lessons",)  # a lesson's source is it
 # The layers, lowest first. A package may import its own modules, the base, and the packages of the
 # layers below it; the few edges inside a layer are listed. ``testing`` (test jobs, cluster fixtures)
 # may import anything, and nothing of labkit imports it.
-BASE = "base"  # labkit/__init__.py (the public names), i18n, fmt
+BASE = "base"  # labkit/__init__.py (the public names), i18n, fmt, log (the labkit logger)
 LAYERS: tuple[tuple[str, ...], ...] = (
     (BASE,),
     ("wire",),  # the kernel<->rank contract: both sides import it, it imports neither
     ("models", "memory", "timing", "ranks"),  # formulas and the rank side; no views, no launch
     ("views",),  # what the notebook shows: takes a RunRecord, never a launch.Run
     ("launch",),  # the kernel side of a run: starts ranks, fills a Run, shows it
-    ("export", "course", "grading", "regress", "cli"),  # what is built on runs
+    ("export", "course", "grading", "regress", "cli", "hub"),  # what is built on runs
 )
+# hub: the class JupyterHub's side (launch/hub.sh); it runs in the hub's process, as root, and never in a
+# kernel or a rank: it sits with launch's consumers, and only reads the base (messages) and wire (env)
 WITHIN_LAYER = {
     "memory": {"models"},  # the formulas read the models' configs
     "ranks": {"models", "timing"},  # FSDP units are labkit's blocks; a recorded span's interval arithmetic
@@ -65,9 +67,10 @@ NO_TORCH = ("labkit.memory", "labkit.timing")
 
 
 def package(module: str) -> str:
-    """``labkit.launch.group`` -> ``launch``; labkit itself, ``labkit.i18n``, ``labkit.fmt`` and ``labkit.messages`` -> base."""
+    """``labkit.launch.group`` -> ``launch``; labkit itself, ``labkit.i18n``, ``labkit.fmt``, ``labkit.log`` and
+    ``labkit.messages`` -> base."""
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] in ("i18n", "fmt", "messages"):
+    if len(parts) == 1 or parts[1] in ("i18n", "fmt", "log", "messages"):
         return BASE
     return parts[1]
 

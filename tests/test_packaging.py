@@ -30,7 +30,9 @@ def test_environment_yml_matches_pyproject():
         project = tomllib.load(f)["project"]
     with open(os.path.join(ROOT, "environment.yml")) as f:
         env = yaml.safe_load(f)
-    wanted = {CONDA_NAMES.get(n, n): spec for n, spec in map(split, project["dependencies"])}
+    # the student side: the dependencies and the [lab] extra, not the test or grading tools
+    student = project["dependencies"] + project["optional-dependencies"]["lab"]
+    wanted = {CONDA_NAMES.get(n, n): spec for n, spec in map(split, student)}
     conda = [d for d in env["dependencies"] if isinstance(d, str)]
     have = {n: spec for n, spec in map(split, conda) if n not in ("python", "pip")}
     assert have == wanted

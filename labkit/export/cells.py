@@ -64,7 +64,9 @@ def torchrun_cells(cells: list[dict[str, Any]]) -> list[TorchrunCell]:
                 line = expand_line(line, i, bindings)
             except OptionError as exc:
                 problem = exc
-            found.append(TorchrunCell(i, line, parts[1], parse_line(line), problem))
+            opts = parse_line(line)
+            if opts is not None:  # `%%torchrun --help` runs nothing in the notebook: nothing to export
+                found.append(TorchrunCell(i, line, parts[1], opts, problem))
     return found
 
 

@@ -30,6 +30,7 @@ def _labkit_standin_rank(wire):
     mod = types.ModuleType("labkit.ranks.rank")
     mod.values = {}
     count = [0]  # the next step's index, as labkit.rank keeps it
+    steps_total = [None]  # n of the steps(n) loop running now
     channel = [None]  # a channel given by use_channel (an exported script has none of its own)
     phase_hooks, step_hooks = [], []
     mod.rank = lambda: int(os.environ.get("RANK", "0"))
@@ -62,12 +63,13 @@ def _labkit_standin_rank(wire):
     @contextlib.contextmanager
     def step(index=None):
         i = count[0] if index is None else index
+        total = {} if steps_total[0] is None else {"n": steps_total[0]}  # inside steps(n), as labkit.rank
         t0 = time.perf_counter()
-        send("step_start", i=i)
+        send("step_start", i=i, **total)
         yield
         dt = time.perf_counter() - t0
         count[0] = i + 1
-        send("step", i=i, dt=dt)
+        send("step", i=i, dt=dt, **total)
         for hook in list(step_hooks):
             hook(i)
 
@@ -78,9 +80,13 @@ def _labkit_standin_rank(wire):
         count[0] = 0
 
     def steps(n):
-        for i in range(n):
-            with step(i):
-                yield i
+        steps_total[0] = n
+        try:
+            for i in range(n):
+                with step(i):
+                    yield i
+        finally:
+            steps_total[0] = None
 
     def device():
         import torch

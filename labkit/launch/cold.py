@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import labkit
+from labkit import log as logs
 from labkit.i18n import t
 from labkit.launch import diagnose, finished
 from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes
@@ -106,6 +107,7 @@ class Launch:
             if outcome == Outcome.TIMEOUT:  # where each hung rank is, before the teardown moves it
                 self.group.dump_stacks([s.pid for s in run.ranks.values() if s.pid and s.exit_code is None])
             self.group.end(run)
+            logs.get(__name__).debug("%s: ended (%s), processes left: %s", run.run_id, outcome, run.unkillable)
             error = diagnose.explain(
                 run,
                 outcome,

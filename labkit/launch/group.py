@@ -32,11 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from labkit import log
 from labkit.i18n import t
 from labkit.launch import prefork
 from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
 from labkit.launch.options import RunConfig, check_picklable, emulated, multinode
+from labkit.launch.psfind import PROC, with_env
 from labkit.launch.run import Run
 from labkit.launch.rundirs import prune_runs, runs_root
 from labkit.ranks.profiling import profile_dir
@@ -50,6 +52,7 @@ from labkit.wire.protocol import Msg, Outcome, message
 SCRUB_PREFIXES = ("SLURM_", "TORCHELASTIC_", "PMI_", "OMPI_")
 SCRUB_NAMES = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"}
 POLL = 0.05  # seconds the loop waits on the channel per turn
+logger = log.get(__name__)
 
 
 @dataclass
@@ -151,14 +154,15 @@ class RankGroup:
         if self.nodes is not None:
             env = self.nodes.env({**env, "LABKIT_SOCKET": self.server.address or sock}, self.cfg.timeout)
             command = self.nodes.command(command)
-        log = os.path.join(self.run_dir, "agent.log")
+        agent_log = os.path.join(self.run_dir, "agent.log")
+        logger.debug("%s: starting %s in %s", self.run_id, " ".join(command), self.run_dir)
         try:
             if self.nodes is None:  # forked from the process that imported torch already (labkit.launch.prefork)
-                self.proc = prefork.spawn_agent(command[3:], env, log, self.cfg.env, prune=root)
+                self.proc = prefork.spawn_agent(command[3:], env, agent_log, self.cfg.env, prune=root)
             if self.proc is None:  # a new interpreter: srun or ssh for several nodes, or no usable prefork server
                 if self.nodes is None and prefork.enabled():
                     prune_runs(root)
-                self._agent_log = open(log, "wb")
+                self._agent_log = open(agent_log, "wb")
                 self.proc = subprocess.Popen(
                     command,
                     env=env,
@@ -401,15 +405,17 @@ def find_run_processes(run_id: str | None = None) -> list[int]:
     """PIDs of our processes whose environment carries LABKIT_RUN_ID (= run_id, or any)."""
     marker = f"LABKIT_RUN_ID={run_id}".encode() if run_id else b"LABKIT_RUN_ID=run-"
     me, uid, found = os.getpid(), os.getuid(), []
-    for name in os.listdir("/proc"):
+    if not os.path.isdir(PROC):  # not Linux: psutil asks the system
+        return with_env(marker, exact=bool(run_id))
+    for name in os.listdir(PROC):
         if not name.isdigit() or int(name) == me:
             continue
         try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
+            if os.stat(f"{PROC}/{name}").st_uid != uid:
                 continue
-            with open(f"/proc/{name}/environ", "rb") as f:
+            with open(f"{PROC}/{name}/environ", "rb") as f:
                 env = f.read()
-            with open(f"/proc/{name}/stat", "rb") as f:
+            with open(f"{PROC}/{name}/stat", "rb") as f:
                 if f.read().split(b") ")[-1][:1] == b"Z":
                     continue  # a zombie is already dead; its parent will reap it
         except OSError:

@@ -1,5 +1,9 @@
 """Each rank's output, tailed from its files: the rank writes ``rank{R}.out``/``.err`` in the run's
 folder, the kernel reads what was appended. The tail stays in memory; the whole stays on disk.
+
+Lines are shown as a terminal shows them: a carriage return goes back to the start of the line
+and what follows overwrites it, so a progress bar (tqdm writes ``\r`` and the bar again) is one
+line that changes, and its latest state is shown while it is still being drawn.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class RankLog:
         self._offset = {"stdout": 0, "stderr": 0}
         self._start = {"stdout": 0, "stderr": 0}
         self._partial = {"stdout": b"", "stderr": b""}
+        self.live = {"stdout": "", "stderr": ""}  # the line being written (no newline yet), as shown
         self.last_line = ""
 
     def start_at_end(self) -> None:
@@ -50,12 +55,20 @@ class RankLog:
             self._offset[name] += len(data)
             data = self._partial[name] + data
             lines = data.split(b"\n")
-            self._partial[name] = lines.pop()
-            if len(self._partial[name]) > LOG_LINE_CHARS:  # a huge line with no newline yet
-                lines.append(self._partial[name])
-                self._partial[name] = b""
+            partial = collapse_cr(lines.pop())  # a progress bar redrawn 1000 times stays one line
+            if len(render_cr(partial)) > LOG_LINE_CHARS:  # a huge line with no newline yet
+                lines.append(partial)
+                partial = b""
+            self._partial[name] = partial
             self._add(name, lines)
+            self._show_live(name)
         return grew
+
+    def _show_live(self, name: str) -> None:
+        live = _clean(render_cr(self._partial[name]).decode("utf-8", errors="replace")[:LOG_LINE_CHARS])
+        self.live[name] = live
+        if live.strip():
+            self.last_line = live
 
     def flush(self) -> None:
         while self.poll():
@@ -64,10 +77,12 @@ class RankLog:
             if self._partial[name]:
                 self._add(name, [self._partial[name]])
                 self._partial[name] = b""
+                self.live[name] = ""
 
     def _add(self, name: str, lines: list[bytes]) -> None:
-        # bytes -> text: invalid UTF-8 becomes U+FFFD; control characters are dropped
-        text = [_clean(b.decode("utf-8", errors="replace")[:LOG_LINE_CHARS]) for b in lines]
+        # bytes -> text as a terminal shows it: \r overwrites, invalid UTF-8 becomes U+FFFD,
+        # other control characters are dropped
+        text = [_clean(render_cr(b).decode("utf-8", errors="replace")[:LOG_LINE_CHARS]) for b in lines]
         if text:
             self.last_line = next((s for s in reversed(text) if s.strip()), self.last_line)
         buf = self.streams[name]
@@ -83,7 +98,8 @@ class RankLog:
         if self.dropped[name]:
             path = self.stdout_path if name == "stdout" else self.stderr_path
             head = [t("launch.log.truncated", n=self.dropped[name], path=path)]
-        return "\n".join(head + lines)
+        live = [self.live[name]] if self.live[name] else []
+        return "\n".join(head + lines + live)
 
     @property
     def stdout(self) -> str:
@@ -105,6 +121,23 @@ class RankLog:
 
     def __repr__(self) -> str:
         return f"<RankLog rank {self.rank}: {len(self.streams['stdout'])} stdout, {len(self.streams['stderr'])} stderr lines>"
+
+
+def render_cr(line: bytes) -> bytes:
+    """One line as a terminal leaves it: after each ``\r`` the text overwrites the line from its start."""
+    if b"\r" not in line:
+        return line
+    shown = b""
+    for part in line.split(b"\r"):
+        shown = part + shown[len(part) :]
+    return shown
+
+
+def collapse_cr(line: bytes) -> bytes:
+    """An unfinished line, shortened to what a terminal shows plus the text after the last ``\r``
+    (the cursor is there: the next bytes overwrite from that column on)."""
+    head, cr, tail = line.rpartition(b"\r")
+    return render_cr(head) + cr + tail if cr else line
 
 
 def _clean(s: str) -> str:

@@ -35,9 +35,21 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse would call sys.exit(); we raise instead
         raise OptionError(t("launch.magic.bad_option", magic=self.prog, error=message, usage=self.usage))
 
+    def format_help(self) -> str:
+        """The options in the user's language: argparse's own headings ("usage:", "options:") are English."""
+        f = self._get_formatter()
+        usage = (self.usage or "").replace("%", "%%")  # argparse formats it with %: keep %%torchrun as typed
+        f.add_usage(usage, self._actions, self._mutually_exclusive_groups, prefix=t("launch.magic.help.usage"))
+        f.start_section(t("launch.magic.help.options"))
+        f.add_arguments(self._actions)
+        f.end_section()
+        return f.format_help()
+
 
 def _new_parser(magic: str, usage_key: str) -> argparse.ArgumentParser:
-    return _Parser(prog=magic, add_help=False, usage=t(usage_key))
+    p = _Parser(prog=magic, add_help=False, usage=t(usage_key))
+    p.add_argument("-h", "--help", action="store_true", help=t("launch.magic.help.help"))  # parse_line prints it
+    return p
 
 
 def parser() -> argparse.ArgumentParser:
@@ -82,13 +94,22 @@ def ranks_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_line(line: str, p: argparse.ArgumentParser | None = None) -> argparse.Namespace:
+def parse_line(line: str, p: argparse.ArgumentParser | None = None) -> argparse.Namespace | None:
+    """The options on a magic's line; None when they ask for ``--help`` (then printed, and nothing runs)."""
     p = p or parser()
     try:
         words = shlex.split(line)
     except ValueError as exc:
         raise OptionError(t("launch.magic.bad_option", magic=p.prog, error=exc, usage=p.usage)) from None
+    if "-h" in words or "--help" in words:  # before parsing: `--help` beside a bad option still helps
+        print(p.format_help(), flush=True)
+        return None
     return p.parse_args(words)
+
+
+def help_text(p: argparse.ArgumentParser | None = None) -> str:
+    """What ``%%torchrun?`` shows: the options, in the language of the moment."""
+    return (p or parser()).format_help()
 
 
 def pick_vars(names: str, namespace: dict[str, Any]) -> dict[str, Any]:
@@ -102,12 +123,14 @@ def pick_vars(names: str, namespace: dict[str, Any]) -> dict[str, Any]:
     return picked
 
 
-def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
-    """What ``%%torchrun`` does."""
+def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run | None:
+    """What ``%%torchrun`` does (None after ``--help``: nothing ran)."""
     from labkit.launch.cold import torchrun
     from labkit.launch.options import parse_env
 
     opts = parse_line(line)
+    if opts is None:
+        return None
     try:
         return torchrun(
             "\n" + cell,  # line 1 of the cell is the %%torchrun line: keep line numbers as the student sees them
@@ -142,13 +165,15 @@ def current() -> Session | None:
     return _session
 
 
-def start_line(line: str) -> Session:
-    """What ``%torchrun_start`` does."""
+def start_line(line: str) -> Session | None:
+    """What ``%torchrun_start`` does (after ``--help``, nothing: the session as it was)."""
     global _session
     from labkit.launch.options import parse_env
     from labkit.launch.warm import Session
 
     opts = parse_line(line, start_parser())
+    if opts is None:
+        return _session
     env = parse_env(opts.env)
     if _session is not None and _session.alive:
         print(t("launch.warm.replacing"), flush=True)
@@ -161,11 +186,13 @@ def start_line(line: str) -> Session:
     return _session
 
 
-def ranks_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run:
-    """What ``%%ranks`` does."""
+def ranks_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run | None:
+    """What ``%%ranks`` does (None after ``--help``: nothing ran)."""
     from labkit.launch.warm import SessionEnded
 
     opts = parse_line(line, ranks_parser())
+    if opts is None:
+        return None
     if _session is None:
         raise SessionEnded(t("launch.warm.none"))
     try:
@@ -234,6 +261,11 @@ def register(ipython: Any) -> None:
             finally:
                 self._keep(run)
 
+        # `%%torchrun?` asks IPython for the doc, through getdoc() when there is one: the help
+        # as the magic's own --help prints it, in the language chosen at that moment
+        torchrun.getdoc = lambda: help_text(parser())  # type: ignore[attr-defined]
+        ranks.getdoc = lambda: help_text(ranks_parser())  # type: ignore[attr-defined]
+
         @line_magic
         def labkit_lang(self, line: str) -> None:
             set_lang(line.strip() or None)
@@ -242,6 +274,8 @@ def register(ipython: Any) -> None:
         @line_magic
         def torchrun_start(self, line: str) -> None:
             start_line(line)
+
+        torchrun_start.getdoc = lambda: help_text(start_parser())  # type: ignore[attr-defined]
 
         @line_magic
         def torchrun_stop(self, line: str) -> None:

@@ -109,6 +109,12 @@ MESSAGES: dict[str, dict[str, str]] = {
     # labkit.launch.magic
     "launch.magic.bad_option": {"en": "{magic}: {error}\nusage: {usage}", "ro": "{magic}: {error}\nutilizare: {usage}"},
     "launch.magic.lang": {"en": "labkit speaks English now.", "ro": "labkit vorbește acum românește."},
+    "launch.magic.help.usage": {"en": "usage: ", "ro": "utilizare: "},
+    "launch.magic.help.options": {"en": "options", "ro": "opțiuni"},
+    "launch.magic.help.help": {
+        "en": "show these options and run nothing",
+        "ro": "arată aceste opțiuni și nu rulează nimic",
+    },
     "launch.warm.started": {
         "en": "{nproc} warm ranks ({backend}) ready in {seconds:.1f} s: run cells on them with %%ranks",
         "ro": "{nproc} ranguri persistente ({backend}) gata în {seconds:.1f} s: rulați celule pe ele cu %%ranks",

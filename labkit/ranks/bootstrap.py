@@ -424,11 +424,9 @@ def cut_collectives() -> None:
             except Exception:
                 pass
     store_port = int(os.environ.get("MASTER_PORT", "0"))
-    for name in os.listdir("/proc/self/fd"):
+    for fd in _socket_fds():
         try:
-            if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
-                continue
-            sock = socket.socket(fileno=os.dup(int(name)))
+            sock = socket.socket(fileno=os.dup(fd))
         except OSError:
             continue
         try:
@@ -439,6 +437,25 @@ def cut_collectives() -> None:
             pass
         finally:
             sock.close()
+
+
+FDS = "/proc/self/fd"
+
+
+def _socket_fds() -> list[int]:
+    """This process's socket descriptors: from /proc on Linux, else psutil's TCP connections."""
+    if not os.path.isdir(FDS):
+        import psutil
+
+        return [c.fd for c in psutil.Process().net_connections("tcp") if c.fd >= 0]
+    fds = []
+    for name in os.listdir(FDS):
+        try:
+            if os.readlink(f"{FDS}/{name}").startswith("socket:"):
+                fds.append(int(name))
+        except OSError:
+            continue
+    return fds
 
 
 if __name__ == "__main__":

@@ -5,6 +5,13 @@ this module the first time one of its keys is asked for.
 """
 
 MESSAGES: dict[str, dict[str, str]] = {
+    # labkit.ranks.rank
+    "ranks.report.unsendable": {
+        "en": "rank.report: {name!r} is a {type}, which cannot be sent to the notebook; report numbers, strings, "
+        "tensors, lists or dicts of them (str(value) sends its text)",
+        "ro": "rank.report: {name!r} este un {type}, care nu poate fi trimis notebook-ului; raportați numere, "
+        "șiruri, tensori, liste sau dicționare ale lor (str(valoare) trimite textul)",
+    },
     # labkit.ranks.memtrack
     "ranks.memtrack.nested": {
         "en": "memtrack: a step is already being measured; steps do not nest",

@@ -81,6 +81,32 @@ def to_jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def _check_sendable(value: Any, path: str) -> None:
+    """A ``TypeError`` naming the key (``'stats.files[1]'`` inside containers) where ``value`` holds
+    something ``to_jsonable`` would only send as its ``repr``: a lock or an open file would otherwise
+    arrive in the notebook as the string ``'<unlocked _thread.lock object at 0x…>'``.
+
+    Only ``report`` checks: labkit's own messages keep ``to_jsonable``'s repr fallback."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_sendable(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple, set)):
+        for i, v in enumerate(value):
+            _check_sendable(v, f"{path}[{i}]")
+    elif callable(getattr(value, "tolist", None)):
+        return  # torch.Tensor, numpy arrays and scalars: numbers
+    elif hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
+        import dataclasses
+
+        _check_sendable(dataclasses.asdict(value), path)
+    else:
+        from labkit.i18n import t
+
+        raise TypeError(t("ranks.report.unsendable", name=path, type=type(value).__qualname__))
+
+
 def send(kind: str, **payload: Any) -> None:
     """Send one message of type ``kind`` to the notebook (used by labkit's own trackers)."""
     msg = stamped(kind, **to_jsonable(payload))
@@ -94,7 +120,12 @@ def send(kind: str, **payload: Any) -> None:
 
 
 def report(**named_values: Any) -> None:
-    """Send named values to the notebook; they appear in ``run.values[rank]``."""
+    """Send named values to the notebook; they appear in ``run.values[rank]``.
+
+    Numbers, strings, None, tensors, numpy values, dataclasses, and lists and dicts of them;
+    anything else raises ``TypeError`` naming its key (send ``str(value)`` to send its text).
+    """
+    _check_sendable(named_values, "")
     clean = to_jsonable(named_values)
     values.update(clean)
     send(Msg.REPORT, values=clean)
@@ -110,24 +141,31 @@ def step(index: int | None = None) -> Iterator[None]:
     """Time one training step: ``with rank.step(): ...``. The ``on_step`` hooks run after it."""
     global _step_count
     i = _step_count if index is None else index
+    total = {} if _steps_total is None else {"n": _steps_total}  # rank.steps(n): the dashboard shows i/n, time left
     t0 = time.perf_counter()
-    send(Msg.STEP_START, i=i)
+    send(Msg.STEP_START, i=i, **total)
     yield
     dt = time.perf_counter() - t0
     _step_count = i + 1
-    send(Msg.STEP, i=i, dt=dt)
+    send(Msg.STEP, i=i, dt=dt, **total)
     for hook in list(_step_hooks):  # on this (the main) thread, between steps: tensors are safe to read
         hook(i)
 
 
 _step_count = 0
+_steps_total: int | None = None  # n of the rank.steps(n) loop running now
 
 
 def steps(n: int) -> Iterator[int]:
-    """``for i in rank.steps(n):`` yields 0..n-1 and times each step."""
-    for i in range(n):
-        with step(i):
-            yield i
+    """``for i in rank.steps(n):`` yields 0..n-1 and times each step (the dashboard shows i/n and the time left)."""
+    global _steps_total
+    _steps_total = n
+    try:
+        for i in range(n):
+            with step(i):
+                yield i
+    finally:
+        _steps_total = None
 
 
 def current_step() -> int:

@@ -12,7 +12,9 @@ What is sampled, and why:
   state, and tensors bound to variables, each storage once. Activations that only
   autograd holds are not visible this way; ``labkit.memtrack`` measures them by
   category when a lesson asks for it.
-- The process RSS (from /proc/self/statm), for everything else torch and Python hold.
+- The process RSS (from /proc/self/statm; elsewhere psutil's, the same number: not
+  ``ru_maxrss``, which is the peak, and in bytes on macOS but KiB on Linux), for everything
+  else torch and Python hold.
 
 Only counters are read on the background thread (RSS, and CUDA's allocator statistics).
 Walking tensors there is not safe: the main thread changes them in C++ without the GIL
@@ -32,16 +34,18 @@ from typing import Any
 from labkit.wire.protocol import Msg
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+STATM = "/proc/self/statm"  # Linux; a read of it costs a few microseconds
 
 
 def rss_bytes() -> int:
+    """This process's resident memory now, in bytes."""
     try:
-        with open("/proc/self/statm") as f:
+        with open(STATM) as f:
             return int(f.read().split()[1]) * _PAGE
     except (OSError, ValueError, IndexError):
-        import resource
+        import psutil
 
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return int(psutil.Process().memory_info().rss)
 
 
 def reachable_tensor_bytes(namespace: dict[str, Any]) -> int:

@@ -24,15 +24,34 @@ from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import ELAPSED, Msg, Status
 from labkit.wire.records import RunRecord
 
+# JupyterLab's theme variables (light, dark or high contrast), each with a fallback for a
+# frontend without them (classic notebook, VS Code): text and lines follow the theme
+TEXT = "var(--jp-ui-font-color1, currentColor)"
+MUTED = "var(--jp-ui-font-color2, #888)"
+LINES = "var(--jp-border-color1, #999)"
+ERROR = "var(--jp-error-color1, #d62728)"
 STATUS_COLORS = {
-    Status.STARTING: "#888",
-    Status.RUNNING: "#1f77b4",
-    Status.DONE: "#2ca02c",
-    Status.FAILED: "#d62728",
-    Status.KILLED: "#d62728",
-    Status.STOPPED: "#ff7f0e",
+    Status.STARTING: MUTED,
+    Status.RUNNING: "var(--jp-brand-color1, #1f77b4)",
+    Status.DONE: "var(--jp-success-color1, #2ca02c)",
+    Status.FAILED: ERROR,
+    Status.KILLED: ERROR,
+    Status.STOPPED: "var(--jp-warn-color1, #ff7f0e)",
 }
-RANK_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+# matplotlib's tab10: mid-tones that read on a light and on a dark background
+RANK_COLORS = [
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+]
+MANY_RANKS = 8  # above: short tab titles, a scrolled table
 TABLE_PERIOD = 0.25  # seconds between table refreshes (4 per second at most)
 PLOT_PERIOD = 1.0  # seconds between plot refreshes
 LOG_LINES_SHOWN = 80
@@ -225,7 +244,7 @@ class WidgetView:
             self._figures = figures_html(run)
         self.body.value = body_html(run, self._figures)
         if self.tabs is not None:
-            titles = tuple(t("views.dash.rank", rank=runview.rank_label(run, r)) for r in run.ranks)  # node/local rank
+            titles = tuple(tab_title(run, r) for r in run.ranks)  # node/local rank, once the hellos say
             if titles != tuple(self.tabs.titles):
                 self.tabs.titles = titles
         self._update_logs(run)
@@ -236,7 +255,7 @@ class WidgetView:
             if not any(any(size) for size in sizes.values()):
                 return  # no rank has printed anything yet: no tabs (a silent warm cell opens none)
             self.logs = {r: self._html() for r in run.ranks}
-            titles = [t("views.dash.rank", rank=runview.rank_label(run, r)) for r in run.ranks]
+            titles = [tab_title(run, r) for r in run.ranks]
             self.tabs = self.w.Tab(
                 children=[self.logs[r] for r in run.ranks], titles=titles, layout=shared_defaults(self.w)["layout"]
             )
@@ -280,6 +299,19 @@ def body_html(run: RunRecord, figures: str) -> str:
     return f"<div>{rank_table_html(run)}</div>{figures}"
 
 
+def rank_color(r: int, nranks: int) -> str:
+    """Rank ``r``'s line colour: tab10 up to 10 ranks, then hues spread evenly (no two ranks alike)."""
+    if nranks <= len(RANK_COLORS):
+        return RANK_COLORS[r]
+    return f"hsl({round(360 * r / nranks)}, 70%, 55%)"
+
+
+def tab_title(run: RunRecord, r: int) -> str:
+    """ "rank 3", or only "3" when there are many tabs to fit in one row."""
+    label = runview.rank_label(run, r)
+    return label if len(run.ranks) > MANY_RANKS else t("views.dash.rank", rank=label)
+
+
 def rank_table_html(run: RunRecord) -> str:
     rows = runview.rows(run)
     cols = ["rank", "status", "mem", "peak", "step", "steps", "log"]
@@ -290,7 +322,7 @@ def rank_table_html(run: RunRecord) -> str:
     )
     body = []
     for row, state in zip(rows, run.ranks.values()):
-        color = STATUS_COLORS.get(state.status, "#000")
+        color = STATUS_COLORS.get(state.status, TEXT)
         cells = []
         for c in cols:
             style = "padding:2px 8px"
@@ -300,7 +332,10 @@ def rank_table_html(run: RunRecord) -> str:
                 style += ";font-family:monospace;max-width:420px;overflow:hidden;white-space:nowrap"
             cells.append(f"<td class='labkit-{c}' style='{style}'>{html.escape(row[c])}</td>")
         body.append(f"<tr class='labkit-rank' data-rank='{row['rank']}'>{''.join(cells)}</tr>")
-    return f"<table class='labkit-ranks' style='border-collapse:collapse'><tr>{head}</tr>{''.join(body)}</table>"
+    table = f"<table class='labkit-ranks' style='border-collapse:collapse;color:{TEXT}'><tr>{head}</tr>{''.join(body)}</table>"
+    if len(rows) > MANY_RANKS:  # many ranks: the table scrolls, the plot and the tabs stay in view
+        return f"<div style='max-height:320px;overflow-y:auto'>{table}</div>"
+    return table
 
 
 def membars_html(run: RunRecord) -> str:
@@ -316,11 +351,11 @@ def membars_html(run: RunRecord) -> str:
 def log_html(log: Any) -> str:
     out = [html.escape(x) for x in log.text("stdout").splitlines()[-LOG_LINES_SHOWN:]]
     err = [
-        f"<span style='color:#d62728'>{html.escape(x)}</span>"
+        f"<span style='color:{ERROR}'>{html.escape(x)}</span>"
         for x in log.text("stderr").splitlines()[-LOG_LINES_SHOWN:]
     ]
     body = "\n".join(out + err)
-    return f"<pre style='max-height:240px;overflow:auto;font-size:11px;margin:0'>{body}</pre>"
+    return f"<pre style='max-height:240px;overflow:auto;font-size:11px;margin:0;color:{TEXT}'>{body}</pre>"
 
 
 def memory_svg(run: RunRecord, width: int = 640, height: int = 180) -> str:
@@ -329,30 +364,37 @@ def memory_svg(run: RunRecord, width: int = 640, height: int = 180) -> str:
     series = {r: [(s[ELAPSED], s[key]) for s in samples if key in s] for r, samples in run.memory.items()}
     points = [p for s in series.values() for p in s]
     if not points:
-        return f"<div style='color:#888'>{t('views.dash.no_samples')}</div>"
+        return f"<div style='color:{MUTED}'>{t('views.dash.no_samples')}</div>"
     t0 = min(p[0] for p in points)  # from the first sample: torch's import time is not the run's
     series = {r: [(x - t0, y) for x, y in pts] for r, pts in series.items()}
     t_max = max(max(p[0] for p in points) - t0, 1e-3)
     y_max = max(max(p[1] for p in points), 1)
-    pad_l, pad_b = 60, 20
-    plot_w, plot_h = width - pad_l - 10, height - pad_b - 20
+    # the legend: one entry per rank, as many per row as fit, rows added above the plot
+    labels = {r: t("views.dash.rank", rank=runview.rank_label(run, r)) for r in series}
+    entry_w = 12 + 6 * max((len(x) for x in labels.values()), default=6)
+    per_row = max(1, (width - 60) // entry_w)
+    legend_h = 14 * ((len(series) + per_row - 1) // per_row)
+    height += legend_h - 12
+    pad_l, pad_b, top = 60, 20, legend_h + 8
+    plot_w, plot_h = width - pad_l - 10, height - pad_b - top
     lines = []
-    for r, pts in series.items():
+    for i, (r, pts) in enumerate(series.items()):
+        color = rank_color(r, len(run.ranks))
+        lx, ly = pad_l + entry_w * (i % per_row), 12 + 14 * (i // per_row)
+        lines.append(
+            f"<text class='labkit-legend' x='{lx}' y='{ly}' font-size='10' style='fill:{color}'>{html.escape(labels[r])}</text>"
+        )
         if not pts:
             continue
-        coords = " ".join(f"{pad_l + x / t_max * plot_w:.1f},{20 + plot_h - y / y_max * plot_h:.1f}" for x, y in pts)
-        color = RANK_COLORS[r % len(RANK_COLORS)]
-        lines.append(f"<polyline fill='none' stroke='{color}' stroke-width='1.5' points='{coords}'/>")
-        lx = pad_l + 8 + 60 * (r % 8)
-        lines.append(
-            f"<text x='{lx}' y='12' font-size='10' fill='{color}'>{html.escape(t('views.dash.rank', rank=runview.rank_label(run, r)))}</text>"
-        )
+        coords = " ".join(f"{pad_l + x / t_max * plot_w:.1f},{top + plot_h - y / y_max * plot_h:.1f}" for x, y in pts)
+        lines.append(f"<polyline fill='none' style='stroke:{color}' stroke-width='1.5' points='{coords}'/>")
+    text = f"font-size='10' style='fill:{TEXT}'"
     axes = (
-        f"<line x1='{pad_l}' y1='{20 + plot_h}' x2='{pad_l + plot_w}' y2='{20 + plot_h}' stroke='#999'/>"
-        f"<line x1='{pad_l}' y1='20' x2='{pad_l}' y2='{20 + plot_h}' stroke='#999'/>"
-        f"<text x='2' y='28' font-size='10'>{html.escape(fmt_bytes(y_max))}</text>"
-        f"<text x='2' y='{20 + plot_h}' font-size='10'>0</text>"
-        f"<text x='{pad_l + plot_w - 40}' y='{height - 4}' font-size='10'>{t_max:.1f} s</text>"
-        f"<text x='{pad_l + 4}' y='{height - 4}' font-size='10'>{html.escape(t('views.dash.plot.title', what=what))}</text>"
+        f"<line x1='{pad_l}' y1='{top + plot_h}' x2='{pad_l + plot_w}' y2='{top + plot_h}' style='stroke:{LINES}'/>"
+        f"<line x1='{pad_l}' y1='{top}' x2='{pad_l}' y2='{top + plot_h}' style='stroke:{LINES}'/>"
+        f"<text x='2' y='{top + 8}' {text}>{html.escape(fmt_bytes(y_max))}</text>"
+        f"<text x='2' y='{top + plot_h}' {text}>0</text>"
+        f"<text x='{pad_l + plot_w - 40}' y='{height - 4}' {text}>{t_max:.1f} s</text>"
+        f"<text x='{pad_l + 4}' y='{height - 4}' {text}>{html.escape(t('views.dash.plot.title', what=what))}</text>"
     )
     return f"<svg class='labkit-memplot' width='{width}' height='{height}'>{axes}{''.join(lines)}</svg>"

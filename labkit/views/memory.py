@@ -210,16 +210,17 @@ def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int 
 
     Takes the latest "memcat" message of each rank; the bars share one scale."""
     if not latest_memcat_by_rank:
-        return f"<div style='color:#888'>{html.escape(t('views.memtrack.none'))}</div>"
+        return f"<div style='color:var(--jp-ui-font-color2, #888)'>{html.escape(t('views.memtrack.none'))}</div>"
     totals = {r: sum((m.get("categories") or {}).values()) for r, m in latest_memcat_by_rank.items()}
     top = max(max(totals.values()), 1)
     pad_l, bar_h, gap = 70, 16, 6
+    text = "style='fill:var(--jp-ui-font-color1, currentColor)'"  # the theme's text colour, dark themes too
     height = len(totals) * (bar_h + gap) + 30
     parts = []
     for i, (r, msg) in enumerate(sorted(latest_memcat_by_rank.items())):
         y, x = 4 + i * (bar_h + gap), float(pad_l)
         label = f"{t('views.memtrack.rank', rank=r)} · {t('views.memtrack.phase.' + str(msg.get('phase', 'peak')))}"
-        parts.append(f"<text x='0' y='{y + 12}' font-size='10'>{html.escape(label[:14])}</text>")
+        parts.append(f"<text x='0' y='{y + 12}' font-size='10' {text}>{html.escape(label[:14])}</text>")
         for c in CATEGORIES:
             v = (msg.get("categories") or {}).get(c, 0)
             w = v / top * (width - pad_l - 80)
@@ -230,12 +231,14 @@ def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int 
                     f"<title>{html.escape(title)}</title></rect>"
                 )
                 x += w
-        parts.append(f"<text x='{x + 4:.1f}' y='{y + 12}' font-size='10'>{html.escape(fmt_bytes(totals[r]))}</text>")
+        parts.append(
+            f"<text x='{x + 4:.1f}' y='{y + 12}' font-size='10' {text}>{html.escape(fmt_bytes(totals[r]))}</text>"
+        )
     ly = height - 12
     lx = 0
     for c in CATEGORIES:
         name = html.escape(category_label(c))
         parts.append(f"<rect x='{lx}' y='{ly - 9}' width='9' height='9' fill='{COLORS[c]}'/>")
-        parts.append(f"<text x='{lx + 12}' y='{ly}' font-size='9'>{name}</text>")
+        parts.append(f"<text x='{lx + 12}' y='{ly}' font-size='9' {text}>{name}</text>")
         lx += 14 + 6 * len(name)
     return f"<svg class='labkit-membars' width='{max(width, lx)}' height='{height}'>{''.join(parts)}</svg>"

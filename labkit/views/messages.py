@@ -87,6 +87,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "views.run.col.log": {"en": "last line", "ro": "ultima linie"},
     "views.run.col.comm": {"en": "sent/step", "ro": "trimis/pas"},
     "views.run.col.values": {"en": "values", "ro": "valori"},
+    "views.run.steps.left": {"en": "{done}/{n}, {left} left", "ro": "{done}/{n}, mai rămân {left}"},
     "views.run.plot.title": {"en": "Memory per rank", "ro": "Memoria fiecărui rang"},
     "views.run.plot.time": {"en": "time since start (s)", "ro": "timp de la pornire (s)"},
     "views.run.plot.mem": {"en": "MiB", "ro": "MiB"},

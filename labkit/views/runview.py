@@ -48,12 +48,34 @@ def rows(run: RunRecord) -> list[dict[str, str]]:
                 "mem": fmt_bytes(run.memory_now(r)),
                 "peak": fmt_bytes(run.main_peak(r)),
                 "step": "" if dt is None else f"{dt * 1000:.0f} ms (#{s.last_step})",
-                "steps": str(len(run.step_times[r])),
+                "steps": steps_label(run, r),
                 "comm": "" if comm is None else comm_label(comm),
                 "log": s.last_log[-120:],
             }
         )
     return out
+
+
+def steps_label(run: RunRecord, r: int) -> str:
+    """Steps done, "i/n" inside ``rank.steps(n)``, and while the rank runs the time left at its recent pace."""
+    times = run.step_times[r]
+    last = run.last_message(r, Msg.STEP)
+    n = last.get("n") if last else None
+    if not isinstance(n, int) or n < 1:  # steps timed by rank.step() alone: no total known
+        return str(len(times))
+    done = (last.get("i") or 0) + 1  # of this loop (a cell may time steps before it)
+    if run.ranks[r].status != Status.RUNNING or done >= n or not times:
+        return f"{done}/{n}"
+    recent = times[-5:]  # the pace now: the first steps (warm-up, allocation) are slower
+    return t("views.run.steps.left", done=done, n=n, left=fmt_seconds(sum(recent) / len(recent) * (n - done)))
+
+
+def fmt_seconds(seconds: float) -> str:
+    """``34 s``, ``1 min 34 s``: whole seconds, the same in both languages."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes} min {secs:02d} s"
 
 
 def summary(run: RunRecord) -> str:

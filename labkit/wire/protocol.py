@@ -30,8 +30,8 @@ class Msg(str, Enum):
     HELLO = "hello"  # rank, local_rank, world_size, pid, host: the bootstrap's first message
     MEM = "mem"  # rss, tensor_bytes (CPU) or allocated, reserved, peak (CUDA): the sampler
     REPORT = "report"  # values: rank.report()
-    STEP_START = "step_start"  # i
-    STEP = "step"  # i, dt (seconds)
+    STEP_START = "step_start"  # i, n inside rank.steps(n)
+    STEP = "step"  # i, dt (seconds), n inside rank.steps(n)
     PHASE = "phase"  # name
     LOG = "log"  # text
     ERROR = "error"  # type, message, traceback, lineno: the code raised
@@ -153,11 +153,15 @@ class Report(TypedDict):
     values: dict[str, Any]
 
 
-class StepStart(TypedDict):
+class _StepsTotal(TypedDict, total=False):
+    n: int  # inside rank.steps(n): the loop's n (the dashboard shows i/n and the time left)
+
+
+class StepStart(_StepsTotal):
     i: int
 
 
-class Step(TypedDict):
+class Step(_StepsTotal):
     i: int
     dt: float  # seconds
 

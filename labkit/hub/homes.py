@@ -1,0 +1,87 @@
+"""A student's home at first login: the course's student edition in their language, and ``submit/``.
+
+Runs in the hub (root), before each server starts. What is there already is left alone: a
+student's own work is never overwritten, and a language chosen later is added beside the first.
+
+    ~/fsdp-course/ro/00_setup.ipynb ...   the student edition (solutions removed), copied once
+    ~/submit -> <state>/submissions/<user>   theirs (0770, group: the instructors); a notebook
+                                              saved there is a submission for ``labkit grade``
+
+Instructors get ``~/submissions`` -> ``<state>/submissions``: one folder per student, the layout
+``labkit grade`` reads. The folder above the students' is 0751: instructors list it, a student
+can only reach their own.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import subprocess
+
+from labkit.hub.settings import HubSettings
+
+COURSE = "fsdp-course"
+
+
+def ensure_instructors_group(settings: HubSettings) -> int:
+    """The instructors' group, with every instructor in it; its gid."""
+    name = settings.instructors_group
+    try:
+        grp.getgrnam(name)
+    except KeyError:
+        subprocess.run(["groupadd", "--system", name], check=True)
+    for user in settings.instructors:
+        if user not in grp.getgrnam(name).gr_mem:
+            subprocess.run(["gpasswd", "--add", user, name], check=True, capture_output=True)
+    root = settings.submissions
+    os.makedirs(root, exist_ok=True)
+    gid = grp.getgrnam(name).gr_gid
+    os.chown(root, 0, gid)
+    os.chmod(root, 0o751)
+    for user in settings.instructors:  # ~/submissions from the start, before their first login
+        pw = pwd.getpwnam(user)
+        if os.path.isdir(pw.pw_dir):
+            link(os.path.join(pw.pw_dir, "submissions"), root, pw)
+    return gid
+
+
+def chown_tree(path: str, uid: int, gid: int) -> None:
+    os.chown(path, uid, gid)
+    for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.lchown(os.path.join(folder, name), uid, gid)
+
+
+def prepare_home(user: str, lang: str, settings: HubSettings) -> str:
+    """Make ``user``'s home ready for a server in ``lang``; returns the lesson folder (relative to home)."""
+    pw = pwd.getpwnam(user)
+    home = pw.pw_dir
+    os.makedirs(home, exist_ok=True)
+    os.chown(home, pw.pw_uid, pw.pw_gid)
+    os.chmod(home, 0o700)  # a student's notebooks, runs and caches are theirs alone
+    course = os.path.join(home, COURSE)
+    if not os.path.isdir(course):
+        os.mkdir(course, 0o755)
+        os.chown(course, pw.pw_uid, pw.pw_gid)
+    lessons = os.path.join(course, lang)
+    if not os.path.exists(lessons):
+        shutil.copytree(os.path.join(settings.editions, lang), lessons)
+        chown_tree(lessons, pw.pw_uid, pw.pw_gid)
+    gid = grp.getgrnam(settings.instructors_group).gr_gid
+    if user in settings.instructors:
+        link(os.path.join(home, "submissions"), settings.submissions, pw)
+    else:
+        mine = os.path.join(settings.submissions, user)
+        os.makedirs(mine, exist_ok=True)
+        os.chown(mine, pw.pw_uid, gid)
+        os.chmod(mine, 0o2770)  # setgid: what the student saves there is readable by the instructors
+        link(os.path.join(home, "submit"), mine, pw)
+    return f"{COURSE}/{lang}"
+
+
+def link(path: str, target: str, pw: pwd.struct_passwd) -> None:
+    if not os.path.lexists(path):
+        os.symlink(target, path)
+        os.lchown(path, pw.pw_uid, pw.pw_gid)

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# A class JupyterHub on this server: students log in with their system account, each gets a
+# server under their own uid with the student edition of the course in their language.
+#
+#   sudo bash launch/hub.sh --students ana,ben --instructors prof            # http://127.0.0.1:8000
+#   sudo bash launch/hub.sh --students ana,ben --instructors prof --ip 0.0.0.0 --port 80
+#   sudo bash launch/hub.sh --students ana,ben --instructors prof --slurm    # each server a Slurm job
+#
+# Options (or the LABKIT_HUB_* variable each sets; labkit/hub/settings.py has them all):
+#   --students A,B       who may log in as a student (system users; --create-users makes missing ones)
+#   --instructors P      JupyterHub admins; they read every submission (~/submissions)
+#   --ip ADDR --port N   where the hub listens (default 127.0.0.1:8000: put TLS in front for a class)
+#   --slurm              servers are Slurm jobs (batchspawner), submitted as each student
+#   --memory 4G --cpus 2 --max-ranks 4   per student: cgroup memory and CPU, ranks per %%torchrun cell
+#   --cull-timeout S     idle seconds before jupyterhub-idle-culler stops a server (default 3600)
+#   --dir DIR            the hub's state: database, secrets, student editions, submissions (/srv/labkit-hub)
+#   --create-users       create missing system users (no password: set one with passwd)
+# Needs root (servers run as each student), the course environment (launch/setup-env.sh, with
+# the hub extra), and configurable-http-proxy (npm; installed under ~/.cache/labkit-hub when missing).
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+# shellcheck source=launch/lib.sh
+source "$repo/launch/lib.sh"
+
+create_users=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --students) export LABKIT_HUB_STUDENTS=$2 && shift ;;
+    --instructors) export LABKIT_HUB_INSTRUCTORS=$2 && shift ;;
+    --ip) export LABKIT_HUB_IP=$2 && shift ;;
+    --port) export LABKIT_HUB_PORT=$2 && shift ;;
+    --slurm) export LABKIT_HUB_SPAWNER=slurm ;;
+    --memory) export LABKIT_HUB_MEMORY=$2 && shift ;;
+    --cpus) export LABKIT_HUB_CPUS=$2 && shift ;;
+    --max-ranks) export LABKIT_HUB_MAX_RANKS=$2 && shift ;;
+    --cull-timeout) export LABKIT_HUB_CULL_TIMEOUT=$2 && shift ;;
+    --dir) export LABKIT_HUB_DIR=$2 && shift ;;
+    --create-users) create_users=1 ;;
+    *) die "labkit hub: unknown option %s" "labkit hub: opțiune necunoscută %s" "$1" ;;
+    esac
+    shift
+done
+[ "$(id -u)" = 0 ] || die "labkit hub: run it as root: each student's server runs under the student's own uid" \
+    "labkit hub: porniți-l ca root: serverul fiecărui student rulează cu uid-ul studentului"
+bash "$repo/launch/setup-env.sh"
+venv=${LABKIT_VENV:-$repo/.venv}
+py=$venv/bin/python
+[ -x "$venv/bin/jupyterhub-singleuser" ] || "$py" -m pip install -q -e "${repo}[hub]"
+export LABKIT_HUB_SCRIPTS=$venv/bin
+export LABKIT_HUB_DIR=${LABKIT_HUB_DIR:-/srv/labkit-hub}
+mkdir -p "$LABKIT_HUB_DIR" && chmod 0711 "$LABKIT_HUB_DIR"
+
+# The students' servers run this checkout and this environment's packages, so both must be
+# readable by them. The environment's Python may not be (a pyenv build under /root): then the
+# servers run a readable Python of the same version (Debian's), seeing the same packages.
+site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if ! runuser -u nobody -- test -r "$repo/labkit/__init__.py" -a -r "$site"; then
+    die "labkit hub: %s is not readable by other users: the students' servers run it; put the checkout where they can read it" \
+        "labkit hub: %s nu poate fi citit de alți utilizatori: serverele studenților îl rulează; puneți copia unde o pot citi" "$repo"
+fi
+LABKIT_HUB_PYTHON=$("$py" -m labkit.hub.view "$LABKIT_HUB_DIR/python")
+export LABKIT_HUB_PYTHON
+
+# configurable-http-proxy, from npm, once
+if [ -z "${LABKIT_HUB_PROXY:-}" ]; then
+    LABKIT_HUB_PROXY=$(command -v configurable-http-proxy || true)
+    npmdir=${LABKIT_HUB_NPM:-$HOME/.cache/labkit-hub/npm}
+    if [ -z "$LABKIT_HUB_PROXY" ] && [ ! -x "$npmdir/node_modules/.bin/configurable-http-proxy" ]; then
+        command -v npm >/dev/null || die "labkit hub: npm is missing (apt-get install npm)" "labkit hub: lipsește npm (apt-get install npm)"
+        say "labkit hub: installing configurable-http-proxy in %s" "labkit hub: instalez configurable-http-proxy în %s" "$npmdir"
+        mkdir -p "$npmdir"
+        npm install --silent --no-audit --no-fund --prefix "$npmdir" configurable-http-proxy >&2
+    fi
+    LABKIT_HUB_PROXY=${LABKIT_HUB_PROXY:-$npmdir/node_modules/.bin/configurable-http-proxy}
+fi
+export LABKIT_HUB_PROXY
+
+# the student edition, in both languages (built side by side), rebuilt when the course changed
+builds=()
+for lang in en ro; do
+    out=$LABKIT_HUB_DIR/student/$lang
+    if [ ! -d "$out" ] || [ -n "$(find "$repo/notebooks/$lang" -newer "$out" -name '*.ipynb' -print -quit)" ]; then
+        (rm -rf "$out" "$out.tmp" && mkdir -p "$out.tmp" &&
+            "$py" -m labkit.cli build-student --lang "$lang" --out "$out.tmp" "$repo/notebooks/$lang" >&2 &&
+            mv "$out.tmp" "$out") &
+        builds+=("$!")
+    fi
+done
+for pid in "${builds[@]}"; do wait "$pid"; done
+chmod -R a+rX "$LABKIT_HUB_DIR/student"
+
+if [ -n "$create_users" ]; then
+    for user in ${LABKIT_HUB_STUDENTS//,/ } ${LABKIT_HUB_INSTRUCTORS//,/ }; do
+        id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+    done
+fi
+
+# free ports for the hub's own API and the proxy's (the public port is --port)
+read -r LABKIT_HUB_API_PORT LABKIT_HUB_PROXY_API_PORT < <("$py" -c '
+import socket
+socks = [socket.socket() for _ in range(2)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in socks))')
+export LABKIT_HUB_API_PORT LABKIT_HUB_PROXY_API_PORT
+export LABKIT_HUB_JUPYTER_CONFIG=$repo/launch/jupyter # JupyterLab's course defaults (no news prompt)
+say "labkit hub: http://%s:%s (state in %s)" "labkit hub: http://%s:%s (starea în %s)" \
+    "${LABKIT_HUB_IP:-127.0.0.1}" "${LABKIT_HUB_PORT:-8000}" "$LABKIT_HUB_DIR"
+cd "$LABKIT_HUB_DIR"
+touch jupyterhub.sqlite && chmod 0600 jupyterhub.sqlite # the database is root's alone (SQLite keeps the mode)
+exec "$venv/bin/jupyterhub" -f "$repo/launch/hub/jupyterhub_config.py"
