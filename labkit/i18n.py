@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import locale
 import os
+import string
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -134,9 +135,32 @@ def get_lang() -> str:
 
 
 def t(key: str, lang: str | None = None, **fields: object) -> str:
-    """The message ``key`` in the current language, formatted with ``fields``."""
+    """The message ``key`` in the current language, formatted with ``fields``.
+
+    A number field is written in the language's format (``{wall:.1f}`` gives 2,5 in Romanian), and
+    ``{n:@one|other}`` writes a count with its noun in the form the number takes
+    (``{nproc:@rang|ranguri}``: 1 rang, 2 ranguri, 20 de ranguri; see ``labkit.fmt.plural``).
+    """
     if not known(key):
         raise KeyError(f"no message registered for {key!r}")
     texts = _CATALOG[key]
-    text = texts.get(_normalize(lang) or get_lang()) or texts["en"]
-    return text.format(**fields)
+    chosen = _normalize(lang) or get_lang()
+    text = texts.get(chosen) or texts["en"]
+    return _Formatter(chosen).vformat(text, (), fields)
+
+
+class _Formatter(string.Formatter):
+    """str.format, with numbers and counts written the way ``lang`` writes them (``labkit.fmt``)."""
+
+    def __init__(self, lang: str) -> None:
+        self.lang = lang
+
+    def format_field(self, value: object, format_spec: str) -> str:
+        from labkit import fmt  # base, like this module; imported here as fmt imports i18n lazily too
+
+        if "@" in format_spec:
+            spec, _, forms = format_spec.partition("@")
+            return fmt.plural(value, forms.split("|"), self.lang, spec)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return fmt.fmt_spec(value, format_spec, self.lang)
+        return format(value, format_spec)
