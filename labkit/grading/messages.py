@@ -81,9 +81,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Run every notebook in SUBMISSIONS in a fresh kernel, collect its labkit.check results and "
         "write a report per student (JSON and Markdown) and a CSV gradebook. SUBMISSIONS holds one "
         "folder per student, or files named <student>_<anything>.ipynb.",
-        "ro": "Rulează fiecare notebook din SUBMISSIONS într-un kernel nou, adună rezultatele labkit.check "
-        "și scrie un raport pentru fiecare student (JSON și Markdown) și un catalog CSV. SUBMISSIONS "
-        "conține câte un dosar pentru fiecare student, sau fișiere numite <student>_<orice>.ipynb.",
+        "ro": "Rulează fiecare notebook din SUBMISSIONS într-un kernel nou, colectează rezultatele "
+        "labkit.check și scrie un raport pentru fiecare student (JSON și Markdown) și un catalog CSV. "
+        "SUBMISSIONS conține câte un dosar pentru fiecare student, sau fișiere numite <student>_<orice>.ipynb.",
     },
     "grading.cli.grade.submissions": {"en": "the folder of submissions", "ro": "dosarul cu predări"},
     "grading.cli.grade.out": {"en": "where to write the reports", "ro": "unde se scriu rapoartele"},

@@ -74,7 +74,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "launch.diag.hint.cuda_oom": {
         "en": "the GPU ran out of memory: a smaller batch or model, activation checkpointing, or more sharding (FULL_SHARD) lowers the peak; torch.cuda.memory_summary() shows what holds it.",
-        "ro": "GPU-ul a rămas fără memorie: un lot sau un model mai mic, checkpointing de activări sau mai multă fragmentare (FULL_SHARD) scad vârful; torch.cuda.memory_summary() arată ce îl ocupă.",
+        "ro": "GPU-ul a rămas fără memorie: un lot sau un model mai mic, recalcularea activărilor sau mai "
+        "multă fragmentare (FULL_SHARD) scad vârful; torch.cuda.memory_summary() arată ce îl ocupă.",
     },
     "launch.diag.hint.nccl_timeout": {
         "en": "an NCCL collective timed out: some rank never made the matching call (a rank-dependent `if`, a hang, or a failed peer); the first rank to fail is the cause.",

@@ -258,7 +258,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "regress.doctor.estimate": {
         "en": "fake-tensor estimator (labkit estimate)",
-        "ro": "estimatorul cu tensori falși (labkit estimate)",
+        "ro": "estimatorul cu tensori fictivi (labkit estimate)",
     },
     "regress.doctor.estimate.ok": {
         "en": "tiny model on 2 fake ranks: peak {peak} in {seconds} s",
