@@ -45,10 +45,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "estimările rulează FSDP2; alegeți FULL_SHARD, SHARD_GRAD_OP sau HYBRID_SHARD, nu {name!r}",
     },
     "memory.est.title": {
-        "en": "{model} on {world} ranks, {precision}{ac}, micro-batch {b} x {s} tokens: rank 0 (GB)",
-        "ro": "{model} pe {world} ranguri, {precision}{ac}, micro-lot {b} x {s} tokeni: rangul 0 (GB)",
+        "en": "{model} on {world:@rank|ranks}, {precision}{ac}, micro-batch {b} x {s:@token|tokens}: rank 0 (GB)",
+        "ro": "{model} pe {world:@rang|ranguri}, {precision}{ac}, micro-lot {b} x {s:@token|tokeni}: rangul 0 (GB)",
     },
     "memory.est.ac": {"en": ", activation checkpointing", "ro": ", cu recalcularea activărilor"},
+    "memory.est.stage.forward": {"en": "forward", "ro": "trecerea directă"},
+    "memory.est.stage.backward": {"en": "backward", "ro": "trecerea inversă"},
+    "memory.est.stage.optimizer": {"en": "the optimizer step", "ro": "pasul optimizatorului"},
     "memory.est.col.category": {"en": "category", "ro": "categorie"},
     "memory.est.col.fake": {"en": "fake-tensor run", "ro": "rulare cu tensori fictivi"},
     "memory.est.col.model": {"en": "analytical model", "ro": "modelul analitic"},
@@ -58,11 +61,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "vârful a fost atins în {stage}; rularea a durat {seconds:.0f} s",
     },
     "memory.est.footer.extrapolated": {
-        "en": "peak reached in {stage}; extrapolated to {layers:@layer|layers} from fake runs of {depths} "
-        "layers (every block is the same: each category grows by the same bytes per block), {seconds:.0f} s",
+        "en": "peak reached in {stage}; extrapolated to {layers:@layer|layers} from fake runs {depths} layers "
+        "deep (every block is the same: each category grows by the same bytes per block), {seconds:.0f} s",
         "ro": "vârful a fost atins în {stage}; extrapolat la {layers:@strat|straturi} din rulări cu tensori "
-        "fictivi de {depths} straturi (toate blocurile sunt la fel: fiecare categorie crește cu aceiași octeți "
-        "pe bloc), {seconds:.0f} s",
+        "fictivi la adâncimile {depths} (toate blocurile sunt la fel: fiecare categorie crește cu aceiași "
+        "octeți pe bloc), {seconds:.0f} s",
     },
     "memory.est.help.full": {
         "en": "trace every layer instead of extrapolating from 4, 5 and 6 (slower, the same result)",
@@ -73,8 +76,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "parametri: FSDP2 completează rândurile fiecărui parametru la un multiplu de {n}: cu {pad} peste Ψ/N",
     },
     "memory.est.why.params_exact": {
-        "en": "parameters: 4 bytes × Ψ/N, the fp32 shard (no padding needed at {n} ranks)",
-        "ro": "parametri: 4 octeți × Ψ/N, fragmentul fp32 (nu e nevoie de completare la {n} ranguri)",
+        "en": "parameters: 4 bytes × Ψ/N, the fp32 shard (no padding needed at {n:@rank|ranks})",
+        "ro": "parametri: 4 octeți × Ψ/N, fragmentul fp32 (nu e nevoie de completare la {n:@rang|ranguri})",
     },
     "memory.est.why.optimizer": {
         "en": "optimizer: two fp32 moments of the rows this rank owns, plus a 4-byte step counter per tensor ({steps})",
@@ -147,8 +150,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "memory.note.ac": {"en": ", activation checkpointing", "ro": ", cu recalcularea activărilor"},
     "memory.strategy_table": {
-        "en": "{n} parameters on {world} rank(s), per rank ({unit})",
-        "ro": "{n} parametri pe {world} rang(uri), per rang ({unit})",
+        "en": "{n:@parameter|parameters} on {world:@rank|ranks}, per rank ({unit})",
+        "ro": "{n:@parametru|parametri} pe {world:@rang|ranguri}, per rang ({unit})",
     },
     # labkit.memory.peak
     "memory.peak.phase.forward": {"en": "forward (at the loss)", "ro": "trecerea directă (la funcția de pierdere)"},
@@ -272,8 +275,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "memory.cat.other": {"en": "other / temporary", "ro": "altele / temporare"},
     "memory.total": {"en": "total", "ro": "total"},
     "memory.title": {
-        "en": "{strategy}, {world} rank(s), {precision}, {optimizer}: per rank",
-        "ro": "{strategy}, {world} rang(uri), {precision}, {optimizer}: per rang",
+        "en": "{strategy}, {world:@rank|ranks}, {precision}, {optimizer}: per rank",
+        "ro": "{strategy}, {world:@rang|ranguri}, {precision}, {optimizer}: per rang",
     },
     "memory.note.offload": {
         "en": "offloaded to host memory: {what}",

@@ -10,8 +10,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "views.dash.stopping": {"en": "Stopping…", "ro": "Se oprește…"},
     "views.dash.rank": {"en": "rank {rank}", "ro": "rangul {rank}"},
     "views.dash.header": {
-        "en": "<b>{run_id}</b> · {nproc} ranks · {backend} · {wall:.1f} s",
-        "ro": "<b>{run_id}</b> · {nproc} ranguri · {backend} · {wall:.1f} s",
+        "en": "<b>{run_id}</b> · {nproc:@rank|ranks} · {backend} · {wall:.1f} s",
+        "ro": "<b>{run_id}</b> · {nproc:@rang|ranguri} · {backend} · {wall:.1f} s",
     },
     "views.dash.no_samples": {"en": "no memory samples yet", "ro": "încă nu există eșantioane de memorie"},
     "views.dash.plot.title": {"en": "memory over time ({what})", "ro": "memoria în timp ({what})"},
@@ -31,7 +31,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "views.timeline.legend.broadcast": {"en": "broadcast", "ro": "broadcast"},
     "views.timeline.legend.held": {"en": "gathered (in memory)", "ro": "colectat (în memorie)"},
     "views.timeline.legend.host": {"en": "host overhead (simulated)", "ro": "timp pe gazdă (simulat)"},
-    "views.timeline.peak": {"en": "peak {n} units held", "ro": "maxim {n} unități ținute"},
+    "views.timeline.peak": {"en": "peak {n:@unit|units} held", "ro": "maxim {n:@unitate ținută|unități ținute}"},
     # labkit.views.memory
     "views.memtrack.phase.forward": {"en": "after forward", "ro": "după trecerea directă"},
     "views.memtrack.phase.backward": {"en": "after backward", "ro": "după trecerea inversă"},
@@ -73,8 +73,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "views.run.status.killed": {"en": "killed", "ro": "omorât"},
     "views.run.status.stopped": {"en": "stopped", "ro": "oprit"},
     "views.run.summary.head": {
-        "en": "Run {run_id}: {nproc} ranks, backend {backend}, {wall:.1f} s, {state}",
-        "ro": "Rularea {run_id}: {nproc} ranguri, backend {backend}, {wall:.1f} s, {state}",
+        "en": "Run {run_id}: {nproc:@rank|ranks}, backend {backend}, {wall:.1f} s, {state}",
+        "ro": "Rularea {run_id}: {nproc:@rang|ranguri}, backend {backend}, {wall:.1f} s, {state}",
     },
     "views.run.summary.ok": {"en": "all ranks finished", "ro": "toate rangurile au terminat"},
     "views.run.summary.failed": {"en": "FAILED", "ro": "EȘUAT"},
@@ -98,7 +98,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "views.run.mem.rss": {"en": "process RSS", "ro": "RSS proces"},
     # labkit.views.dashboard
     "views.dash.text": {
-        "en": "labkit dashboard: {run_id}, {nproc} ranks, {backend}",
-        "ro": "panoul labkit: {run_id}, {nproc} ranguri, {backend}",
+        "en": "labkit dashboard: {run_id}, {nproc:@rank|ranks}, {backend}",
+        "ro": "panoul labkit: {run_id}, {nproc:@rang|ranguri}, {backend}",
     },
 }
