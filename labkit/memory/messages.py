@@ -115,7 +115,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "b·s·v·4 = {logits}, all-gather and reduce-scatter buffers); the model counts them term by term "
         "(memory_model.peak_memory(...).explain())",
         "ro": "altele: temporare din trecerea inversă (gradienții activărilor, gradientul fp32 al logiturilor "
-        "de b·s·v·4 = {logits}, bufferele all-gather și reduce-scatter); modelul le numără termen cu termen "
+        "de b·s·v·4 = {logits}, tampoanele all-gather și reduce-scatter); modelul le numără termen cu termen "
         "(memory_model.peak_memory(...).explain())",
     },
     # labkit.memory.model
@@ -213,7 +213,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "root unit's gradients, twice (per parameter and flattened)",
         "ro": "gradienții unității rădăcină, de două ori (per parametru și aplatizați)",
     },
-    "memory.peak.term.buckets": {"en": "DDP gradient buckets", "ro": "bucket-urile de gradienți DDP"},
+    "memory.peak.term.buckets": {"en": "DDP gradient buckets", "ro": "compartimentele de gradienți DDP"},
     "memory.peak.term.activations": {"en": "stored activations", "ro": "activări stocate"},
     "memory.peak.term.activations_left": {
         "en": "activations of the blocks not yet differentiated",
