@@ -19,8 +19,12 @@ between thousands, a comma before decimals); English as 1,103.6.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Sequence
+
+# how a language writes numbers and counts is the language's (labkit.i18n); fmt writes with it
+from labkit.i18n import localize as localize
+from labkit.i18n import plural as plural
+from labkit.i18n import plural_category as plural_category
 
 KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
 kB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
@@ -32,73 +36,9 @@ def fmt_number(x: float, decimals: int = 0, lang: str | None = None) -> str:
     return localize(f"{x:,.{decimals}f}", lang)
 
 
-def localize(text: str, lang: str | None = None) -> str:
-    """A number written the English way (``1,103.6``, ``+2.5%``), in the language's own format."""
-    if _lang(lang) == "ro":
-        # swap the separators through a placeholder: 1,103.6 -> 1.103,6
-        text = text.replace(",", "\0").replace(".", ",").replace("\0", ".")
-    return text
-
-
 def fmt_spec(x: float, spec: str = "", lang: str | None = None) -> str:
     """``format(x, spec)`` in the language's own format: ``fmt_spec(2.5, "+.1f", "ro")`` is ``+2,5``."""
     return localize(format(x, spec), lang)
-
-
-def plural(n: object, forms: Sequence[str], lang: str | None = None, spec: str = "") -> str:
-    """``n`` and the noun in the form its number takes: ``forms`` is (singular, plural).
-
-    English: "1 rank", "2 ranks". Romanian (one / few / other): "1 rang", "2 ranguri", "19 ranguri",
-    "20 de ranguri", "101 ranguri", "1,5 ranguri"; "de" comes before the noun when the number is a
-    whole one ending in 00 or 20..99 (not 0), or is written with a K/M/B suffix (mii, milioane,
-    miliarde de ...). ``n`` is a number (formatted with ``spec``, else whole numbers grouped) or the
-    text of one already formatted in the language (``fmt_count``'s "7,5B").
-    """
-    lang = _lang(lang)
-    if isinstance(n, (int, float)) and not isinstance(n, bool):
-        if spec:
-            text = fmt_spec(n, spec, lang)
-        elif float(n).is_integer():
-            text = fmt_number(n, 0, lang)
-        else:
-            text = localize(format(n, ","), lang)
-    else:
-        text = str(n)
-    one, many = forms[0], forms[-1]
-    category = plural_category(text, lang)
-    if category == "one":
-        return f"{text} {one}"
-    return f"{text} de {many}" if category == "other" and lang == "ro" else f"{text} {many}"
-
-
-_NUMBER = re.compile(r"^[+-]?(\d[\d.,\u00a0 ]*)([KMB]?)$")
-
-
-def plural_category(text: str, lang: str | None = None) -> str:
-    """ "one", "few" or "other" (CLDR's categories) for a number written in ``lang``'s format.
-
-    English has one and other; Romanian one (1), few (0, a fraction, or a whole number whose last two
-    digits are 01..19) and other (the rest: 20, 100, 1.000, ...). Text that is no number reads as few.
-    """
-    lang = _lang(lang)
-    match = _NUMBER.match(text.strip())
-    if not match:
-        return "few" if lang == "ro" else "other"
-    digits, suffix = match.groups()
-    point, group = (",", ".") if lang == "ro" else (".", ",")
-    whole, _, fraction = digits.replace(group, "").replace("\u00a0", "").replace(" ", "").partition(point)
-    if suffix:
-        return "other"
-    if not whole.isdigit() or (fraction and not fraction.isdigit()):
-        return "few" if lang == "ro" else "other"
-    n = int(whole)
-    if n == 1 and not fraction:
-        return "one"
-    if lang != "ro":
-        return "other"
-    if fraction or n == 0 or 1 <= n % 100 <= 19:
-        return "few"
-    return "other"
 
 
 def fmt_bytes(n: float | None, unit: str = "auto", decimals: int | None = None, lang: str | None = None) -> str:

@@ -238,6 +238,7 @@ def printed() -> dict[str, str]:
 @pytest.fixture
 def lang(monkeypatch):
     monkeypatch.setenv("LABKIT_QUESTIONS", str(FIXTURE_QUESTIONS))
+    i18n.set_lang(None)  # LABKIT_LANG decides, as in a fresh kernel (an earlier test may have forced one)
     yield lambda code: monkeypatch.setenv("LABKIT_LANG", code)
     i18n.set_lang(None)
 
