@@ -8,6 +8,8 @@ between thousands, a comma before decimals); English as 1,103.6.
     '3.0 GiB'
     >>> fmt_bytes(1_103.6e9, "GB", lang="ro")
     '1.103,60 GB'
+    >>> plural(20, ("rang", "ranguri"), lang="ro")
+    '20 de ranguri'
     >>> print(render_table([["op", "calls"], ["all_gather", "14"]]))
     op          calls
     ----------  -----
@@ -19,6 +21,11 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+# how a language writes numbers and counts is the language's (labkit.i18n); fmt writes with it
+from labkit.i18n import localize as localize
+from labkit.i18n import plural as plural
+from labkit.i18n import plural_category as plural_category
+
 KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
 kB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
 UNITS = {"B": 1, "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB, "kB": kB, "MB": MB, "GB": GB, "TB": TB}
@@ -26,11 +33,12 @@ UNITS = {"B": 1, "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB, "kB": kB, "MB":
 
 def fmt_number(x: float, decimals: int = 0, lang: str | None = None) -> str:
     """``x`` with thousands separators and ``decimals`` digits, in the language's own format."""
-    text = f"{x:,.{decimals}f}"
-    if _lang(lang) == "ro":
-        # swap the separators through a placeholder: 1,103.6 -> 1.103,6
-        text = text.replace(",", "\0").replace(".", ",").replace("\0", ".")
-    return text
+    return localize(f"{x:,.{decimals}f}", lang)
+
+
+def fmt_spec(x: float, spec: str = "", lang: str | None = None) -> str:
+    """``format(x, spec)`` in the language's own format: ``fmt_spec(2.5, "+.1f", "ro")`` is ``+2,5``."""
+    return localize(format(x, spec), lang)
 
 
 def fmt_bytes(n: float | None, unit: str = "auto", decimals: int | None = None, lang: str | None = None) -> str:
@@ -55,11 +63,11 @@ def fmt_bytes(n: float | None, unit: str = "auto", decimals: int | None = None, 
     return f"{fmt_number(n / UNITS[unit], decimals, lang)} {unit}"
 
 
-def fmt_count(n: float) -> str:
-    """A count of parameters or elements, short: 196928 -> 197K, 7.0e10 -> 70B."""
+def fmt_count(n: float, lang: str | None = None) -> str:
+    """A count of parameters or elements, short: 196928 -> 197K, 7.0e10 -> 70B (7,5B in Romanian)."""
     for suffix, div in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(n) >= div:
-            return f"{n / div:.3g}{suffix}"
+            return localize(f"{n / div:.3g}", lang) + suffix
     return f"{n:.0f}"
 
 

@@ -21,7 +21,9 @@ from __future__ import annotations
 import importlib
 import locale
 import os
-from collections.abc import Iterator
+import re
+import string
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -134,9 +136,97 @@ def get_lang() -> str:
 
 
 def t(key: str, lang: str | None = None, **fields: object) -> str:
-    """The message ``key`` in the current language, formatted with ``fields``."""
+    """The message ``key`` in the current language, formatted with ``fields``.
+
+    A number field is written in the language's format (``{wall:.1f}`` gives 2,5 in Romanian), and
+    ``{n:@one|other}`` writes a count with its noun in the form the number takes
+    (``{nproc:@rang|ranguri}``: 1 rang, 2 ranguri, 20 de ranguri; see ``plural``).
+    """
     if not known(key):
         raise KeyError(f"no message registered for {key!r}")
     texts = _CATALOG[key]
-    text = texts.get(_normalize(lang) or get_lang()) or texts["en"]
-    return text.format(**fields)
+    chosen = _normalize(lang) or get_lang()
+    text = texts.get(chosen) or texts["en"]
+    return _Formatter(chosen).vformat(text, (), fields)
+
+
+class _Formatter(string.Formatter):
+    """str.format, with numbers and counts written the way ``lang`` writes them."""
+
+    def __init__(self, lang: str) -> None:
+        self.lang = lang
+
+    def format_field(self, value: object, format_spec: str) -> str:
+        if "@" in format_spec:
+            spec, _, forms = format_spec.partition("@")
+            return plural(value, forms.split("|"), self.lang, spec)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return localize(format(value, format_spec), self.lang)
+        return format(value, format_spec)
+
+
+# -- how each language writes numbers and counts (labkit.fmt writes with these) -----------------------
+
+
+def localize(text: str, lang: str | None = None) -> str:
+    """A number written the English way (``1,103.6``, ``+2.5%``), in the language's own format."""
+    if (_normalize(lang) or get_lang()) == "ro":
+        # swap the separators through a placeholder: 1,103.6 -> 1.103,6
+        text = text.replace(",", "\0").replace(".", ",").replace("\0", ".")
+    return text
+
+
+def plural(n: object, forms: Sequence[str], lang: str | None = None, spec: str = "") -> str:
+    """``n`` and the noun in the form its number takes: ``forms`` is (singular, plural).
+
+    English: "1 rank", "2 ranks". Romanian (one / few / other): "1 rang", "2 ranguri", "19 ranguri",
+    "20 de ranguri", "101 ranguri", "1,5 ranguri"; "de" comes before the noun when the number is a
+    whole one ending in 00 or 20..99 (not 0), or is written with a K/M/B suffix (mii, milioane,
+    miliarde de ...). ``n`` is a number (formatted with ``spec``, else whole numbers grouped) or the
+    text of one already formatted in the language (``fmt_count``'s "7,5B").
+    """
+    lang = _normalize(lang) or get_lang()
+    if isinstance(n, (int, float)) and not isinstance(n, bool):
+        if spec:
+            text = localize(format(n, spec), lang)
+        elif float(n).is_integer():
+            text = localize(f"{n:,.0f}", lang)
+        else:
+            text = localize(format(n, ","), lang)
+    else:
+        text = str(n)
+    one, many = forms[0], forms[-1]
+    category = plural_category(text, lang)
+    if category == "one":
+        return f"{text} {one}"
+    return f"{text} de {many}" if category == "other" and lang == "ro" else f"{text} {many}"
+
+
+_NUMBER = re.compile(r"^[+-]?(\d[\d.,\u00a0 ]*)([KMB]?)$")
+
+
+def plural_category(text: str, lang: str | None = None) -> str:
+    """ "one", "few" or "other" (CLDR's categories) for a number written in ``lang``'s format.
+
+    English has one and other; Romanian one (1), few (0, a fraction, or a whole number whose last two
+    digits are 01..19) and other (the rest: 20, 100, 1.000, ...). Text that is no number reads as few.
+    """
+    lang = _normalize(lang) or get_lang()
+    match = _NUMBER.match(text.strip())
+    if not match:
+        return "few" if lang == "ro" else "other"
+    digits, suffix = match.groups()
+    point, group = (",", ".") if lang == "ro" else (".", ",")
+    whole, _, fraction = digits.replace(group, "").replace("\u00a0", "").replace(" ", "").partition(point)
+    if suffix:
+        return "other"
+    if not whole.isdigit() or (fraction and not fraction.isdigit()):
+        return "few" if lang == "ro" else "other"
+    n = int(whole)
+    if n == 1 and not fraction:
+        return "one"
+    if lang != "ro":
+        return "other"
+    if fraction or n == 0 or 1 <= n % 100 <= 19:
+        return "few"
+    return "other"

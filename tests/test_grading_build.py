@@ -140,7 +140,7 @@ def test_build_folder_keeps_layout_and_writes_nothing_on_error(tmp_path, capsys)
     out = tmp_path / "out"
     assert main(["build-student", str(src), "--out", str(out)]) == 0
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.ipynb")) == ["en/lesson9.ipynb"]
-    assert "1 notebooks written" in capsys.readouterr().out
+    assert "1 notebook written" in capsys.readouterr().out
 
     bad = _notebook()
     bad.cells[1].source = "### BEGIN SOLUTION\nx = 16"

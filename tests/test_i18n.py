@@ -41,6 +41,7 @@ DYNAMIC = {
     "grading.report.col.": "the report table's columns",
     "launch.warm.state.": "a warm session's state: up, unsafe, down",
     "memory.cat.": "a memory category (ranks.memtrack.CATEGORIES)",
+    "memory.est.stage.": "the phase a fake-tensor run peaked in: forward, backward, optimizer",
     "memory.peak.phase.": "a phase of the peak model (memory.peak.Phase.key)",
     "memory.peak.term.": "a term of the peak model (memory.peak.Term.key)",
     "memory.peak.unit.": "the units a peak term counts (Term.detail)",

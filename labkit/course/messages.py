@@ -22,8 +22,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "only the notebooks of this lesson (e.g. lesson2); repeatable",
         "ro": "doar notebook-urile acestei lecții (de ex. lesson2); se poate repeta",
     },
-    "course.wrote": {"en": "wrote {n} files under {root}", "ro": "au fost scrise {n} fișiere în {root}"},
-    "course.fresh": {"en": "{n} files are up to date", "ro": "{n} fișiere sunt la zi"},
+    "course.wrote": {"en": "wrote {n:@file|files} under {root}", "ro": "au fost scrise {n:@fișier|fișiere} în {root}"},
+    "course.fresh": {"en": "{n:@file is|files are} up to date", "ro": "{n:@fișier este|fișiere sunt} la zi"},
     "course.stale": {
         "en": "these files differ from a fresh build (run: python -m labkit.course.build):\n{files}",
         "ro": "aceste fișiere diferă de o construire nouă (rulați: python -m labkit.course.build):\n{files}",
@@ -119,18 +119,24 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.machine.backend": {"en": "backend for these lessons", "ro": "backend pentru aceste lecții"},
     "course.machine.ranks": {"en": "most ranks this machine allows", "ro": "cele mai multe ranguri permise aici"},
     "course.say.ddp_head": {
-        "en": "model {model}: {n} parameters, {nproc} DDP ranks",
-        "ro": "modelul {model}: {n} parametri, {nproc} ranguri DDP",
+        "en": "model {model}: {n:@parameter|parameters}, {nproc:@DDP rank|DDP ranks}",
+        "ro": "modelul {model}: {n:@parametru|parametri}, {nproc:@rang DDP|ranguri DDP}",
     },
-    "course.say.ran": {"en": "{nproc} rank(s): {seconds} s", "ro": "{nproc} rang(uri): {seconds} s"},
-    "course.say.n_params": {"en": "model {model}: {n} parameters", "ro": "modelul {model}: {n} parametri"},
+    "course.say.ran": {"en": "{nproc:@rank|ranks}: {seconds} s", "ro": "{nproc:@rang|ranguri}: {seconds} s"},
+    "course.say.n_params": {
+        "en": "model {model}: {n:@parameter|parameters}",
+        "ro": "modelul {model}: {n:@parametru|parametri}",
+    },
     "course.say.convention": {
-        "en": "convention {name}: {b} bytes per parameter, at most {n} parameters on one GPU under DDP",
-        "ro": "convenția {name}: {b} octeți pe parametru, cel mult {n} parametri pe un GPU sub DDP",
+        "en": "convention {name}: {b:@byte|bytes} per parameter, at most {n:@parameter|parameters} on one GPU "
+        "under DDP",
+        "ro": "convenția {name}: {b:@octet|octeți} pe parametru, cel mult {n:@parametru|parametri} pe un GPU sub DDP",
     },
     "course.say.weights_wall": {
-        "en": "bf16 weights and gradients only: {b} bytes per parameter, at most {n} parameters on one GPU",
-        "ro": "doar ponderi și gradienți bf16: {b} octeți pe parametru, cel mult {n} parametri pe un GPU",
+        "en": "bf16 weights and gradients only: {b:@byte|bytes} per parameter, at most "
+        "{n:@parameter|parameters} on one GPU",
+        "ro": "doar ponderi și gradienți bf16: {b:@octet|octeți} pe parametru, cel mult "
+        "{n:@parametru|parametri} pe un GPU",
     },
     "course.say.checksums": {"en": "weight checksums: {values}", "ro": "sume de control ale ponderilor: {values}"},
     "course.fig.unit_bytes": {

@@ -49,8 +49,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "export.rt.world": {
         "en": "labkit export: in the notebook this ran on {nproc} ranks, here on {world}: "
         "values that depend on the number of ranks will differ",
-        "ro": "labkit export: în notebook aceasta a rulat pe {nproc} ranguri, aici pe {world}: "
-        "valorile care depind de numărul de ranguri vor fi altele",
+        "ro": "labkit export: numărul de ranguri era {nproc} în notebook și este {world} aici: valorile care "
+        "depind de el vor fi altele",
     },
     "export.rt.reported": {
         "en": "cell {index}, rank 0 reported: {values}",

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from labkit.fmt import fmt_spec
 from labkit.grading import registry
 from labkit.i18n import get_lang, t
 from labkit.wire.errors import OptionError
@@ -32,8 +33,9 @@ _COLORS = {
 }
 
 
-def fmt_points(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+def fmt_points(x: float, lang: str | None = None) -> str:
+    """Points as the language writes them (0,5 in Romanian); a CSV passes "en" to keep 0.5."""
+    return str(int(x)) if float(x).is_integer() else fmt_spec(x, "g", lang)
 
 
 @dataclass
@@ -60,7 +62,7 @@ class CheckResult:
 
     def line(self, lang: str | None = None) -> str:
         lang = lang or self.lang
-        score = f"{fmt_points(self.points)}/{fmt_points(self.max_points)}"
+        score = f"{fmt_points(self.points, lang)}/{fmt_points(self.max_points, lang)}"
         text = t(f"grading.check.line.{self.status}", lang, qid=self.id, score=score)
         if self.status == "wrong" and self.key:
             text += f". {t('grading.check.hint', lang)}: {self.feedback(lang)}"
@@ -91,7 +93,7 @@ class CheckResult:
 
     def html(self) -> str:
         edge, fill = _COLORS[self.status]
-        score = f"{fmt_points(self.points)}/{fmt_points(self.max_points)}"
+        score = f"{fmt_points(self.points, self.lang)}/{fmt_points(self.max_points, self.lang)}"
         head = html.escape(t(f"grading.check.line.{self.status}", self.lang, qid=self.id, score=score))
         body = ""
         if self.status == "wrong" and self.key:

@@ -81,9 +81,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Run every notebook in SUBMISSIONS in a fresh kernel, collect its labkit.check results and "
         "write a report per student (JSON and Markdown) and a CSV gradebook. SUBMISSIONS holds one "
         "folder per student, or files named <student>_<anything>.ipynb.",
-        "ro": "Rulează fiecare notebook din SUBMISSIONS într-un kernel nou, adună rezultatele labkit.check "
-        "și scrie un raport pentru fiecare student (JSON și Markdown) și un catalog CSV. SUBMISSIONS "
-        "conține câte un dosar pentru fiecare student, sau fișiere numite <student>_<orice>.ipynb.",
+        "ro": "Rulează fiecare notebook din SUBMISSIONS într-un kernel nou, colectează rezultatele "
+        "labkit.check și scrie un raport pentru fiecare student (JSON și Markdown) și un catalog CSV. "
+        "SUBMISSIONS conține câte un dosar pentru fiecare student, sau fișiere numite <student>_<orice>.ipynb.",
     },
     "grading.cli.grade.submissions": {"en": "the folder of submissions", "ro": "dosarul cu predări"},
     "grading.cli.grade.out": {"en": "where to write the reports", "ro": "unde se scriu rapoartele"},
@@ -105,8 +105,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "câte notebook-uri rulează deodată, fiecare în kernelul lui (implicit: %(default)s)",
     },
     "grading.cli.grade.done": {
-        "en": "{n} students graded; reports in {out}, gradebook in {csv}",
-        "ro": "{n} studenți notați; rapoartele în {out}, catalogul în {csv}",
+        "en": "{n:@student|students} graded; reports in {out}, gradebook in {csv}",
+        "ro": "{n:@student notat|studenți notați}; rapoartele în {out}, catalogul în {csv}",
     },
     "grading.cli.grade.no_folder": {"en": "no such folder: {path}", "ro": "dosarul nu există: {path}"},
     "grading.cli.build.help": {
@@ -128,7 +128,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the language of the stubs (default: the notebook's metadata.labkit.lang)",
         "ro": "limba textelor înlocuitoare (implicit: metadata.labkit.lang a notebook-ului)",
     },
-    "grading.cli.build.done": {"en": "{n} notebooks written to {out}", "ro": "{n} notebook-uri scrise în {out}"},
+    "grading.cli.build.done": {
+        "en": "{n:@notebook|notebooks} written to {out}",
+        "ro": "{n:@notebook scris|notebook-uri scrise} în {out}",
+    },
     # labkit.grading.registry
     "grading.check.type.number": {
         "en": "expected a number, got {got}",
@@ -143,8 +146,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "se aștepta un șir de caractere, s-a primit {got}",
     },
     "grading.check.type.sequence": {
-        "en": "expected a list of {n} items, got {got}",
-        "ro": "se aștepta o listă de {n} elemente, s-a primit {got}",
+        "en": "expected a list of {n:@item|items}, got {got}",
+        "ro": "se aștepta o listă de {n:@element|elemente}, s-a primit {got}",
     },
     "grading.check.type.mapping": {
         "en": "expected a dict with the keys {keys}, got {got}",
@@ -195,7 +198,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     "grading.report.col.total": {"en": "total", "ro": "total"},
     "grading.report.errors": {"en": "Cells that raised an error:", "ro": "Celule care au ridicat o eroare:"},
     "grading.report.cell": {"en": "cell {cell}", "ro": "celula {cell}"},
-    "grading.report.attempts": {"en": "{n} attempts, the last one counts", "ro": "{n} încercări, contează ultima"},
+    "grading.report.attempts": {
+        "en": "{n:@attempt|attempts}, the last one counts",
+        "ro": "{n:@încercare|încercări}, contează ultima",
+    },
     "grading.report.no_submissions": {"en": "no notebooks", "ro": "niciun notebook"},
     "grading.grade.status.correct": {"en": "✓ correct", "ro": "✓ corect"},
     "grading.grade.status.wrong": {"en": "✗ wrong", "ro": "✗ greșit"},

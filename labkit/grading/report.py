@@ -63,7 +63,7 @@ def run_status(nb: NotebookScore, lang: str) -> str:
 
 
 def _notebook_section(nb: NotebookScore, lang: str, counted: bool) -> list[str]:
-    score = f"{fmt_points(nb.points)}/{fmt_points(nb.max_points)}"
+    score = f"{fmt_points(nb.points, lang)}/{fmt_points(nb.max_points, lang)}"
     head = (
         t("grading.report.lesson", lang, lesson=nb.lesson or "?") + f": {score} ({_percent(nb.points, nb.max_points)})"
     )
@@ -76,7 +76,7 @@ def _notebook_section(nb: NotebookScore, lang: str, counted: bool) -> list[str]:
         [
             q.id,
             t(f"grading.grade.status.{q.status}", lang),
-            f"{fmt_points(q.points)}/{fmt_points(q.max_points)}",
+            f"{fmt_points(q.points, lang)}/{fmt_points(q.max_points, lang)}",
             feedback(q, lang),
         ]
         for q in nb.questions
@@ -104,7 +104,7 @@ def student_markdown(rep: StudentReport) -> str:
     lang = rep.lang
     _, total, max_total = student_totals(rep)
     lines = [f"# {t('grading.report.title', lang, student=_cell(rep.student))}", ""]
-    score = f"{fmt_points(total)}/{fmt_points(max_total)}"
+    score = f"{fmt_points(total, lang)}/{fmt_points(max_total, lang)}"
     lines += [t("grading.report.total", lang, score=score, percent=_percent(total, max_total)), ""]
     if not rep.notebooks:
         lines += [t("grading.report.no_submissions", lang), ""]
@@ -152,15 +152,22 @@ def write_gradebook(students: list[StudentReport], out: Path, lang: str | None =
     csv_rows, md_rows = [], []
     for rep in students:
         points, total, max_total = student_totals(rep, maxima)
-        per_lesson = [fmt_points(points.get(k, 0)) for k in maxima]
+        per_lesson = [fmt_points(points.get(k, 0), "en") for k in maxima]  # the CSV: 0.5, read by spreadsheets
         percent = _percent(total, max_total)
-        csv_rows.append([rep.student, *per_lesson, fmt_points(total), fmt_points(max_total), percent])
-        md_rows.append([rep.student, *per_lesson, f"{fmt_points(total)}/{fmt_points(max_total)}", percent])
+        csv_rows.append([rep.student, *per_lesson, fmt_points(total, "en"), fmt_points(max_total, "en"), percent])
+        md_rows.append(
+            [
+                rep.student,
+                *[fmt_points(points.get(k, 0), lang) for k in maxima],
+                f"{fmt_points(total, lang)}/{fmt_points(max_total, lang)}",
+                percent,
+            ]
+        )
     with open(out / "gradebook.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["student", *maxima, "total", "max_points", "percent"])
         w.writerows(csv_rows)
-    head = [t("grading.report.col.student", lang), *(f"{k} (/{fmt_points(m)})" for k, m in maxima.items())]
+    head = [t("grading.report.col.student", lang), *(f"{k} (/{fmt_points(m, lang)})" for k, m in maxima.items())]
     head += [t("grading.report.col.total", lang), "%"]
     (out / "gradebook.md").write_text("\n".join(_table(head, md_rows)) + "\n")
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from labkit.fmt import fmt_spec
 from labkit.i18n import t
 from labkit.wire.errors import OptionError
 
@@ -85,4 +86,4 @@ def check_nodes(nodes: Any) -> int:
 
 
 def human_time(seconds: float) -> str:
-    return f"{seconds * 1e6:.0f} µs" if seconds < 1e-3 else f"{seconds * 1e3:g} ms"
+    return f"{seconds * 1e6:.0f} µs" if seconds < 1e-3 else f"{fmt_spec(seconds * 1e3, 'g')} ms"

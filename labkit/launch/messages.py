@@ -74,7 +74,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "launch.diag.hint.cuda_oom": {
         "en": "the GPU ran out of memory: a smaller batch or model, activation checkpointing, or more sharding (FULL_SHARD) lowers the peak; torch.cuda.memory_summary() shows what holds it.",
-        "ro": "GPU-ul a rămas fără memorie: un lot sau un model mai mic, checkpointing de activări sau mai multă fragmentare (FULL_SHARD) scad vârful; torch.cuda.memory_summary() arată ce îl ocupă.",
+        "ro": "GPU-ul a rămas fără memorie: un lot sau un model mai mic, recalcularea activărilor sau mai "
+        "multă fragmentare (FULL_SHARD) scad vârful; torch.cuda.memory_summary() arată ce îl ocupă.",
     },
     "launch.diag.hint.nccl_timeout": {
         "en": "an NCCL collective timed out: some rank never made the matching call (a rank-dependent `if`, a hang, or a failed peer); the first rank to fail is the cause.",
@@ -103,8 +104,9 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     # labkit.launch.logs
     "launch.log.truncated": {
-        "en": "[{n} earlier lines not shown; the whole log is in {path}]",
-        "ro": "[{n} linii anterioare nu sunt afișate; jurnalul complet este în {path}]",
+        "en": "[{n:@earlier line|earlier lines} not shown; the whole log is in {path}]",
+        "ro": "[{n:@linie anterioară nu este afișată|linii anterioare nu sunt afișate}; jurnalul complet este "
+        "în {path}]",
     },
     # labkit.launch.magic
     "launch.magic.bad_option": {"en": "{magic}: {error}\nusage: {usage}", "ro": "{magic}: {error}\nutilizare: {usage}"},
@@ -116,8 +118,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "arată aceste opțiuni și nu rulează nimic",
     },
     "launch.warm.started": {
-        "en": "{nproc} warm ranks ({backend}) ready in {seconds:.1f} s: run cells on them with %%ranks",
-        "ro": "{nproc} ranguri persistente ({backend}) gata în {seconds:.1f} s: rulați celule pe ele cu %%ranks",
+        "en": "{nproc:@warm rank|warm ranks} ({backend}) ready in {seconds:.1f} s: run cells on them with %%ranks",
+        "ro": "{nproc:@rang persistent|ranguri persistente} ({backend}) gata în {seconds:.1f} s: rulați celule "
+        "pe ele cu %%ranks",
     },
     "launch.warm.stopped": {"en": "the warm ranks were stopped", "ro": "rangurile persistente au fost oprite"},
     "launch.warm.none": {
@@ -149,8 +152,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "nproc trebuie să fie cel puțin 1, nu {value}",
     },
     "launch.opt.nproc.large": {
-        "en": "{value} CPU ranks is too many for this machine ({cpus} cores, {mem:.0f} GiB free): at most {limit}. Set LABKIT_MAX_RANKS to raise the limit.",
-        "ro": "{value} ranguri CPU sunt prea multe pentru această mașină ({cpus} nuclee, {mem:.0f} GiB liberi): cel mult {limit}. Setați LABKIT_MAX_RANKS pentru a ridica limita.",
+        "en": "{value:@CPU rank is|CPU ranks is} too many for this machine ({cpus:@core|cores}, {mem:.0f} GiB "
+        "free): at most {limit}. Set LABKIT_MAX_RANKS to raise the limit.",
+        "ro": "{value:@rang CPU este|ranguri CPU sunt} prea multe pentru această mașină "
+        "({cpus:@nucleu|nuclee}, {mem:.0f} GiB liberi): cel mult {limit}. Setați LABKIT_MAX_RANKS pentru a "
+        "ridica limita.",
     },
     "launch.opt.backend": {
         "en": "unknown backend {value!r}{hint}; choose one of: auto, gloo, nccl",
@@ -178,16 +184,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "nnodes trebuie să fie un număr întreg de noduri, cel puțin 1; nu {value!r}",
     },
     "launch.opt.nodes.how": {
-        "en": "{nnodes} nodes need a way to reach them: --slurm (srun) or --hosts a,b (ssh)",
-        "ro": "{nnodes} noduri au nevoie de o cale de a ajunge la ele: --slurm (srun) sau --hosts a,b (ssh)",
+        "en": "{nnodes:@node needs|nodes need} a way to reach them: --slurm (srun) or --hosts a,b (ssh)",
+        "ro": "{nnodes:@nod are|noduri au} nevoie de o cale de a ajunge la ele: --slurm (srun) sau --hosts a,b (ssh)",
     },
     "launch.opt.nodes.both": {
         "en": "--slurm and --hosts exclude each other: Slurm chooses the nodes, --hosts names them",
         "ro": "--slurm și --hosts se exclud: Slurm alege nodurile, --hosts le numește",
     },
     "launch.opt.nodes.count": {
-        "en": "--nnodes {nnodes} but --hosts names {count} hosts ({hosts}): one agent per host",
-        "ro": "--nnodes {nnodes}, dar --hosts numește {count} gazde ({hosts}): un agent pe gazdă",
+        "en": "--nnodes {nnodes} but --hosts names {count:@host|hosts} ({hosts}): one agent per host",
+        "ro": "--nnodes {nnodes}, dar --hosts numește {count:@gazdă|gazde} ({hosts}): un agent pe gazdă",
     },
     "launch.opt.nodes.no_srun": {
         "en": "--slurm needs srun, which is not on PATH here ({path}): run the kernel on a Slurm login or compute node, or load Slurm's module",
@@ -339,8 +345,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "întrerupt în timp ce rangurile persistente porneau; au fost oprite",
     },
     "launch.warm.repr": {
-        "en": "<labkit.Session {run_id}: {nproc} ranks, {backend}, {cells} cells, {state}>",
-        "ro": "<labkit.Session {run_id}: {nproc} ranguri, {backend}, {cells} celule, {state}>",
+        "en": "<labkit.Session {run_id}: {nproc:@rank|ranks}, {backend}, {cells:@cell|cells}, {state}>",
+        "ro": "<labkit.Session {run_id}: {nproc:@rang|ranguri}, {backend}, {cells:@celulă|celule}, {state}>",
     },
     "launch.warm.state.up": {"en": "running", "ro": "rulează"},
     "launch.warm.state.unsafe": {"en": "running, unsafe", "ro": "rulează, nesigură"},
@@ -459,8 +465,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "codul de ieșire {code}",
     },
     "launch.prefork.why.threads": {
-        "en": "{threads} threads after importing torch; forking it would not be safe",
-        "ro": "{threads} fire de execuție după importul torch; o bifurcare nu ar fi sigură",
+        "en": "{threads:@thread|threads} after importing torch; forking it would not be safe",
+        "ro": "{threads:@fir de execuție|fire de execuție} după importul torch; o bifurcare nu ar fi sigură",
     },
     "launch.prefork.why.silent": {
         "en": "no answer in {seconds:.0f} s",

@@ -46,8 +46,8 @@ import subprocess
 import sys
 from typing import Any
 
-from labkit.fmt import fmt_bytes, markdown_to_html, render_table
-from labkit.i18n import t
+from labkit.fmt import fmt_bytes, fmt_number, fmt_spec, markdown_to_html, render_table
+from labkit.i18n import known, t
 from labkit.memory import model as mm
 from labkit.memory.faketrace import Spec, config_of, shard_group
 from labkit.wire.errors import LabkitError, OptionError
@@ -150,7 +150,14 @@ class Estimate:
             ref = self.analytical.total if c == "total" else getattr(self.analytical, c)
             d = diffs[c]
             label = t("memory.total") if c == "total" else t(f"memory.cat.{c}")
-            rows.append([label, f"{est / mm.GB:,.2f}", f"{ref / mm.GB:,.2f}", "" if d is None else f"{d:+.1f}%"])
+            rows.append(
+                [
+                    label,
+                    fmt_number(est / mm.GB, 2),
+                    fmt_number(ref / mm.GB, 2),
+                    "" if d is None else fmt_spec(d, "+.1f") + "%",
+                ]
+            )
         cfg = config_of(s)
         title = t(
             "memory.est.title",
@@ -165,13 +172,13 @@ class Estimate:
             depths = ", ".join(str(d) for d in self.traced_layers)
             footer = t(
                 "memory.est.footer.extrapolated",
-                stage=self.stage,
+                stage=_stage(self.stage),
                 layers=cfg.n_layers,
                 depths=depths,
                 seconds=self.seconds,
             )
         else:
-            footer = t("memory.est.footer", stage=self.stage, seconds=self.seconds)
+            footer = t("memory.est.footer", stage=_stage(self.stage), seconds=self.seconds)
         return render_table(rows, "markdown", title=title, notes=[footer, *self.explain()])
 
     def _repr_html_(self) -> str:
@@ -192,6 +199,11 @@ class Estimate:
             "differences": self.differences(),
             "traced_layers": list(self.traced_layers),
         }
+
+
+def _stage(stage: str) -> str:
+    """The phase the peak fell in, in words: "trecerea inversă" in Romanian, not "backward"."""
+    return t(f"memory.est.stage.{stage}") if known(f"memory.est.stage.{stage}") else stage
 
 
 def _check(spec: Spec) -> Spec:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.fmt import fmt_bytes, fmt_count, render_table
+from labkit.fmt import fmt_bytes, fmt_count, fmt_number, render_table
 from labkit.i18n import t
 from labkit.memory import peak as memory_peak
 from labkit.memory.peak import StepShape
@@ -414,7 +414,7 @@ def strategy_table(
     rows = [head]
     for s in strategies:
         b = model_states(num, s, world_size, **kw)
-        rows.append([b.strategy] + [f"{v / div:,.2f}" for v in (b.params, b.grads, b.optimizer, b.model_states)])
+        rows.append([b.strategy] + [fmt_number(v / div, 2) for v in (b.params, b.grads, b.optimizer, b.model_states)])
     return render_table(
         rows, "markdown", title=t("memory.strategy_table", n=fmt_count(num), world=world_size, unit=units)
     )

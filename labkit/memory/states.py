@@ -41,7 +41,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from labkit.fmt import fmt_bytes, markdown_to_html, render_table
+from labkit.fmt import fmt_bytes, fmt_number, fmt_spec, markdown_to_html, render_table
 from labkit.i18n import t
 from labkit.memory.peak import Phase
 from labkit.wire.errors import OptionError
@@ -241,9 +241,11 @@ class MemoryBreakdown:
         for c in CATEGORIES:
             dev, host = getattr(self, c), self.host.get(c, 0.0)
             if dev or host:
-                share = f"{dev / self.total:.0%}" if self.total else ""
-                rows.append([t(f"memory.cat.{c}"), f"{dev / div:,.2f}", f"{host / div:,.2f}" if host else "", share])
-        rows.append([t("memory.total"), f"{self.total / div:,.2f}", f"{self.host_total / div:,.2f}", ""])
+                share = fmt_spec(dev / self.total, ".0%") if self.total else ""
+                rows.append(
+                    [t(f"memory.cat.{c}"), fmt_number(dev / div, 2), fmt_number(host / div, 2) if host else "", share]
+                )
+        rows.append([t("memory.total"), fmt_number(self.total / div, 2), fmt_number(self.host_total / div, 2), ""])
         head = [
             t("memory.col.category"),
             t("memory.col.device", unit=units),
@@ -339,7 +341,9 @@ def model_states(
         host["optimizer"], host["grads"], opt, grads = opt, grads, 0.0, 0.0
     if where == "params":
         host["params"], params = params, 0.0
-    notes = (t("memory.note.offload", what=", ".join(k for k, v in host.items() if v)),) if where else ()
+    notes = (
+        (t("memory.note.offload", what=", ".join(t(f"memory.cat.{k}") for k, v in host.items() if v)),) if where else ()
+    )
     return MemoryBreakdown(
         params=params,
         grads=grads,

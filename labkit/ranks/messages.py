@@ -34,13 +34,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "FSDP1 units are not sized, their collectives are not named after them in the timeline, and "
         "memtrack counts their gathered parameters as other memory",
         "ro": "unitățile FSDP1 nu sunt măsurate, colectivele lor nu poartă numele lor în cronologie, iar "
-        "memtrack le socotește parametrii adunați ca altă memorie",
+        "memtrack le socotește parametrii colectați ca altă memorie",
     },
     "ranks.hooks.lost.fsdp2": {
         "en": "FSDP2 units are not sized, their collectives are not named after them in the timeline, and "
         "memtrack counts their shards and gathered parameters as other memory",
         "ro": "unitățile FSDP2 nu sunt măsurate, colectivele lor nu poartă numele lor în cronologie, iar "
-        "memtrack le socotește fragmentele și parametrii adunați ca altă memorie",
+        "memtrack le socotește fragmentele și parametrii colectați ca altă memorie",
     },
     "ranks.hooks.lost.agent": {
         "en": "when several ranks fail, only the first is named",
@@ -48,7 +48,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "ranks.hooks.lost.estimate": {
         "en": "the fake-tensor estimator (labkit estimate, lesson 6's 70B plan) cannot run",
-        "ro": "estimatorul cu tensori falși (labkit estimate, planul 70B din lecția 6) nu poate rula",
+        "ro": "estimatorul cu tensori fictivi (labkit estimate, planul 70B din lecția 6) nu poate rula",
     },
     "ranks.hooks.lost.comm": {
         "en": "labkit.comm cannot count collectives (comm counts, the timeline, the run records)",

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labkit.fmt import fmt_bytes, fmt_number
+from labkit.fmt import fmt_bytes, fmt_number, fmt_spec
 from labkit.i18n import t
 from labkit.regress import messages  # noqa: F401  (registers the regress.* messages)
 from labkit.regress.sweep import RECORD_SUFFIX, point_text, slug
@@ -241,8 +241,8 @@ def judge(m: str, a: Any, b: Any, tol: Tolerances, steps: int | None) -> tuple[s
     if rule == EXACT:
         per_step = ""
         if steps and steps > 1 and m.startswith("comm.total") and diff % steps == 0:
-            per_step = t("regress.compare.per_step", n=f"{diff // steps:+g}", steps=steps)
-        return "regression", ", ".join(x for x in (f"{diff:+g}", pct, per_step) if x)
+            per_step = t("regress.compare.per_step", n=fmt_spec(diff // steps, "+g"), steps=steps)
+        return "regression", ", ".join(x for x in (fmt_spec(diff, "+g"), pct, per_step) if x)
     if rule == VALUE:
         return ("regression" if abs(diff) > tol.value_tol * abs(a) else "changed"), pct
     if rule == MEMORY:

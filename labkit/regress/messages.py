@@ -32,12 +32,14 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "regress.sweep.no_notebook": {"en": "no notebook at {path}", "ro": "nu există niciun notebook la {path}"},
     "regress.sweep.start": {
-        "en": "sweep: {jobs} runs ({notebooks} notebooks × {points} parameter sets), {workers} at a time",
-        "ro": "sweep: {jobs} rulări ({notebooks} notebook-uri × {points} seturi de parametri), câte {workers} deodată",
+        "en": "sweep: {jobs:@run|runs} ({notebooks:@notebook|notebooks} × {points:@parameter set|parameter "
+        "sets}), {workers} at a time",
+        "ro": "sweep: {jobs:@rulare|rulări} ({notebooks:@notebook|notebook-uri} × {points:@set de "
+        "parametri|seturi de parametri}), câte {workers} deodată",
     },
     "regress.sweep.progress": {
-        "en": "[{n}/{total}] {name} {point}: {status} in {seconds} s, {runs} runs, checks {checks}",
-        "ro": "[{n}/{total}] {name} {point}: {status} în {seconds} s, {runs} rulări, verificări {checks}",
+        "en": "[{n}/{total}] {name} {point}: {status} in {seconds} s, {runs:@run|runs}, checks {checks}",
+        "ro": "[{n}/{total}] {name} {point}: {status} în {seconds} s, {runs:@rulare|rulări}, verificări {checks}",
     },
     "regress.sweep.title": {"en": "Sweep summary", "ro": "Rezumatul rulărilor"},
     "regress.sweep.cell_errors": {"en": "cell errors", "ro": "erori în celule"},
@@ -58,8 +60,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "dosarul de referință, de exemplu baselines/cpu",
     },
     "regress.baseline.done": {
-        "en": "{n} records copied to {out}",
-        "ro": "{n} înregistrări copiate în {out}",
+        "en": "{n:@record|records} copied to {out}",
+        "ro": "{n:@înregistrare copiată|înregistrări copiate} în {out}",
     },
     # labkit regress compare
     "regress.help": {
@@ -122,12 +124,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "Nicio regresie: B se potrivește cu A în limitele toleranțelor.",
     },
     "regress.compare.verdict_bad": {
-        "en": "{n} regression(s): B differs from A beyond the tolerances.",
-        "ro": "{n} regresii: B diferă de A peste limitele toleranțelor.",
+        "en": "{n:@regression|regressions}: B differs from A beyond the tolerances.",
+        "ro": "{n:@regresie|regresii}: B diferă de A peste limitele toleranțelor.",
     },
     "regress.compare.within": {
-        "en": "{n} other change(s) within the tolerances or for information (see the Markdown report)",
-        "ro": "alte {n} schimbări în limitele toleranțelor sau informative (vedeți raportul Markdown)",
+        "en": "{n:@other change|other changes} within the tolerances or for information (see the Markdown report)",
+        "ro": "încă {n:@schimbare|schimbări} în limitele toleranțelor sau informative (vedeți raportul Markdown)",
     },
     "regress.compare.regressions": {"en": "Regressions", "ro": "Regresii"},
     "regress.compare.changes": {
@@ -151,8 +153,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "regress.compare.run_n": {"en": "(run {n})", "ro": "(rularea {n})"},
     "regress.compare.rank": {"en": "rank {rank}: ", "ro": "rangul {rank}: "},
     "regress.compare.per_step": {
-        "en": "{n} per step over {steps} steps",
-        "ro": "{n} pe pas, în {steps} pași",
+        "en": "{n} per step over {steps:@step|steps}",
+        "ro": "{n} pe pas, în {steps:@pas|pași}",
     },
     "regress.compare.line": {
         "en": "REGRESSION {metric}: lesson {lesson} ({notebook}, {point}), {where}: {rank}{a} -> {b} ({change})",
@@ -178,8 +180,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "regress.doctor.status.skip": {"en": "SKIP", "ro": "OMIS"},
     "regress.doctor.todo": {"en": "what to do: {fix}", "ro": "ce e de făcut: {fix}"},
     "regress.doctor.summary": {
-        "en": "{pass} passed, {warn} warnings, {fail} failed, {skip} skipped in {seconds} s",
-        "ro": "{pass} trecute, {warn} avertismente, {fail} eșuate, {skip} omise în {seconds} s",
+        "en": "{pass} passed, {warn:@warning|warnings}, {fail} failed, {skip} skipped in {seconds} s",
+        "ro": "{pass} trecute, {warn:@avertisment|avertismente}, {fail} eșuate, {skip} omise în {seconds} s",
     },
     "regress.doctor.torch.ok": {
         "en": "in the supported range ({spec}) and tested",
@@ -225,8 +227,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "cronologia {flavor} (unitățile, colectivele numite după ele)",
     },
     "regress.doctor.timeline.found": {
-        "en": "{units} units, {named} of {collectives} collectives named, {held} held spans",
-        "ro": "{units} unități, {named} din {collectives} colective numite, {held} intervale de deținere",
+        "en": "{units:@unit|units}, {named} of {collectives} collectives named, {held:@held span|held spans}",
+        "ro": "{units:@unitate|unități}, {named} din {collectives:@colectivă|colective} numite, "
+        "{held:@interval de deținere|intervale de deținere}",
     },
     "regress.doctor.nothing": {"en": "rank 0 reported nothing", "ro": "rangul 0 nu a raportat nimic"},
     "regress.doctor.memtrack": {"en": "{flavor} memtrack categories", "ro": "categoriile memtrack {flavor}"},
@@ -258,7 +261,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "regress.doctor.estimate": {
         "en": "fake-tensor estimator (labkit estimate)",
-        "ro": "estimatorul cu tensori falși (labkit estimate)",
+        "ro": "estimatorul cu tensori fictivi (labkit estimate)",
     },
     "regress.doctor.estimate.ok": {
         "en": "tiny model on 2 fake ranks: peak {peak} in {seconds} s",

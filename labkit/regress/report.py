@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from labkit.fmt import fmt_bytes, fmt_number
+from labkit.fmt import fmt_bytes, fmt_number, fmt_spec
 from labkit.i18n import t
 from labkit.regress import messages  # noqa: F401  (registers the regress.* messages)
 from labkit.regress.compare import TIME, Finding, Tolerances, compare, load, regressions, rule_of
@@ -24,7 +24,7 @@ def show(value: Any, metric: str) -> str:
         return f"{fmt_bytes(value)} ({int(value)})"
     if rule_of(metric) == TIME:
         return f"{fmt_number(value * 1000, 1)} ms"
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return fmt_spec(value, "g") if isinstance(value, float) else str(value)
 
 
 def _cell(text: Any) -> str:

@@ -21,10 +21,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "backward_prefetch necunoscut {name!r}; alegeți BACKWARD_PRE, BACKWARD_POST sau None",
     },
     "timing.simulate.repr": {
-        "en": "SIMULATED {strategy} {prefetch} on {link}: step {step:.2f} ms (compute {compute:.2f} ms, "
-        "comm {comm:.2f} ms of which exposed {exposed:.2f} ms), peak {peak} units held",
-        "ro": "SIMULAT {strategy} {prefetch} pe {link}: pas {step:.2f} ms (calcul {compute:.2f} ms, "
-        "comunicare {comm:.2f} ms din care expusă {exposed:.2f} ms), maxim {peak} unități ținute",
+        "en": "SIMULATED {strategy} {prefetch} on {link}: step {step:.2f} ms (compute {compute:.2f} ms, comm "
+        "{comm:.2f} ms of which exposed {exposed:.2f} ms), peak {peak:@unit|units} held",
+        "ro": "SIMULAT {strategy} {prefetch} pe {link}: pas {step:.2f} ms (calcul {compute:.2f} ms, comunicare "
+        "{comm:.2f} ms din care expusă {exposed:.2f} ms), maxim {peak:@unitate ținută|unități ținute}",
     },
     "timing.simulate.col.strategy": {"en": "strategy", "ro": "strategie"},
     "timing.simulate.col.prefetch": {"en": "prefetch", "ro": "preîncărcare"},
@@ -33,6 +33,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "timing.simulate.col.compute": {"en": "compute ms", "ro": "calcul ms"},
     "timing.simulate.col.exposed": {"en": "exposed comm ms (sim.)", "ro": "comunicare expusă ms (sim.)"},
     "timing.simulate.col.peak": {"en": "peak units", "ro": "unități maxim"},
+    "timing.simulate.table.the_run": {"en": "the run", "ro": "rulare"},
     "timing.simulate.table.note": {
         "en": "simulated: measured compute and bytes of {source}, re-timed on each link",
         "ro": "simulat: calcul și octeți măsurați în {source}, recronometrați pe fiecare legătură",

@@ -53,7 +53,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from labkit.fmt import render_table
+from labkit.fmt import fmt_number, render_table
 from labkit.i18n import t
 from labkit.timing.calibrate import Profile, fit_link, profile_from_run
 from labkit.timing.links import LINKS, Link, link
@@ -381,13 +381,17 @@ def table(results: Sequence[Result], source: str | None = None) -> str:
                 r.options["strategy"],
                 _prefetch_label(r.options),
                 r.link.name,
-                f"{r.step_time * 1e3:.2f}",
-                f"{r.compute_time * 1e3:.2f}",
-                f"{r.exposed_comm * 1e3:.2f}",
+                fmt_number(r.step_time * 1e3, 2),
+                fmt_number(r.compute_time * 1e3, 2),
+                fmt_number(r.exposed_comm * 1e3, 2),
                 str(r.peak_units),
             ]
         )
-    return render_table(rows, align="lll" + "r" * 4, title=t("timing.simulate.table.note", source=source or "the run"))
+    return render_table(
+        rows,
+        align="lll" + "r" * 4,
+        title=t("timing.simulate.table.note", source=source or t("timing.simulate.table.the_run")),
+    )
 
 
 def compare_to_measured(prof: Profile, measured_link: Link | None = None) -> dict[str, float]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from labkit.fmt import fmt_bytes
+from labkit.fmt import fmt_bytes, fmt_number
 from labkit.i18n import get_lang, language, t
 from labkit.views import runview
 from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
@@ -394,7 +394,7 @@ def memory_svg(run: RunRecord, width: int = 640, height: int = 180) -> str:
         f"<line x1='{pad_l}' y1='{top}' x2='{pad_l}' y2='{top + plot_h}' style='stroke:{LINES}'/>"
         f"<text x='2' y='{top + 8}' {text}>{html.escape(fmt_bytes(y_max))}</text>"
         f"<text x='2' y='{top + plot_h}' {text}>0</text>"
-        f"<text x='{pad_l + plot_w - 40}' y='{height - 4}' {text}>{t_max:.1f} s</text>"
+        f"<text x='{pad_l + plot_w - 40}' y='{height - 4}' {text}>{fmt_number(t_max, 1)} s</text>"
         f"<text x='{pad_l + 4}' y='{height - 4}' {text}>{html.escape(t('views.dash.plot.title', what=what))}</text>"
     )
     return f"<svg class='labkit-memplot' width='{width}' height='{height}'>{axes}{''.join(lines)}</svg>"

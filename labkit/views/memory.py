@@ -16,7 +16,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from labkit.fmt import UNITS, fmt_bytes, fmt_count, markdown_to_html, render_table
+from labkit.fmt import UNITS, fmt_bytes, fmt_count, fmt_number, markdown_to_html, render_table
 from labkit.i18n import t
 from labkit.memory import model as mm
 from labkit.memory.shapes import config
@@ -146,7 +146,8 @@ class MemoryTable:
                     continue
                 values = [cats.get(c, 0) for c in CATEGORIES]
                 rows.append(
-                    [str(r), t(f"views.memtrack.phase.{phase}")] + [f"{v / div:,.2f}" for v in values + [sum(values)]]
+                    [str(r), t(f"views.memtrack.phase.{phase}")]
+                    + [fmt_number(v / div, 2) for v in values + [sum(values)]]
                 )
         return rows
 

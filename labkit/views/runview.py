@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.fmt import fmt_bytes, render_table
+from labkit.fmt import fmt_bytes, fmt_spec, render_table
 from labkit.i18n import t
 from labkit.wire.protocol import ELAPSED, Msg, Status
 from labkit.wire.records import RunRecord, first_message
@@ -149,5 +149,5 @@ def comm_label(msg: dict[str, Any]) -> str:
 
 
 def _short(v: Any) -> str:
-    s = f"{v:.4g}" if isinstance(v, float) else repr(v)
+    s = fmt_spec(v, ".4g") if isinstance(v, float) else repr(v)
     return s if len(s) <= 40 else s[:37] + "..."

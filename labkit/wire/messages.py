@@ -11,15 +11,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "NCCL are nevoie de GPU-uri, iar acest kernel nu are niciunul ({where}). Folosiți backend='gloo' pentru a rula rangurile pe CPU.",
     },
     "wire.gpus.too_many": {
-        "en": "{nproc} NCCL ranks need {nproc} GPUs, but only {count} are yours: {names} ({where}). "
-        "Use nproc={count} or fewer, or backend='gloo' to run {nproc} ranks on the CPU.",
-        "ro": "{nproc} ranguri NCCL au nevoie de {nproc} GPU-uri, dar doar {count} sunt ale dumneavoastră: {names} ({where}). "
-        "Folosiți nproc={count} sau mai puțin, ori backend='gloo' pentru a rula {nproc} ranguri pe CPU.",
+        "en": "{nproc:@NCCL rank needs|NCCL ranks need} {nproc:@GPU|GPUs}, but only {count} are yours: {names} "
+        "({where}). Use nproc={count} or fewer, or backend='gloo' to run {nproc:@rank|ranks} on the CPU.",
+        "ro": "{nproc:@rang NCCL are|ranguri NCCL au} nevoie de {nproc:@GPU|GPU-uri}, dar doar {count} sunt "
+        "ale dumneavoastră: {names} ({where}). Folosiți nproc={count} sau mai puțin, ori backend='gloo' pentru "
+        "a rula {nproc:@rang|ranguri} pe CPU.",
     },
     "wire.gpus.where.env": {"en": "CUDA_VISIBLE_DEVICES={value!r}", "ro": "CUDA_VISIBLE_DEVICES={value!r}"},
     "wire.gpus.where.torch": {
-        "en": "torch sees {count} CUDA device(s)",
-        "ro": "torch vede {count} dispozitiv(e) CUDA",
+        "en": "torch sees {count:@CUDA device|CUDA devices}",
+        "ro": "torch vede {count:@dispozitiv CUDA|dispozitive CUDA}",
     },
     "wire.gpus.auto.nccl": {
         "en": "backend auto: nccl, one GPU per rank ({names})",
@@ -30,10 +31,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "backend auto: gloo, pentru că acest kernel nu are niciun GPU ({where})",
     },
     "wire.gpus.auto.too_few": {
-        "en": "backend auto: gloo on the CPU, because {nproc} ranks need {nproc} GPUs for NCCL "
-        "and only {count} are yours ({names}); use -n {count} to run on the GPUs",
-        "ro": "backend auto: gloo pe CPU, pentru că {nproc} ranguri au nevoie de {nproc} GPU-uri pentru NCCL "
-        "și doar {count} sunt ale dumneavoastră ({names}); folosiți -n {count} pentru a rula pe GPU-uri",
+        "en": "backend auto: gloo on the CPU, because {nproc:@rank needs|ranks need} {nproc:@GPU|GPUs} for "
+        "NCCL and only {count} are yours ({names}); use -n {count} to run on the GPUs",
+        "ro": "backend auto: gloo pe CPU, pentru că {nproc:@rang are|ranguri au} nevoie de "
+        "{nproc:@GPU|GPU-uri} pentru NCCL și doar {count} sunt ale dumneavoastră ({names}); folosiți -n "
+        "{count} pentru a rula pe GPU-uri",
     },
     "wire.gpus.auto.mig": {
         "en": "backend auto: gloo on the CPU, because the GPUs given to this kernel are MIG slices ({names}), "

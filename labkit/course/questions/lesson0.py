@@ -64,7 +64,7 @@ question(
     hint={
         "en": "In the cell, rank r holds (step + 1) * (r + 1) MiB at a step. Compare the last rank's largest "
         "buffer with rank 0's, as a function of world_size.",
-        "ro": "În celulă, rangul r ține (step + 1) * (r + 1) MiB la un pas. Comparați cel mai mare buffer al "
+        "ro": "În celulă, rangul r ține (step + 1) * (r + 1) MiB la un pas. Comparați cel mai mare tampon al "
         "ultimului rang cu al rangului 0, ca funcție de world_size.",
     },
     mistakes={

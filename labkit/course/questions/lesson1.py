@@ -26,8 +26,8 @@ _WEIGHTS_ONLY = {
     hint={
         "en": "Count every copy a parameter has during a step: the ones forward and backward use, "
         "and the ones the optimizer keeps. Which of them are bf16 and which fp32?",
-        "ro": "Numărați fiecare copie a unui parametru în timpul unui pas: cele folosite de forward și backward, "
-        "și cele păstrate de optimizator. Care sunt bf16 și care fp32?",
+        "ro": "Numărați fiecare copie a unui parametru în timpul unui pas: cele folosite de trecerea directă și "
+        "de cea inversă, și cele păstrate de optimizator. Care sunt bf16 și care fp32?",
     },
     mistakes={
         lambda n_params: 12 * n_params: {

@@ -44,7 +44,7 @@ def _zero1_bytes(n_params: float, world_size: int) -> float:
     hint={
         "en": "Stage 3 shards all three kinds of state: add up the bytes per parameter, multiply by the "
         "parameters, and divide by the GPUs.",
-        "ro": "Etapa 3 fragmentează toate cele trei feluri de stări: adunați octeții pe parametru, înmulțiți cu "
+        "ro": "Etapa 3 fragmentează toate cele trei feluri de stări: însumați octeții pe parametru, înmulțiți cu "
         "numărul de parametri și împărțiți la numărul de GPU-uri.",
     },
     mistakes={

@@ -79,7 +79,7 @@ def _as_set(value: Any) -> set[str] | None:
             "en": "4 bytes per parameter is the fp32 parameter shard alone; its gradient and Adam's moments "
             "are offloaded with it.",
             "ro": "4 octeți pe parametru înseamnă doar fragmentul fp32 al parametrului; gradientul lui și "
-            "momentele Adam sunt descărcate împreună cu el.",
+            "momentele Adam sunt mutate pe CPU împreună cu el.",
         },
     },
     hint={

@@ -21,8 +21,8 @@ question(
     hint={
         "en": "FULL_SHARD frees each unit's gathered parameters after its forward and gathers them again "
         "for backward; SHARD_GRAD_OP keeps them until backward. Which of the two reshards after forward?",
-        "ro": "FULL_SHARD eliberează parametrii adunați ai fiecărei unități după trecerea ei directă și îi "
-        "adună din nou pentru cea inversă; SHARD_GRAD_OP îi păstrează până la trecerea inversă. Care dintre "
+        "ro": "FULL_SHARD eliberează parametrii colectați ai fiecărei unități după trecerea ei directă și îi "
+        "colectează din nou pentru cea inversă; SHARD_GRAD_OP îi păstrează până la trecerea inversă. Care dintre "
         "ele refragmentează după trecerea directă?",
     },
 )
