@@ -229,4 +229,20 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{file}: not in the glossary (labkit/course/glossary.py): {terms}",
         "ro": "{file}: nu sunt în glosar (labkit/course/glossary.py): {terms}",
     },
+    "course.src.comment_missing": {
+        "en": "{where}: the comment {comment!r} has no Romanian translation ({n} in all): add it to the cell's comments_ro",
+        "ro": "{where}: comentariul {comment!r} nu are traducere în română ({n} în total): adăugați-o în comments_ro al celulei",
+    },
+    "course.src.comment_unused": {
+        "en": "{where}: comments_ro translates {comment!r}, which is not a comment of the cell",
+        "ro": "{where}: comments_ro traduce {comment!r}, care nu este un comentariu al celulei",
+    },
+    "course.src.comment_line": {
+        "en": "{where}: the translation of {comment!r} must be one line of text",
+        "ro": "{where}: traducerea lui {comment!r} trebuie să fie un singur rând de text",
+    },
+    "course.src.comment_meta": {
+        "en": "{where}: comments_ro belongs to a code cell, as a map of English comment to Romanian",
+        "ro": "{where}: comments_ro aparține unei celule de cod, ca dicționar de la comentariul englez la cel românesc",
+    },
 }
