@@ -259,10 +259,10 @@ GLOSSARY: dict[str, Term] = {
     ),
     "offload": Term(
         "CPU offload",
-        "descărcare pe CPU",
+        "mutare pe CPU",
         "parametri sau stări ținute în memoria gazdei, nu pe GPU",
         "parameters or states kept in host memory instead of on the GPU",
-        ("descărcarea pe CPU",),
+        ("mutarea pe CPU",),
     ),
     "activation_checkpointing": Term(
         "activation checkpointing",

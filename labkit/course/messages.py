@@ -231,6 +231,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "bf16 reduce (reduce_dtype unset), against fp32 reduce",
         "ro": "reducere bf16 (reduce_dtype nesetat), față de reducerea fp32",
     },
+    "course.say.fallback_min_num_params": {
+        "en": "exercise 1 is not answered yet: the run below uses min_num_params = {value} in place of yours",
+        "ro": "exercițiul 1 nu are încă răspuns: rularea de mai jos folosește min_num_params = {value} în locul valorii voastre",
+    },
+    "course.col.own_unit": {"en": "its own unit", "ro": "unitate proprie"},
     # labkit.course.source: reading a lesson's MyST source
     "course.src.where": {
         "en": "{file}, cell {cell} ({start!r})",
