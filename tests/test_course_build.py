@@ -398,3 +398,40 @@ def test_english_text_does_not_repeat_a_term_in_parentheses(lesson):
         if m.group(1).lower().rstrip("s") == m.group(2).lower().rstrip("s")
     ]
     assert repeated == [], f"{lesson.id}: the Romanian edition's 'term (English term)' leaked into English: {repeated}"
+
+
+def test_lesson3_measures_with_a_stated_fallback_until_exercise_1_is_answered(capsys):
+    """The student edition's measurement cell needs my_min_num_params: unanswered, it is 1e6, and the cell says so."""
+    lesson = next(x for x in LESSONS if x.id == "lesson3")
+    nb = student_notebook(build.notebook(lesson, "en"), "lesson3", "en")
+    namespace: dict = {"__name__": "__main__"}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if cell.source.startswith("%%torchrun"):
+            break
+        exec("\n".join(line for line in cell.source.splitlines() if not line.startswith("%")), namespace)
+    assert namespace["my_min_num_params"] == 1_000_000
+    assert "exercise 1 is not answered yet" in capsys.readouterr().out
+
+
+def test_student_text_says_the_starting_example_not_the_seed():
+    for lesson in LESSONS:
+        for cell in lesson.cells:
+            text = cell.text["en"] if isinstance(cell, Markdown) else cell.source
+            assert "the seed's" not in text, lesson.id
+
+
+def test_min_num_params_is_graded_on_a_large_vocabulary_too():
+    """An unseen model whose embedding and head outgrow a block: the size policy gives them units of their own."""
+    from labkit.course.questions import lesson3
+
+    def numel(module):
+        return sum(p.numel() for p in module.parameters())
+
+    large = [c for c in lesson3.UNSEEN_CONFIGS if c["vocab_size"] * c["dim"] > numel(lesson3._meta_model(c).layers[0])]
+    assert large
+    model = lesson3._meta_model(large[0])
+    rule = max(numel(part) for part in model.layers[0].children()) + 1  # the lesson's solution
+    blocks = [f"layers.{i}" for i in range(len(model.layers))]
+    assert lesson3.size_policy_units(model, rule) == sorted(["root", *blocks, "tok_embeddings", "output"])
