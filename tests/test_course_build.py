@@ -18,7 +18,7 @@ import jupytext
 import nbformat
 import pytest
 
-from labkit.course import build, glossary, source
+from labkit.course import build, comments, glossary, source
 from labkit.course.source import Code, CourseBuildError, Lesson, Markdown
 from labkit.grading import registry
 from labkit.grading.build import check_ids, student_notebook
@@ -74,13 +74,19 @@ def test_build_course_subcommand(capsys):
 
 
 def test_code_cells_are_the_same_in_both_editions(lesson):
+    """The same code, cell by cell; only the comments are in the edition's language."""
     en, ro = editions(lesson).values()
     assert [c.cell_type for c in en.cells] == [c.cell_type for c in ro.cells]
     assert [c.id for c in en.cells] == [c.id for c in ro.cells]
     for a, b in zip(en.cells, ro.cells):
         assert a.metadata == b.metadata
         if a.cell_type == "code":
-            assert LANG_LINE.sub("%labkit_lang", a.source) == LANG_LINE.sub("%labkit_lang", b.source), a.id
+            code_en, code_ro = (comments.code(LANG_LINE.sub("%labkit_lang", c.source)) for c in (a, b))
+            assert code_en == code_ro, a.id
+            said_en, said_ro = ([x.text for x in comments.comments(c.source)] for c in (a, b))
+            assert len(said_en) == len(said_ro), a.id
+            for x, y in zip(said_en, said_ro):
+                assert x != y or not re.search(r"[a-z]{3}", x), f"{a.id}: {x!r} is not translated"
         else:
             assert a.source != b.source or not a.source.strip(), f"{a.id}: a markdown cell was not translated"
     langs = [re.findall(r"^%labkit_lang (\w+)$", c.source, re.M) for c in en.cells + ro.cells if c.cell_type == "code"]
@@ -102,6 +108,29 @@ def test_notebook_metadata_ids_and_outputs(lesson):
                 assert c.execution_count is not None, "nbval would ignore this cell's stored output"
             else:
                 assert c.execution_count is None
+
+
+def test_comments_are_translated_in_place_and_every_one_must_be():
+    cell = "%%torchrun -n 2\nx = 1  # one\n# two, alone\ns = '# not a comment'\n### BEGIN SOLUTION\ny = 2  # noqa: F841"
+    table = {"one": "unu", "two, alone": "doi, singur"}
+    ro = comments.translate(cell, table, "here")
+    assert ro == cell.replace("# one", "# unu").replace("# two, alone", "# doi, singur")
+    assert (
+        comments.code(ro)
+        == comments.code(cell)
+        == "%%torchrun -n 2\nx = 1\n\ns = '# not a comment'\n### BEGIN SOLUTION\ny = 2  # noqa: F841"
+    )
+    with pytest.raises(comments.CommentError, match="'two, alone' has no Romanian"):
+        comments.translate(cell, {"one": "unu"}, "here")
+    with pytest.raises(comments.CommentError, match="'three'"):
+        comments.translate(cell, {**table, "three": "trei"}, "here")
+    with pytest.raises(CourseBuildError, match="an English comment"):
+        read(myst(code("x = 1  # an English comment")))
+    said = code("x = 1  # an English comment")
+    said.metadata["comments_ro"] = {"an English comment": "un comentariu românesc"}
+    (cell,) = read(myst(said)).cells[3:]
+    assert build.cell_source(cell, "ro") == "x = 1  # un comentariu românesc"
+    assert build.cell_source(cell, "en") == "x = 1  # an English comment"
 
 
 def test_ids_come_from_content_and_survive_an_insertion():
@@ -369,3 +398,40 @@ def test_english_text_does_not_repeat_a_term_in_parentheses(lesson):
         if m.group(1).lower().rstrip("s") == m.group(2).lower().rstrip("s")
     ]
     assert repeated == [], f"{lesson.id}: the Romanian edition's 'term (English term)' leaked into English: {repeated}"
+
+
+def test_lesson3_measures_with_a_stated_fallback_until_exercise_1_is_answered(capsys):
+    """The student edition's measurement cell needs my_min_num_params: unanswered, it is 1e6, and the cell says so."""
+    lesson = next(x for x in LESSONS if x.id == "lesson3")
+    nb = student_notebook(build.notebook(lesson, "en"), "lesson3", "en")
+    namespace: dict = {"__name__": "__main__"}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if cell.source.startswith("%%torchrun"):
+            break
+        exec("\n".join(line for line in cell.source.splitlines() if not line.startswith("%")), namespace)
+    assert namespace["my_min_num_params"] == 1_000_000
+    assert "exercise 1 is not answered yet" in capsys.readouterr().out
+
+
+def test_student_text_says_the_starting_example_not_the_seed():
+    for lesson in LESSONS:
+        for cell in lesson.cells:
+            text = cell.text["en"] if isinstance(cell, Markdown) else cell.source
+            assert "the seed's" not in text, lesson.id
+
+
+def test_min_num_params_is_graded_on_a_large_vocabulary_too():
+    """An unseen model whose embedding and head outgrow a block: the size policy gives them units of their own."""
+    from labkit.course.questions import lesson3
+
+    def numel(module):
+        return sum(p.numel() for p in module.parameters())
+
+    large = [c for c in lesson3.UNSEEN_CONFIGS if c["vocab_size"] * c["dim"] > numel(lesson3._meta_model(c).layers[0])]
+    assert large
+    model = lesson3._meta_model(large[0])
+    rule = max(numel(part) for part in model.layers[0].children()) + 1  # the lesson's solution
+    blocks = [f"layers.{i}" for i in range(len(model.layers))]
+    assert lesson3.size_policy_units(model, rule) == sorted(["root", *blocks, "tok_embeddings", "output"])

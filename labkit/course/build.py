@@ -31,7 +31,7 @@ from typing import Any
 import nbformat
 
 from labkit import i18n
-from labkit.course import lint, source
+from labkit.course import comments, lint, source
 from labkit.course.glossary import glossary_markdown, terms_table
 from labkit.course.source import CHECK_CALL, LANGS, LANGUAGE_TEMPLATE, Code, CourseBuildError, Lesson, Markdown
 from labkit.i18n import t
@@ -49,12 +49,12 @@ def lessons(folder: Path = source.LESSONS) -> list[Lesson]:
 
 
 def cell_source(cell: Code, lang: str) -> str:
-    """The cell as edition ``lang`` has it: the setup cell's language line names that language."""
-    return (
-        cell.source.replace(LANGUAGE_TEMPLATE, LANGUAGE_TEMPLATE.format(lang=lang))
-        if cell.language_line
-        else cell.source
-    )
+    """The cell as edition ``lang`` has it: the setup cell's language line names that language, and
+    the comments are in that language (the code is the same)."""
+    text = cell.source
+    if lang != LANGS[0]:
+        text = comments.translate(text, cell.comments.get(lang, {}), f"cell {cell.line}")
+    return text.replace(LANGUAGE_TEMPLATE, LANGUAGE_TEMPLATE.format(lang=lang)) if cell.language_line else text
 
 
 def cell_ids(lesson: Lesson) -> list[str]:

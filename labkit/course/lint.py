@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from labkit.course.comments import python_only
 from labkit.course.source import Code, Lesson
 
 RULES = "F,E9"
@@ -46,11 +47,6 @@ class Script:
         for i, line in enumerate(text.split("\n")):
             self.lines.append(line)
             self.origin.append(first_line + i)
-
-
-def python_only(text: str) -> str:
-    """The cell with its magic and shell lines blanked (``%load_ext labkit``, ``!nvidia-smi``)."""
-    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in text.split("\n"))
 
 
 def scripts(lesson: Lesson) -> list[Script]:

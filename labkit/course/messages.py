@@ -198,6 +198,50 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.gpus_gib": {"en": "GPUs of 80 GiB", "ro": "GPU-uri de 80 GiB"},
     "course.col.nodes": {"en": "nodes of 8", "ro": "noduri de câte 8"},
     "course.col.deployable": {"en": "GPUs to deploy", "ro": "GPU-uri de alocat"},
+    "course.col.init": {"en": "initialization", "ro": "inițializare"},
+    "course.col.first_rows_equal_last": {
+        "en": "first rank's rows = last rank's",
+        "ro": "rândurile primului rang = ale ultimului",
+    },
+    "course.col.equal_to_plain": {"en": "= plain init", "ro": "= inițializarea obișnuită"},
+    "course.col.reference": {"en": "reference", "ro": "referință"},
+    "course.col.meta_reset": {"en": "meta + reset_parameters()", "ro": "meta + reset_parameters()"},
+    "course.col.broadcast_rank0": {"en": "broadcast from rank 0", "ro": "transmis de la rangul 0"},
+    "course.col.from_pretrained": {
+        "en": "pretrained, broadcast from rank 0",
+        "ro": "preantrenat, transmis de la rangul 0",
+    },
+    "course.col.resharded": {"en": "checkpoint, resharded", "ro": "punct de control, refragmentat"},
+    "course.col.norm_type": {"en": "norm returned as", "ro": "norma întoarsă ca"},
+    "course.col.sharded_norm": {"en": "norm, sharded", "ro": "norma, fragmentat"},
+    "course.col.unsharded_norm": {"en": "norm, unsharded", "ro": "norma, nefragmentat"},
+    "course.col.after_clipping": {"en": "norm after clipping", "ro": "norma după limitare"},
+    "course.col.accounting": {"en": "accounting", "ro": "socoteala"},
+    "course.col.acc_zero": {
+        "en": "ZeRO paper (bf16 model, fp32 master)",
+        "ro": "articolul ZeRO (model bf16, master fp32)",
+    },
+    "course.col.acc_torch": {
+        "en": "torch MixedPrecision (fp32 params)",
+        "ro": "MixedPrecision din torch (parametri fp32)",
+    },
+    "course.col.acc_fp32": {"en": "fp32 training", "ro": "antrenare fp32"},
+    "course.col.bytes_total": {"en": "total", "ro": "total"},
+    "course.col.optimizer_share": {"en": "optimizer's share", "ro": "partea optimizatorului"},
+    "course.col.relative_error": {"en": "relative difference", "ro": "diferență relativă"},
+    "course.col.err_compute": {
+        "en": "bf16 compute, fp32 reduce, against fp32",
+        "ro": "calcul bf16, reducere fp32, față de fp32",
+    },
+    "course.col.err_reduce": {
+        "en": "bf16 reduce (reduce_dtype unset), against fp32 reduce",
+        "ro": "reducere bf16 (reduce_dtype nesetat), față de reducerea fp32",
+    },
+    "course.say.fallback_min_num_params": {
+        "en": "exercise 1 is not answered yet: the run below uses min_num_params = {value} in place of yours",
+        "ro": "exercițiul 1 nu are încă răspuns: rularea de mai jos folosește min_num_params = {value} în locul valorii voastre",
+    },
+    "course.col.own_unit": {"en": "its own unit", "ro": "unitate proprie"},
     # labkit.course.source: reading a lesson's MyST source
     "course.src.where": {
         "en": "{file}, cell {cell} ({start!r})",
@@ -234,5 +278,21 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.src.terms": {
         "en": "{file}: not in the glossary (labkit/course/glossary.py): {terms}",
         "ro": "{file}: nu sunt în glosar (labkit/course/glossary.py): {terms}",
+    },
+    "course.src.comment_missing": {
+        "en": "{where}: the comment {comment!r} has no Romanian translation ({n} in all): add it to the cell's comments_ro",
+        "ro": "{where}: comentariul {comment!r} nu are traducere în română ({n} în total): adăugați-o în comments_ro al celulei",
+    },
+    "course.src.comment_unused": {
+        "en": "{where}: comments_ro translates {comment!r}, which is not a comment of the cell",
+        "ro": "{where}: comments_ro traduce {comment!r}, care nu este un comentariu al celulei",
+    },
+    "course.src.comment_line": {
+        "en": "{where}: the translation of {comment!r} must be one line of text",
+        "ro": "{where}: traducerea lui {comment!r} trebuie să fie un singur rând de text",
+    },
+    "course.src.comment_meta": {
+        "en": "{where}: comments_ro belongs to a code cell, as a map of English comment to Romanian",
+        "ro": "{where}: comments_ro aparține unei celule de cod, ca dicționar de la comentariul englez la cel românesc",
     },
 }

@@ -8,7 +8,8 @@ the two editions from it. What the build reads:
 - **prose**: every markdown cell is tagged ``lang-en`` or ``lang-ro``, and each English cell is
   followed by its Romanian twin. The first pair starts with the lesson's ``# title``.
 - **code**: one cell for both editions. The setup cell's ``%labkit_lang en`` line becomes the
-  edition's language; everything else is copied as written.
+  edition's language; the comments are English, and the cell's ``comments_ro`` metadata maps
+  each to its Romanian (``labkit.course.comments``); everything else is copied as written.
 - **tags**: ``parameters`` (papermill's cell of defaults), ``pure`` (deterministic and rank-free:
   the build runs it and stores its output, which nbval then checks), nbval's own tags, which pass
   through. A cell that calls ``labkit.check("lessonN.name", ...)`` is a check: the build stores the
@@ -32,6 +33,8 @@ from pathlib import Path
 
 import nbformat
 
+from labkit.course import comments
+from labkit.course.comments import META_KEY
 from labkit.i18n import t
 from labkit.wire.errors import LabkitError
 
@@ -64,6 +67,7 @@ class Code:
     pure: bool = False  # deterministic and rank-free: the build runs it and stores its output for nbval
     checks: bool = False  # holds labkit.check() calls: the build stores the correct answer's feedback
     language_line: bool = False  # the setup cell, whose %labkit_lang line names the edition's language
+    comments: dict[str, dict[str, str]] = field(default_factory=dict)  # {"ro": {English comment: Romanian}}
     line: int = field(default=0, compare=False)  # the source file's line of the cell's first line (from 1)
 
 
@@ -112,6 +116,12 @@ def parse(nb: nbformat.NotebookNode, path: Path, text: str = "") -> Lesson:
     for n, cell in enumerate(nb.cells, 1):
         where = t("course.src.where", file=path.name, cell=n, start=cell.source.split("\n", 1)[0][:60])
         tags = list(cell.metadata.get("tags", []))
+        translated = {lang: cell.metadata.get(META_KEY.format(lang=lang)) for lang in LANGS if lang != "en"}
+        translated = {lang: table for lang, table in translated.items() if table is not None}
+        if translated and (
+            cell.cell_type != "code" or not all(isinstance(table, dict) for table in translated.values())
+        ):
+            raise CourseBuildError(t("course.src.comment_meta", where=where))
         if cell.cell_type == "markdown":
             langs = [LANG_TAGS[tag] for tag in tags if tag in LANG_TAGS]
             if len(langs) != 1:
@@ -128,7 +138,7 @@ def parse(nb: nbformat.NotebookNode, path: Path, text: str = "") -> Lesson:
             raise CourseBuildError(t("course.src.no_twin", where=pending[0]))
         if cell.cell_type != "code":
             raise CourseBuildError(t("course.src.cell_type", where=where, kind=cell.cell_type))
-        cells.append(code_cell(cell.source, tags, where, lines.pop(0)))
+        cells.append(code_cell(cell.source, tags, where, lines.pop(0), translated))
     if pending is not None:
         raise CourseBuildError(t("course.src.no_twin", where=pending[0]))
     terms = tuple((nb.metadata.get("labkit") or {}).get("terms") or ())
@@ -152,7 +162,9 @@ def code_lines(text: str, sources: list[str]) -> list[int]:
     return found
 
 
-def code_cell(source: str, tags: list[str], where: str, line: int = 0) -> Code:
+def code_cell(
+    source: str, tags: list[str], where: str, line: int = 0, translated: dict[str, dict[str, str]] | None = None
+) -> Code:
     if ONE_LINE_SOLUTION.search(source):
         raise CourseBuildError(t("course.src.one_line", where=where))
     pure = PURE in tags or PARAMETERS in tags  # papermill's defaults: the pure cells after them use them
@@ -163,7 +175,15 @@ def code_cell(source: str, tags: list[str], where: str, line: int = 0) -> Code:
     language_line = LANGUAGE_LINE.search(source) is not None
     if language_line:
         source = LANGUAGE_LINE.sub(LANGUAGE_TEMPLATE, source, count=1)
-    return Code(source, tuple(kept), pure=pure, checks=checks, language_line=language_line, line=line)
+    translated = {lang: {str(k): str(v) for k, v in table.items()} for lang, table in (translated or {}).items()}
+    for lang in LANGS[1:]:  # every edition but the English one: its comments, checked now, not at build time
+        try:
+            comments.translate(source, translated.get(lang, {}), where)
+        except comments.CommentError as e:
+            raise CourseBuildError(str(e)) from e
+    return Code(
+        source, tuple(kept), pure=pure, checks=checks, language_line=language_line, comments=translated, line=line
+    )
 
 
 def title(cells: list[Cell], path: Path) -> dict[str, str]:

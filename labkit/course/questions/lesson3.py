@@ -12,6 +12,8 @@ UNSEEN_CONFIGS = (
     {"vocab_size": 300, "dim": 96, "n_layers": 3, "n_heads": 4},
     {"vocab_size": 500, "dim": 160, "n_layers": 2, "n_heads": 5, "ffn_dim": 160},
     {"vocab_size": 256, "dim": 64, "n_layers": 5, "n_heads": 4, "n_kv_heads": 1, "ffn_dim": 96},
+    # a large vocabulary (Llama 3's shape): the embedding and the head outgrow a block and get units of their own
+    {"vocab_size": 8192, "dim": 64, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "ffn_dim": 128},
 )
 
 
@@ -57,7 +59,11 @@ def _same_units_as_transformer(value: Any, run: RunRecord) -> bool:
     for config in UNSEEN_CONFIGS:
         model = _meta_model(config)
         blocks = [f"layers.{i}" for i in range(len(model.layers))]
-        if size_policy_units(model, int(value(model))) != sorted(["root", *blocks]):
+        block = sum(p.numel() for p in model.layers[0].parameters())
+        own = [
+            n for n in ("tok_embeddings", "output") if sum(p.numel() for p in getattr(model, n).parameters()) > block
+        ]
+        if size_policy_units(model, int(value(model))) != sorted(["root", *blocks, *own]):
             return False
     v = run.values[0]
     return v["size_yours"]["units"] == v["transformer"]["units"]
