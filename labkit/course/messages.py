@@ -122,6 +122,22 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "model {model}: {n:@parameter|parameters}, {nproc:@DDP rank|DDP ranks}",
         "ro": "modelul {model}: {n:@parametru|parametri}, {nproc:@rang DDP|ranguri DDP}",
     },
+    "course.say.probe_losses": {
+        "en": "loss on the probe batch: saved model {saved}, resumed model {resumed}",
+        "ro": "pierderea pe lotul de probă: modelul salvat {saved}, modelul reluat {resumed}",
+    },
+    "course.say.next_step_losses": {
+        "en": "after one more step:     saved model {saved}, resumed model {resumed}",
+        "ro": "după încă un pas:        modelul salvat {saved}, modelul reluat {resumed}",
+    },
+    "course.say.reloaded_loss": {
+        "en": "loss of the reloaded model: {loss}",
+        "ro": "pierderea modelului reîncărcat: {loss}",
+    },
+    "course.say.prefetch_saves": {
+        "en": "BACKWARD_PRE saves {ms} ms per step (simulated)",
+        "ro": "BACKWARD_PRE economisește {ms} ms pe pas (simulat)",
+    },
     "course.say.ran": {"en": "{nproc:@rank|ranks}: {seconds} s", "ro": "{nproc:@rang|ranguri}: {seconds} s"},
     "course.say.n_params": {
         "en": "model {model}: {n:@parameter|parameters}",
