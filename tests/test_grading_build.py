@@ -170,7 +170,8 @@ def test_build_folder_keeps_layout_and_writes_nothing_on_error(tmp_path, capsys)
 
 def test_nbgrader_metadata_on_the_check_and_solution_cells():
     """formgrader beside labkit grade: the check cells are nbgrader test cells with the questions' points,
-    the cells a student writes in are solution cells, with nbgrader 0.9's checksum, in both editions."""
+    the cells a student writes in are solution cells, with nbgrader 0.9's checksum, in both editions: in the
+    solution notebooks the course's build writes (notebooks/), in the student edition and in nbgrader's source."""
     import hashlib
 
     from labkit.grading import registry
@@ -181,7 +182,7 @@ def test_nbgrader_metadata_on_the_check_and_solution_cells():
     for lang in ("en", "ro"):
         path = root / "notebooks" / lang / "01_ddp_memory_wall.ipynb"
         solution = nbformat.read(path, as_version=4)
-        for nb in (student_notebook(solution, path.name), source_notebook(solution)):
+        for nb in (solution, student_notebook(solution, path.name), source_notebook(solution)):
             marked = [c for c in nb.cells if "nbgrader" in c.metadata]
             ids = [c.metadata.nbgrader.grade_id for c in marked]
             assert ids and len(ids) == len(set(ids)) and all(ids)
@@ -195,6 +196,8 @@ def test_nbgrader_metadata_on_the_check_and_solution_cells():
                 meta = c.metadata.nbgrader
                 assert meta.schema_version == 3 and meta.cell_type == c.cell_type and meta.checksum == checksum(c)
                 assert c.cell_type != "markdown" or (meta.grade and meta.solution)  # as nbgrader's validator wants
+        solved = [c for c in solution.cells if "### BEGIN SOLUTION" in c.source]
+        assert solved and all(c.metadata.nbgrader.solution for c in solved)
         stubs = [c for c in student_notebook(solution, path.name).cells if "raise NotImplementedError()" in c.source]
         assert stubs and all(c.metadata.nbgrader.solution for c in stubs)
     cell = new_code_cell('labkit.check("x.y", 1)')

@@ -156,16 +156,28 @@ def student_notebook(
     return nbgrader.annotate(nb, answers, _points)
 
 
+def solution_cells(nb: nbformat.NotebookNode) -> set[int]:
+    """The cells of a solution notebook that hold a solution (a marked region or a one-line answer)."""
+    return {
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type in ("code", "markdown")
+        and (_ANY_MARKER.search(cell.source) or _ONE_LINE_ANY.search(cell.source))
+    }
+
+
+def mark_for_nbgrader(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """nbgrader's cell metadata on a solution notebook, in place, its outputs kept: what the course's
+    build writes into notebooks/en and notebooks/ro (``labkit.course.build``)."""
+    return nbgrader.annotate(nb, solution_cells(nb), _points)
+
+
 def source_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The solution notebook as nbgrader's ``source/`` folder wants it: outputs cleared, solution and
     check cells marked (``labkit.grading.nbgrader``); the solutions stay, between their markers."""
     nb = copy.deepcopy(nb)
-    answers = set()
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type in ("code", "markdown") and (
-            _ANY_MARKER.search(cell.source) or _ONE_LINE_ANY.search(cell.source)
-        ):
-            answers.add(i)
+    answers = solution_cells(nb)
+    for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         for key in _DROPPED_CELL_META:

@@ -10,7 +10,8 @@ nbgrader's ``source/`` folder with ``--nbgrader-source``):
 with ``schema_version`` 3 and the ``checksum`` nbgrader 0.9 computes (``compute_checksum`` in
 ``nbgrader/utils.py``: MD5 of the source, the cell type, the three flags, the grade id and the
 points), so that ``nbgrader validate`` and ``autograde`` accept the cells as their own. A cell that
-already has nbgrader metadata (marked with nbgrader's toolbar) keeps it.
+already has nbgrader metadata (marked with nbgrader's toolbar, or by the course's build, which marks
+the solution notebooks in notebooks/) keeps it, with its checksum made again for its source.
 """
 
 from __future__ import annotations
@@ -57,7 +58,12 @@ def annotate(nb: Any, solution_cells: set[int], points: Callable[[str], float]) 
     lesson = str((nb.get("metadata", {}).get("labkit") or {}).get("lesson") or "notebook")
     seen: set[str] = set()
     for i, cell in enumerate(nb["cells"]):
-        if "nbgrader" in cell.get("metadata", {}) or cell["cell_type"] not in ("code", "markdown"):
+        if cell["cell_type"] not in ("code", "markdown"):
+            continue
+        if "nbgrader" in cell.get("metadata", {}):  # marked already (nbgrader's toolbar, or the course's build)
+            if "grade_id" in cell["metadata"]["nbgrader"]:
+                seen.add(cell["metadata"]["nbgrader"]["grade_id"])
+                cell["metadata"]["nbgrader"]["checksum"] = checksum(cell)  # its source may have changed (a stub)
             continue
         if i in solution_cells:  # nbgrader wants a markdown answer graded by hand: grade and solution, 0 points here
             gid = _unique(f"{lesson}-answer-{i}", seen)
