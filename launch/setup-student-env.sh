@@ -56,14 +56,19 @@ done
 # the check: what a student's kernel can import holds no answers
 (cd / && "$py" - <<'EOF'
 import importlib.util
+import os
 import sys
 
 import labkit
 from labkit.grading import registry
 
-for module in ("labkit.course.questions", "labkit.course.lessons", "labkit.course.rank_exercises"):
+for module in ("labkit.course.questions", "labkit.course.lessons"):
     if importlib.util.find_spec(module) is not None:
         sys.exit(f"labkit: {module} is in the students' environment")
+root = os.path.dirname(labkit.__file__)
+for folder in ("course/lessons", "course/snippets", "course/questions"):  # the lessons' sources hold the solutions
+    if os.path.exists(os.path.join(root, folder)):
+        sys.exit(f"labkit: labkit/{folder} is in the students' environment")
 questions = registry.all_questions()
 if not questions or any(q.answer is not registry.UNSET or q.verify is not None for q in questions):
     sys.exit("labkit: the students' environment holds references")

@@ -6,7 +6,8 @@ notebooks beside it). Then, in every file of DEST:
 
 - no solution: no text of any solution region of the solution notebooks, in either language;
 - no reference: no body of a reference function of the course's questions, and none of their
-  modules (nor the lessons' sources, nor the exercise solutions) importable;
+  modules importable; no lesson source (the MyST lessons hold every solution, the exercises' on the
+  ranks inline);
 - no reference value: none of the reference values of a formula at its unseen points, nor at the
   grader's, in any of the ways Python writes a number; multiple choice has no answer in any form;
 
@@ -76,6 +77,9 @@ def test_no_solution_is_in_the_students_environment(hub):
     found = [(str(p), r[:60]) for r in regions for p, t in texts.items() if r in t]
     assert found == []
     assert not any(p.name.startswith("lesson") and p.suffix == ".py" for p in hub.files)
+    # no lesson source: the MyST lessons (and their snippets) hold every solution, the rank exercises' inline
+    sources = [p for p in hub.files if "/labkit/course/" in str(p) and p.suffix == ".md"]
+    assert sources == [] and not any("/labkit/course/lessons/" in str(p) for p in hub.files)
 
 
 def test_no_reference_is_in_the_students_environment(hub):
@@ -131,7 +135,7 @@ def test_the_students_checks_still_give_feedback(hub):
 import importlib.util, json
 import labkit
 from labkit.grading import registry
-out = {"modules": [m for m in ("labkit.course.questions", "labkit.course.lessons", "labkit.course.rank_exercises")
+out = {"modules": [m for m in ("labkit.course.questions", "labkit.course.lessons")
                    if importlib.util.find_spec(m) is not None]}
 out["with_answer"] = [q.id for q in registry.all_questions() if q.answer is not registry.UNSET]
 def sharded_bytes(n_params, world_size):
