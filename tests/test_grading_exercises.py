@@ -185,3 +185,32 @@ def test_which_collectives_bf16_halved_is_judged_from_the_observed_dtypes(runs):
     record = {"id": q.id, "report": {"kind": "value", "value": {"$set": ["all_gather"]}, "context_run": run.run_id}}
     assert judge.verdict(q, record, {}, observations).correct
     assert not judge.verdict(q, record, {}, {}).correct  # no observation of that run: nothing to judge by
+
+
+@pytest.mark.parametrize("prefork_on", ["1", "0"])
+def test_the_sink_keeps_what_the_ranks_of_a_cold_cell_send(tmp_path, monkeypatch, prefork_on):
+    """While graded, each rank sends its observation to the grader's sink, which takes it from rank processes
+    only: the agent forked from the kernel's prefork server (its ranks show the server's command line) or
+    started anew (``LABKIT_PREFORK=0``)."""
+    import labkit
+    from labkit.grading.sink import Sink
+    from labkit.launch import prefork
+
+    prefork.stop()
+    monkeypatch.setenv("LABKIT_PREFORK", prefork_on)
+    forked = []
+    spawn = prefork.spawn_agent
+    monkeypatch.setattr(prefork, "spawn_agent", lambda *a, **k: forked.append(spawn(*a, **k)) or forked[-1])
+    sink = Sink(tmp_path)
+    monkeypatch.setenv("LABKIT_OBSERVE_SINK", sink.path)
+    code = "import torch\nimport torch.distributed as dist\n\nt = torch.ones(3)\ndist.all_reduce(t)\n"
+    try:
+        run = labkit.torchrun(code, nproc=2, backend="gloo", quiet=True, display="none")
+    finally:
+        records = sink.close()
+        prefork.stop()
+    assert (forked[-1] is not None) == (prefork_on == "1")  # the path this case is about was taken
+    assert sink.refused == [] and sorted(records.get(run.run_id, {})) == [0, 1], (sink.refused, list(records))
+    for observation in records[run.run_id].values():
+        calls = [e for e in observation["trace"] if e.get("k") == "call"]
+        assert [(c["op"], c["direct"]) for c in calls] == [("all_reduce", True)]

@@ -5,9 +5,11 @@ sandbox sees it at a fixed path and the ranks find its name in ``LABKIT_OBSERVE_
 the bootstrap takes out of the environment before any cell code runs (``labkit.ranks.observe``).
 The notebook's kernel knows the name too, so every connection is checked from outside
 before anything it sends is kept: the peer (its process id from ``SO_PEERCRED``) must be a
-rank of a labkit run, that is a child of torchrun's agent (``python -m labkit.launch.agent``),
-started by it (a fork has the agent's command line, a spawned rank runs labkit's bootstrap),
-and not a child of a rank; one connection per process. A kernel that writes to the socket
+rank of a labkit run, that is a child of torchrun's agent, started by it (a fork has the agent's
+command line, a spawned rank runs labkit's bootstrap), and not a child of a rank; one connection
+per process. The agent is ``python -m labkit.launch.agent``, or, forked from the kernel's prefork
+server (``labkit.launch.forkserver``), a process with the server's command line whose environment
+holds its run's id (the server itself holds none); a rank forked from it shows the same. A kernel that writes to the socket
 itself, or a process it starts, is turned away. What a cell does inside a rank (it runs in the
 rank's own process) is beyond this check; docs/grading.md says so.
 """
@@ -25,6 +27,8 @@ from typing import Any
 
 MAX_BYTES = 256 << 20  # per connection
 AGENT = "labkit.launch.agent"
+FORKSERVER = "labkit.launch.forkserver"  # the prefork server: its agents (and their forked ranks) keep its command line
+RUN_MARK = b"LABKIT_RUN_ID="  # in an agent's environment block (/proc/PID/environ), never in the server's
 BOOTSTRAP = ("labkit.ranks.bootstrap", "labkit.bootstrap", "labkit/ranks/bootstrap.py")
 
 
@@ -44,17 +48,30 @@ def parent(pid: int) -> int:
         return 0
 
 
-def is_agent(argv: list[str]) -> bool:
-    return any(a == "-m" and b == AGENT for a, b in zip(argv, argv[1:]))
+def _module(argv: list[str]) -> str | None:
+    return next((b for a, b in zip(argv, argv[1:]) if a == "-m"), None)
+
+
+def _in_a_run(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return any(var.startswith(RUN_MARK) for var in f.read().split(b"\0"))
+    except OSError:
+        return False
+
+
+def is_agent(pid: int) -> bool:
+    """torchrun's agent of a labkit run: started as ``-m labkit.launch.agent``, or forked from the prefork server."""
+    module = _module(cmdline(pid))
+    return module == AGENT or (module == FORKSERVER and _in_a_run(pid))
 
 
 def is_rank(pid: int) -> bool:
     """A process torchrun's agent started for a labkit run (seen from outside the sandbox)."""
     me, up = cmdline(pid), parent(pid)
-    agent = cmdline(up)
-    if not me or not is_agent(agent) or is_agent(cmdline(parent(up))):
+    if not me or not is_agent(up) or is_agent(parent(up)):
         return False  # its parent is no agent, or that "agent" is itself a forked rank (a rank's child)
-    return me == agent or any(b in a for a in me for b in BOOTSTRAP)
+    return me == cmdline(up) or any(b in a for a in me for b in BOOTSTRAP)
 
 
 class Sink:

@@ -173,7 +173,7 @@ VARS: tuple[Var, ...] = (
         "LABKIT_RUN_ID",
         None,
         "labkit.launch.group, for torchrun and every rank",
-        ("labkit.launch.group",),
+        ("labkit.launch.group", "labkit.ranks.observe", "labkit.grading.sink"),
         "The run's id: the marker the cleanup sweep finds a run's processes by (in /proc/PID/environ).",
     ),
     Var(
