@@ -11,7 +11,15 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from labkit.grading.build import BuildError, MarkerError, build_student, check_ids, strip_solutions, student_notebook
+from labkit.grading.build import (
+    BuildError,
+    MarkerError,
+    build_student,
+    check_ids,
+    source_notebook,
+    strip_solutions,
+    student_notebook,
+)
 from labkit.grading.cli import main
 
 SOLUTION = Path(__file__).parent / "fixtures" / "grading" / "memory_solution.ipynb"
@@ -138,7 +146,7 @@ def test_build_folder_keeps_layout_and_writes_nothing_on_error(tmp_path, capsys)
     nbformat.write(_notebook(), src / "en" / "lesson9.ipynb")
     nbformat.write(_notebook(), src / ".ipynb_checkpoints" / "lesson9-checkpoint.ipynb")
     out = tmp_path / "out"
-    assert main(["build-student", str(src), "--out", str(out)]) == 0
+    assert main(["build-student", str(src), "--out", str(out), "--no-install"]) == 0
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.ipynb")) == ["en/lesson9.ipynb"]
     assert "1 notebook written" in capsys.readouterr().out
 
@@ -146,7 +154,7 @@ def test_build_folder_keeps_layout_and_writes_nothing_on_error(tmp_path, capsys)
     bad.cells[1].source = "### BEGIN SOLUTION\nx = 16"
     nbformat.write(bad, src / "en" / "lesson10.ipynb")
     out2 = tmp_path / "out2"
-    assert main(["build-student", str(src), "--out", str(out2)]) == 1
+    assert main(["build-student", str(src), "--out", str(out2), "--no-install"]) == 1
     err = capsys.readouterr().err
     assert "was not written" in err and "lesson10.ipynb, cell 1, line 1" in err and "is never closed" in err
     assert not out2.exists()
@@ -158,3 +166,41 @@ def test_build_folder_keeps_layout_and_writes_nothing_on_error(tmp_path, capsys)
     (tmp_path / "broken.ipynb").write_text("{not json")
     with pytest.raises(BuildError, match="broken.ipynb: not a readable notebook"):
         build_student([tmp_path / "broken.ipynb"], tmp_path / "out3")
+
+
+def test_nbgrader_metadata_on_the_check_and_solution_cells():
+    """formgrader beside labkit grade: the check cells are nbgrader test cells with the questions' points,
+    the cells a student writes in are solution cells, with nbgrader 0.9's checksum, in both editions: in the
+    solution notebooks the course's build writes (notebooks/), in the student edition and in nbgrader's source."""
+    import hashlib
+
+    from labkit.grading import registry
+    from labkit.grading.nbgrader import checksum
+
+    registry.load_questions()
+    root = Path(__file__).resolve().parents[1]
+    for lang in ("en", "ro"):
+        path = root / "notebooks" / lang / "01_ddp_memory_wall.ipynb"
+        solution = nbformat.read(path, as_version=4)
+        for nb in (solution, student_notebook(solution, path.name), source_notebook(solution)):
+            marked = [c for c in nb.cells if "nbgrader" in c.metadata]
+            ids = [c.metadata.nbgrader.grade_id for c in marked]
+            assert ids and len(ids) == len(set(ids)) and all(ids)
+            checks = [c for c in nb.cells if "labkit.check(" in c.source]
+            assert checks and all(c.metadata.nbgrader.grade and c.metadata.nbgrader.locked for c in checks)
+            points = sum(c.metadata.nbgrader.points for c in checks)
+            assert points == sum(q.points for q in registry.lesson_questions("lesson1"))
+            answers = [c for c in marked if c.metadata.nbgrader.solution]
+            assert len(answers) >= 6 and all(not c.metadata.nbgrader.locked for c in answers)
+            for c in marked:
+                meta = c.metadata.nbgrader
+                assert meta.schema_version == 3 and meta.cell_type == c.cell_type and meta.checksum == checksum(c)
+                assert c.cell_type != "markdown" or (meta.grade and meta.solution)  # as nbgrader's validator wants
+        solved = [c for c in solution.cells if "### BEGIN SOLUTION" in c.source]
+        assert solved and all(c.metadata.nbgrader.solution for c in solved)
+        stubs = [c for c in student_notebook(solution, path.name).cells if "raise NotImplementedError()" in c.source]
+        assert stubs and all(c.metadata.nbgrader.solution for c in stubs)
+    cell = new_code_cell('labkit.check("x.y", 1)')
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": "x-y", "points": 1}
+    recipe = 'labkit.check("x.y", 1)' + "code" + "True" + "False" + "True" + "x-y" + "1.0"
+    assert checksum(cell) == hashlib.md5(recipe.encode()).hexdigest()  # nbgrader.utils.compute_checksum, 0.9

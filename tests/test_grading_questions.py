@@ -222,7 +222,7 @@ def test_run_exercises_take_a_run_not_a_number(capsys: pytest.CaptureFixture[str
 
 
 def _record(qid: str, value: Any) -> dict[str, Any]:
-    return checks.check(qid, value).record()
+    return checks.check(qid, value).graded()
 
 
 def test_multiple_choice_is_recorded_without_a_verdict(capsys: pytest.CaptureFixture[str]):
@@ -303,16 +303,17 @@ print(json.dumps(out))
     import subprocess
     import sys
 
-    from labkit.course.questions.lesson3 import UNSEEN_CONFIGS, _meta_model, size_policy_units
+    from labkit.course.questions.lesson3 import UNSEEN_CONFIGS
+    from labkit.grading.wrap import meta_model, size_policy_units
 
     env = {**os.environ, "STORE": str(tmp_path / "store")}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     fsdp = json.loads(proc.stdout.strip().splitlines()[-1])
     ours = [
-        size_policy_units(_meta_model(UNSEEN_CONFIGS[1]), 90000),
-        size_policy_units(_meta_model(UNSEEN_CONFIGS[1]), 102401),
-        size_policy_units(_meta_model(UNSEEN_CONFIGS[2]), 18433),
+        size_policy_units(meta_model(UNSEEN_CONFIGS[1]), 90000),
+        size_policy_units(meta_model(UNSEEN_CONFIGS[1]), 102401),
+        size_policy_units(meta_model(UNSEEN_CONFIGS[2]), 18433),
     ]
     assert fsdp == ours
     assert ours[1] == ["layers.0", "layers.1", "root"] and ours[0] != ours[1]

@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CEDILLAS = "\u015f\u0163\u015e\u0162"  # U+015F U+0163 U+015E U+0162: Romanian uses ș ț Ș Ț (comma below)
 FIXTURE_QUESTIONS = Path(__file__).parent / "fixtures" / "grading" / "fixture_questions.py"
 SOURCES = ("labkit", "tests", "benchmarks", "launch")  # where keys are spelled
-QUESTION_KEY = re.compile(r"^grading\.q\.[\w.]+\.(hint|mistake\d+)$")  # the hints the questions register
+QUESTION_KEY = re.compile(
+    r"^grading\.q\.[\w.]+\.(hint\d*|mistake\d+)$"
+)  # the hints the questions register (hint2, hint3: the next levels)
 
 # Key families the code builds at run time: a prefix it spells and a name that comes from data (a
 # status, a column, a lesson's ``show.say("ran")``). Their keys count as used; every prefix the code
@@ -36,6 +38,7 @@ DYNAMIC = {
     "course.machine.": "show.machine(): the facts it prints",
     "course.say.": "show.say('<name>'): the sentences a lesson prints",
     "grading.check.line.": "a check's status: correct, wrong, unanswered, recorded",
+    "grading.exercise.": "what an exercise's verifier found wrong (labkit.grading.exercises)",
     "grading.grade.run.": "how a graded notebook ran",
     "grading.grade.status.": "a graded question's status",
     "grading.report.col.": "the report table's columns",

@@ -51,7 +51,7 @@ WITHIN_LAYER = {
     "cli": {"export", "course", "grading", "regress"},
     "regress": {
         "grading"
-    },  # a sweep executes notebooks the way the grader does (grading.grade.execute)  # the labkit command: each package's subcommand
+    },  # a sweep executes notebooks the way the grader does (grading.runner.execute)  # the labkit command: each package's subcommand
 }
 EVERYWHERE = {"testing"}
 # Module edges that the package table does not allow, each with its reason.

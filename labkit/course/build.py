@@ -34,6 +34,7 @@ from labkit import i18n
 from labkit.course import comments, lint, source
 from labkit.course.glossary import glossary_markdown, terms_table
 from labkit.course.source import CHECK_CALL, LANGS, LANGUAGE_TEMPLATE, Code, CourseBuildError, Lesson, Markdown
+from labkit.grading.build import mark_for_nbgrader
 from labkit.i18n import t
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,6 +166,7 @@ def notebook(lesson: Lesson, lang: str) -> nbformat.NotebookNode:
     if lesson.terms:
         text = terms_table(lesson.terms, lang)
         nb.cells.append(nbformat.v4.new_markdown_cell(text, id=f"md-terms-{lesson.id}"))
+    mark_for_nbgrader(nb)  # formgrader can be used beside labkit grade (docs/grading.md, section 7)
     nbformat.validate(nb)
     return nb
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import nbformat
 
+from labkit.grading import nbgrader
 from labkit.i18n import get_lang, t
 from labkit.wire.errors import LabkitError
 
@@ -50,6 +51,7 @@ class MarkerError(BuildError):
 # a marker is a comment line of its own; any number of '#', as nbgrader accepts "# BEGIN SOLUTION" too
 _MARKER = re.compile(r"^\s*#+\s*((?:BEGIN|END) (?:SOLUTION|HIDDEN TESTS))\s*$")
 _ANY_MARKER = re.compile(r"(?:BEGIN|END) (?:SOLUTION|HIDDEN TESTS)")
+_ONE_LINE_ANY = re.compile(r"#\s*SOLUTION\s*$", re.M)
 
 
 def _marker(line: str) -> str | None:
@@ -128,10 +130,13 @@ def student_notebook(
     meta = dict(nb.metadata.get("labkit") or {})
     lang = lang or meta.get("lang") or get_lang()
     before = check_ids(nb)
+    answers: set[int] = set()  # the cells a student writes in: nbgrader's solution cells
     for i, cell in enumerate(nb.cells):
         if cell.cell_type not in ("code", "markdown"):
             continue
         cell.source, replaced = strip_solutions(cell.source, cell.cell_type, (name, i), lang)
+        if replaced:
+            answers.add(i)
         if cell.get("metadata", {}).get("nbgrader", {}).get("solution") and not replaced:
             cell.source = "\n".join(_stub(cell.cell_type, lang))  # a whole-cell solution, as in nbgrader
         for key in _DROPPED_CELL_META:
@@ -148,7 +153,45 @@ def student_notebook(
         del meta["lesson"]
     meta["edition"] = "student"
     nb.metadata["labkit"] = meta
-    return nb
+    return nbgrader.annotate(nb, answers, _points)
+
+
+def solution_cells(nb: nbformat.NotebookNode) -> set[int]:
+    """The cells of a solution notebook that hold a solution (a marked region or a one-line answer)."""
+    return {
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type in ("code", "markdown")
+        and (_ANY_MARKER.search(cell.source) or _ONE_LINE_ANY.search(cell.source))
+    }
+
+
+def mark_for_nbgrader(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """nbgrader's cell metadata on a solution notebook, in place, its outputs kept: what the course's
+    build writes into notebooks/en and notebooks/ro (``labkit.course.build``)."""
+    return nbgrader.annotate(nb, solution_cells(nb), _points)
+
+
+def source_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The solution notebook as nbgrader's ``source/`` folder wants it: outputs cleared, solution and
+    check cells marked (``labkit.grading.nbgrader``); the solutions stay, between their markers."""
+    nb = copy.deepcopy(nb)
+    answers = solution_cells(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        for key in _DROPPED_CELL_META:
+            cell.metadata.pop(key, None)
+    for key in _DROPPED_NB_META:
+        nb.metadata.pop(key, None)
+    return nbgrader.annotate(nb, answers, _points)
+
+
+def _points(qid: str) -> float:
+    from labkit.grading import registry
+
+    q = registry.find(qid)
+    return q.points if q is not None else 0.0
 
 
 def _notebooks(paths: list[Path], out_dir: Path) -> list[tuple[Path, Path]]:
@@ -165,8 +208,11 @@ def _notebooks(paths: list[Path], out_dir: Path) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def build_student(paths: list[str | Path], out_dir: str | Path, lang: str | None = None) -> list[Path]:
-    """Write the student edition of every notebook in ``paths`` (files or folders) under ``out_dir``.
+def build_student(
+    paths: list[str | Path], out_dir: str | Path, lang: str | None = None, nbgrader_source: str | Path | None = None
+) -> list[Path]:
+    """Write the student edition of every notebook in ``paths`` (files or folders) under ``out_dir``;
+    with ``nbgrader_source``, the source edition for nbgrader there too, in the same layout.
 
     Every notebook is checked before any is written, and all the problems are reported at once.
     """
@@ -190,4 +236,9 @@ def build_student(paths: list[str | Path], out_dir: str | Path, lang: str | None
     for nb, dst in built:
         dst.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, dst)
+    if nbgrader_source is not None:
+        for (src, dst), _ in zip(pairs, built):
+            target = Path(nbgrader_source) / dst.relative_to(out_dir)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(source_notebook(nbformat.read(src, as_version=4)), target)
     return [dst for _, dst in built]

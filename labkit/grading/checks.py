@@ -7,18 +7,28 @@ The value is passed explicitly; nothing is read from the notebook's globals late
 In a notebook the result shows as a small green or red box, and the same output
 carries a plain text line (what papermill and nbval see) and a JSON record under
 ``MIME``, which is how the grader finds every check in an executed notebook.
+
+The record's status is what the notebook showed; the grader does not believe it. It judges
+the record's ``report`` instead (``labkit.grading.judge``): a function's source, which it
+runs again in a process of its own at points of its own; a multiple-choice answer; the id
+of the run whose ranks labkit observed; a model's weights. A wrong answer's hint gets more
+specific with each wrong try in the kernel (``Question.hints``); the report counts the tries.
 """
 
 from __future__ import annotations
 
 import html
+import os
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.fmt import fmt_spec
 from labkit.grading import registry
+from labkit.grading.observed import run_id
 from labkit.i18n import get_lang, t
+from labkit.wire import env as envvars
 from labkit.wire.errors import OptionError
 from labkit.wire.records import RunRecord
 
@@ -30,7 +40,9 @@ _COLORS = {
     "wrong": ("#c62828", "#ffebee"),
     "unanswered": ("#9e9e9e", "#f5f5f5"),
     "recorded": ("#1565c0", "#e3f2fd"),
+    "deferred": ("#1565c0", "#e3f2fd"),
 }
+GRADE_OUT = "LABKIT_GRADE_OUT"  # while graded: a folder for what a check hands in besides its record (a model)
 
 
 def fmt_points(x: float, lang: str | None = None) -> str:
@@ -40,8 +52,9 @@ def fmt_points(x: float, lang: str | None = None) -> str:
 
 @dataclass
 class CheckResult:
-    """One check: ``status`` is "correct", "wrong", "unanswered" or "recorded" (a sealed question,
-    judged by the grader from ``value``); ``feedback`` is the hint shown."""
+    """One check: ``status`` is "correct", "wrong", "unanswered", "recorded" (a sealed question,
+    judged by the grader from ``value``) or "deferred" (nothing in this install can judge it);
+    ``feedback`` is what the notebook shows: a hint, or what is wrong and the hint of this try."""
 
     id: str
     status: str
@@ -51,6 +64,8 @@ class CheckResult:
     fields: dict[str, Any] = field(default_factory=dict)
     lang: str = "en"
     value: Any = None  # a sealed question's answer, for the grader to judge
+    hint: str | None = None  # with a diagnosis as ``key``: the key of the hint for this try
+    report: dict[str, Any] | None = None  # what the grader judges (see the module docstring)
     _shown_at: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -58,7 +73,10 @@ class CheckResult:
         return self.status == "correct"
 
     def feedback(self, lang: str | None = None) -> str:
-        return t(self.key, lang or self.lang, **self.fields) if self.key else ""
+        text = t(self.key, lang or self.lang, **self.fields) if self.key else ""
+        if self.hint:
+            text = f"{text}. {t(self.hint, lang or self.lang)}" if text else t(self.hint, lang or self.lang)
+        return text
 
     def line(self, lang: str | None = None) -> str:
         lang = lang or self.lang
@@ -89,7 +107,13 @@ class CheckResult:
             "lang": self.lang,
             "feedback": self.feedback(),
             **({"value": self.value} if self.status == "recorded" else {}),
+            **({"hint": self.hint} if self.hint else {}),
         }
+
+    def graded(self) -> dict[str, Any]:
+        """The record as the grader reads it back: with the report, which the output carries in its
+        metadata (where nbval, which compares a solution notebook's outputs, does not look)."""
+        return {**self.record(), **({"report": self.report} if self.report is not None else {})}
 
     def html(self) -> str:
         edge, fill = _COLORS[self.status]
@@ -127,6 +151,9 @@ def _ipython() -> Any:
     return mod.get_ipython() if mod is not None else None
 
 
+_wrong_tries: Counter[str] = Counter()  # per question, in this kernel: how specific the next hint is
+
+
 def check(question_id: str, value: Any, *, run: RunRecord | None = None, **context: Any) -> CheckResult:
     """Check ``value`` against the question ``question_id``; show and return the result.
 
@@ -141,27 +168,95 @@ def check(question_id: str, value: Any, *, run: RunRecord | None = None, **conte
         result = _result(q, "recorded", value=_plain(value))
     else:
         result = _judged(q, value, {"run": run, **context})
+    result.report = claim(q, value, run, context)
     _show(result)
     return result
 
 
-def _result(q: registry.Question, status: str, key: str | None = None, fields: dict | None = None, value: Any = None):
+def claim(q: registry.Question, value: Any, run: RunRecord | None, context: dict[str, Any]) -> dict[str, Any]:
+    """What the grader judges this check by: never a status, only what the student handed in."""
+    from labkit.grading import snapshot
+
+    out: dict[str, Any] = {"kind": q.kind}
+    if value is Ellipsis or value is NotImplemented:
+        out["unanswered"] = True
+        return out
+    if q.kind in ("formula", "function"):
+        try:
+            out["function"] = snapshot.snapshot(value)
+        except (snapshot.NotAFunction, OSError, TypeError, SyntaxError):  # not a function, or no source for it
+            out["not_function"] = type(value).__name__
+    elif q.kind == "run":
+        out["run"] = run_id(value)
+    elif q.kind == "model":
+        out["model"] = _hand_in_model(q, value)
+    else:
+        try:
+            out["value"] = snapshot.to_plain(value)
+        except (TypeError, ValueError):
+            out["value"] = {"$kind": type(value).__name__}
+    if run is not None:
+        out["context_run"] = run_id(run)
+    encoded = {}
+    for name, v in context.items():
+        try:
+            encoded[name] = snapshot.encode(v)
+        except (TypeError, ValueError):
+            encoded[name] = {"$kind": type(v).__name__}
+    if encoded:
+        out["context"] = encoded
+    return out
+
+
+def _hand_in_model(q: registry.Question, model: Any) -> dict[str, Any] | None:
+    """While graded, the model's weights go to the grader's folder: its judge measures them itself."""
+    folder = envvars.get(GRADE_OUT)
+    cfg = getattr(model, "cfg", None)
+    if not folder or cfg is None or not hasattr(model, "state_dict"):
+        return None
+    import dataclasses
+
+    import torch
+
+    name = f"model-{q.id}-{_wrong_tries[q.id]}-{os.getpid()}.pt"
+    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, os.path.join(folder, name))
+    return {"file": name, "config": dataclasses.asdict(cfg)}
+
+
+def _result(
+    q: registry.Question, status: str, key: str | None = None, fields: dict | None = None, value: Any = None
+) -> CheckResult:
     points = q.points if status == "correct" else 0
     return CheckResult(q.id, status, points, q.points, key, dict(fields or {}), get_lang(), value)
 
 
-def _judged(q: registry.Question, value: Any, context: dict[str, Any]) -> CheckResult:
+def verdict_of(q: registry.Question, value: Any, context: dict[str, Any]) -> registry.Verdict:
+    """``q.judge``, with what the student's value raised as a verdict ("not answered yet" for the stub)."""
     try:
-        verdict = q.judge(value, context)
+        return q.judge(value, context)
     except OptionError:
         raise  # the check cell itself is wrong (a missing run=...): the notebook's author must fix it
     except NotImplementedError:  # the student's function still has the stub in it
-        return _result(q, "unanswered", "grading.check.unanswered")
+        return registry.Verdict(False, "grading.check.unanswered")
     except Exception as e:
-        verdict = registry.Verdict(False, "grading.check.crashed", {"error": f"{type(e).__name__}: {e}"})
+        return registry.Verdict(False, "grading.check.crashed", {"error": f"{type(e).__name__}: {e}"})
+
+
+def _judged(q: registry.Question, value: Any, context: dict[str, Any]) -> CheckResult:
+    verdict = verdict_of(q, value, context)
     if verdict.correct:
         return _result(q, "correct")
-    return _result(q, "wrong", verdict.key, verdict.fields)
+    if verdict.key in ("grading.check.deferred", "grading.check.unanswered"):
+        return _result(
+            q, verdict.key.rsplit(".", 1)[1], None if verdict.key == "grading.check.deferred" else verdict.key
+        )
+    _wrong_tries[q.id] += 1
+    if verdict.key == q.hint_key:  # no more to say than the hint: the one for this try
+        return _result(q, "wrong", q.hint_for(_wrong_tries[q.id]))
+    result = _result(q, "wrong", verdict.key, verdict.fields)
+    if verdict.key and verdict.key.startswith("grading.exercise."):  # what is wrong, and the hint for this try
+        result.hint = q.hint_for(_wrong_tries[q.id])
+    return result
 
 
 def solution_result(q: registry.Question, lang: str) -> CheckResult:
@@ -173,8 +268,10 @@ def solution_result(q: registry.Question, lang: str) -> CheckResult:
 
 def judge_record(q: registry.Question, value: Any) -> tuple[str, str | None, dict[str, Any]]:
     """The grader's verdict on a sealed question's recorded value: (status, key, fields)."""
-    r = _judged(q, value, {})
-    return r.status, r.key, r.fields
+    verdict = verdict_of(q, value, {})
+    if verdict.correct:
+        return "correct", None, {}
+    return ("unanswered" if verdict.key == "grading.check.unanswered" else "wrong"), verdict.key, dict(verdict.fields)
 
 
 def _plain(value: Any) -> Any:
@@ -195,5 +292,6 @@ def _show(result: CheckResult) -> None:
         return
     from IPython.display import display
 
-    display(result.bundle(), raw=True)
+    metadata = {MIME: {"report": result.report}} if result.report is not None else {}
+    display(result.bundle(), metadata=metadata, raw=True)
     result._shown_at = ip.execution_count

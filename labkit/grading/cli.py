@@ -30,6 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--lang", dest="report_lang", choices=LANGS, help=t("grading.cli.grade.lang"))
     g.add_argument("--jobs", type=int, default=1, help=t("grading.cli.grade.jobs"))
     g.add_argument("--questions", action="append", default=[], help=t("grading.cli.grade.questions"))
+    g.add_argument("--no-sandbox", action="store_true", help=t("grading.cli.grade.no_sandbox"))
     g.set_defaults(func=run_grade)
 
     b = subparsers.add_parser(
@@ -38,11 +39,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("paths", nargs="+", help=t("grading.cli.build.paths"))
     b.add_argument("--out", required=True, help=t("grading.cli.build.out"))
     b.add_argument("--lang", dest="stub_lang", choices=LANGS, help=t("grading.cli.build.lang"))
+    b.add_argument("--no-install", action="store_true", help=t("grading.cli.build.no_install"))
+    b.add_argument("--nbgrader-source", metavar="DIR", help=t("grading.cli.build.nbgrader_source"))
     b.set_defaults(func=run_build)
 
 
 def run_grade(args: argparse.Namespace) -> int:
-    from labkit.grading import registry
+    from labkit.grading import registry, sandbox
     from labkit.grading.checks import fmt_points
     from labkit.grading.grade import NotebookScore
     from labkit.grading.report import grade_folder
@@ -68,7 +71,19 @@ def run_grade(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    students = grade_folder(args.submissions, args.out, args.timeout, args.report_lang, args.jobs, log=progress)
+    try:
+        box = sandbox.find(args.no_sandbox)
+    except sandbox.SandboxUnavailable as e:
+        print(e, file=sys.stderr)
+        return 2
+    from labkit.grading.student import cached_install
+
+    home = cached_install()  # made once per version of labkit and its questions
+    print(t("grading.cli.grade.install", folder=home), file=sys.stderr)
+    students = grade_folder(
+        args.submissions, args.out, args.timeout, args.report_lang, args.jobs, log=progress, box=box,
+        env={"LABKIT_HOME": str(home)},
+    )  # fmt: skip
     out = Path(args.out)
     print((out / "gradebook.md").read_text(), end="")
     print(t("grading.cli.grade.done", n=len(students), out=out, csv=out / "gradebook.csv"))
@@ -79,11 +94,16 @@ def run_build(args: argparse.Namespace) -> int:
     from labkit.grading.build import BuildError, build_student
 
     try:
-        written = build_student(args.paths, args.out, args.stub_lang)
+        written = build_student(args.paths, args.out, args.stub_lang, args.nbgrader_source)
     except BuildError as e:
         print(e, file=sys.stderr)
         return 1
     print(t("grading.cli.build.done", n=len(written), out=args.out))
+    if not args.no_install:
+        from labkit.grading.student import build_wheel, write_install
+
+        folder = write_install(Path(args.out) / "install")
+        print(t("grading.cli.build.install", folder=folder, wheel=build_wheel(folder, args.out)))
     return 0
 
 

@@ -1,24 +1,28 @@
-"""Grading: run each submission in a fresh kernel and read back every ``labkit.check``.
+"""Grading: run each submission in a sandbox of its own, and judge what it handed in.
 
     labkit grade submissions/ --out reports/ --timeout 600
 
-A notebook is executed by papermill, top to bottom, in a new kernel of the
-Python that runs the grader (whatever kernelspecs the machine has), with its
-own outputs cleared first so that nothing the student saved can count. A
-crashing cell does not stop the cells after it (``allow_errors``); the time
-limit is for the whole notebook, and a notebook stopped by it, or whose kernel
-died, keeps the points of the checks that ran before.
+A notebook is copied into a fresh sandbox (``labkit.grading.sandbox``) and executed there by
+papermill (``labkit.grading.runner``), top to bottom, in a new kernel of the Python that runs
+the grader, with its own outputs cleared first so that nothing the student saved can count.
+A crashing cell does not stop the cells after it; the time limit is for the whole notebook,
+and a notebook stopped by it, or whose kernel died, keeps the points of the checks that ran
+before. While it runs, labkit's instrumentation on its ranks sends what it observes to the
+grader's sink (``labkit.grading.sink``), outside the sandbox.
 
-Scores come from the check records in the executed notebook's outputs; the
-questions and their points come from the registry, so a check that never ran
-counts 0. The lesson is ``metadata.labkit.lesson`` (the student build keeps it),
-else the lesson of the check ids found, so renamed files and added cells change
-nothing.
+Scoring runs outside the sandbox, on what came out of it: the check records in the executed
+notebook are the student's claims, judged by ``labkit.grading.judge`` (formulas run again by
+the judge process, in a second sandbox, at points of the grader's own; exercises on the ranks
+judged from the sink). The questions and their points come from the registry, so a check that
+never ran counts 0. The lesson is ``metadata.labkit.lesson`` (the student build keeps it), else
+the lesson of the check ids found, so renamed files and added cells change nothing.
 """
 
 from __future__ import annotations
 
-import math
+import json
+import os
+import shutil
 import sys
 import tempfile
 import time
@@ -30,12 +34,18 @@ from typing import Any
 
 import nbformat
 
-from labkit.grading import registry
+from labkit.grading import judge, registry, sandbox
 from labkit.grading.build import check_ids, lesson_from_ids
-from labkit.grading.checks import MIME, judge_record
-from labkit.i18n import t
+from labkit.grading.checks import MIME
+from labkit.grading.runner import cleared
+from labkit.grading.sink import Sink
+
+__all__ = ["NotebookScore", "QuestionScore", "cleared", "grade_notebook", "score"]
 
 PAPERMILL_MARKER_TAG = "papermill-error-cell-tag"  # the banner cells papermill adds after an error
+STARTUP = 180  # seconds a sandbox may take beyond the notebook's cells (the kernel's start, papermill)
+JUDGE_SECONDS = 300  # the judge's sandbox, all of a notebook's functions
+MAX_READ = 256 << 20  # bytes of a file from the sandbox the grader reads
 
 
 @dataclass
@@ -49,6 +59,7 @@ class QuestionScore:
     feedback: str = ""  # the feedback as the student saw it
     attempts: int = 0
     cell: int | None = None
+    hint: str | None = None  # with a diagnosis as ``key``: the hint for the tries the student made
 
 
 @dataclass
@@ -62,6 +73,7 @@ class NotebookScore:
     seconds: float = 0.0
     lang: str | None = None  # the language the checks spoke in the kernel
     executed: str | None = None  # where the executed notebook was written
+    sandbox: str = ""  # the sandbox it ran in (bubblewrap, none)
 
     @property
     def points(self) -> float:
@@ -75,93 +87,114 @@ class NotebookScore:
 # -- running one notebook ----------------------------------------------------------
 
 
-def _kernel_manager_class(env: dict[str, str], log: Any) -> type:
-    """A kernel manager whose kernel is ``sys.executable`` with ``env`` added, its output to ``log``.
+def labkit_home() -> str:
+    """The folder that holds the ``labkit`` package the sandbox imports (it sees that package alone)."""
+    import labkit
 
-    The kernelspec is built here rather than looked up, so a stale ``python3`` spec in
-    the user's Jupyter folders (pointing at another Python) cannot be picked up.
-    """
-    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-    from jupyter_client.manager import AsyncKernelManager
-
-    class GradingSpecs(KernelSpecManager):
-        def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-            argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-            return KernelSpec(argv=argv, env=env, display_name="Python 3 (labkit grader)", language="python")
-
-    class GradingKernelManager(AsyncKernelManager):
-        def _kernel_spec_manager_default(self) -> KernelSpecManager:
-            return GradingSpecs()
-
-        async def start_kernel(self, **kw: Any) -> None:
-            kw.setdefault("stdout", log)
-            kw.setdefault("stderr", log)
-            await super().start_kernel(**kw)
-
-    return GradingKernelManager
+    return os.path.dirname(os.path.dirname(os.path.abspath(labkit.__file__)))
 
 
-def cleared(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy with no outputs: a cell the run never reaches must not keep what the student saved."""
-    nb = nbformat.from_dict(nb)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    return nb
+def _instructors_labkit(home: str) -> list[str]:
+    """The grader's own labkit, when it is not the one the sandbox imports: hidden there, for where it
+    was installed into the Python environment the sandbox uses (pip install, not -e), every answer is."""
+    mine = os.path.join(labkit_home(), "labkit")
+    return [] if os.path.realpath(mine) == os.path.realpath(os.path.join(home, "labkit")) else [mine]
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        if path.stat().st_size > MAX_READ:
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _environment(home: str, extra: dict[str, str]) -> dict[str, str]:
+    return {
+        "PYTHONPATH": home,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "LABKIT_OBSERVE_SINK": f"{sandbox.SINK_DIR}/sink.sock",
+        "LABKIT_QUESTIONS": "",  # the install's catalog has every question (also with --no-sandbox, which inherits)
+        **extra,
+    }
 
 
 def execute(
-    nb: nbformat.NotebookNode,
-    out_path: Path,
+    box: Any,
+    nb_path: Path,
+    work: Path,
     timeout: float,
-    env: dict[str, str] | None = None,
-    parameters: dict[str, Any] | None = None,
-) -> tuple[nbformat.NotebookNode, str, str]:
-    """Run ``nb`` with papermill into ``out_path``; (executed notebook, status, message).
-
-    ``timeout`` (seconds) is for all the cells together, the kernel's start not included.
-    """
-    import papermill
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    from papermill.exceptions import PapermillExecutionError
-
-    deadline: float | None = None
-
-    def cell_timeout(cell: Any) -> int:
-        nonlocal deadline
-        if deadline is None:  # the clock starts with the first cell
-            deadline = time.monotonic() + timeout
-        return max(1, math.ceil(deadline - time.monotonic()))
-
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    status, message = "ok", ""
-    kernel_env = {"LABKIT_GRADING": "1", **(env or {})}
-    with open(out_path.with_suffix(".kernel.log"), "w") as log, tempfile.TemporaryDirectory() as cwd:
-        try:
-            papermill.execute_notebook(
-                cleared(nb),
-                str(out_path),
-                parameters=parameters,
-                kernel_name="python3",
-                kernel_manager_class=_kernel_manager_class(kernel_env, log),
-                allow_errors=True,  # a crashing cell must not stop the checks after it
-                timeout_func=cell_timeout,
-                resources={"metadata": {"path": cwd}},  # the kernel's working folder: empty, thrown away
-                progress_bar=False,
-            )
-        except PapermillExecutionError:
-            status = "errors"
-        except CellTimeoutError:
-            status, message = "timeout", f"{timeout:g} s"
-        except DeadKernelError as e:
-            status, message = "died", str(e)
-        except Exception as e:  # a kernel that does not start, a broken notebook: report it, go on
-            status, message = "failed", f"{type(e).__name__}: {e}"
+    env: dict[str, str],
+    parameters: dict[str, Any] | None,
+    name: str | None = None,
+) -> tuple[nbformat.NotebookNode | None, str, str, dict[str, dict[int, dict[str, Any]]]]:
+    """Run one notebook in ``box``; (executed notebook, status, message, observations from the sink)."""
+    out, sink_dir = work / "out", work / "sink"
+    out.mkdir()
+    sink_dir.mkdir()
+    os.chmod(sink_dir, 0o755)
+    home = env.pop("LABKIT_HOME", labkit_home())
+    mounts = sandbox.Mounts(
+        ro=[os.path.join(home, "labkit")],
+        rw={f"{sandbox.WORK}/out": str(out), sandbox.SINK_DIR: str(sink_dir)},
+        files={f"{sandbox.WORK}/submission.ipynb": str(nb_path)},
+        hide=_instructors_labkit(home),
+    )
+    argv = [sys.executable, "-m", "labkit.grading.runner", f"{sandbox.WORK}/submission.ipynb", f"{sandbox.WORK}/out"]
+    argv += ["--timeout", str(timeout)]
+    if parameters:
+        argv += ["--parameters", json.dumps(parameters)]
+    if name:
+        argv += ["--name", Path(name).name]
+    env = _environment(home, {"LABKIT_GRADE_OUT": f"{sandbox.WORK}/out", **env})
+    sink = Sink(sink_dir)
     try:
-        executed = nbformat.read(out_path, as_version=4)
-    except (OSError, ValueError):
-        executed = cleared(nb)
-    return executed, status, message
+        outcome = box.run(argv, env, mounts, timeout + STARTUP, work / "sandbox.log")
+    finally:
+        observations = sink.close()
+    raw = _read(out / "status.json")
+    try:
+        state = json.loads(raw) if raw else {}
+        status, message = str(state["status"]), str(state.get("message", ""))
+    except (ValueError, KeyError, TypeError):
+        status = "timeout" if outcome.timed_out else "died"
+        message = f"{timeout:g} s" if outcome.timed_out else f"the sandbox ended with {outcome.returncode}"
+    executed = None
+    raw = _read(out / "executed.ipynb")
+    if raw:
+        try:
+            executed = nbformat.reads(raw.decode(errors="replace"), as_version=4)
+        except Exception:  # whatever the sandbox wrote, it is only data: unreadable counts as nothing
+            executed = None
+    return executed, status, message, observations
+
+
+def evaluate(box: Any, work: Path, tasks: list[dict[str, Any]], env: dict[str, str]) -> dict[str, list[Any]]:
+    """Run the judge (``labkit.grading.evaluate``) on ``tasks`` in a sandbox of its own; its results."""
+    if not tasks:
+        return {}
+    folder = work / "judge"
+    (folder / "models").mkdir(parents=True)
+    inside = f"{sandbox.WORK}/judge"
+    for task in tasks:
+        if task.get("kind") == "model_loss":
+            name = Path(task["state"]).name
+            shutil.copyfile(task["state"], folder / "models" / name)
+            task["state"] = f"{inside}/models/{name}"
+    (folder / "tasks.json").write_text(json.dumps({"tasks": tasks}))
+    home = env.get("LABKIT_HOME", labkit_home())
+    mounts = sandbox.Mounts(ro=[os.path.join(home, "labkit")], rw={inside: str(folder)}, hide=_instructors_labkit(home))
+    argv = [sys.executable, "-m", "labkit.grading.evaluate", f"{inside}/tasks.json", f"{inside}/results.json"]
+    box.run(argv, _environment(home, {}), mounts, JUDGE_SECONDS, work / "judge.log")
+    raw = _read(folder / "results.json")
+    try:
+        results = json.loads(raw)["results"] if raw else {}
+    except (ValueError, KeyError, TypeError):
+        results = {}
+    return {k: v for k, v in results.items() if isinstance(v, list)} if isinstance(results, dict) else {}
 
 
 # -- reading the results back --------------------------------------------------------
@@ -184,7 +217,12 @@ def check_records(nb: nbformat.NotebookNode) -> list[tuple[int, dict[str, Any]]]
         for out in cell.get("outputs", []):
             rec = out.get("data", {}).get(MIME)
             if isinstance(rec, dict) and isinstance(rec.get("id"), str):
-                found.append((i, dict(rec)))
+                rec = dict(rec)
+                rec.pop("report", None)  # only the output's metadata carries it (see checks.CheckResult.graded)
+                extra = (out.get("metadata") or {}).get(MIME)
+                if isinstance(extra, dict) and isinstance(extra.get("report"), dict):
+                    rec["report"] = extra["report"]
+                found.append((i, rec))
     return found
 
 
@@ -205,52 +243,58 @@ def lesson_of(nb: nbformat.NotebookNode, records: list[tuple[int, dict[str, Any]
     return lesson_from_ids([r["id"] for _, r in records]) or lesson_from_ids(check_ids(nb))
 
 
-def score(lesson: str | None, records: list[tuple[int, dict[str, Any]]]) -> list[QuestionScore]:
-    """One row per question of the lesson, then any other check seen.
+def score(
+    lesson: str | None,
+    records: list[tuple[int, dict[str, Any]]],
+    results: dict[str, list[Any]] | None = None,
+    observations: dict[str, dict[int, dict[str, Any]]] | None = None,
+) -> list[QuestionScore]:
+    """One row per question of the lesson, then any other check seen, each judged by the grader
+    (``labkit.grading.judge``) from the record that counts: the last, or for a sealed
+    (multiple-choice) question the first, since the notebook never said whether it was right.
 
-    The last attempt counts, except for a sealed (multiple-choice) question: its first recorded
-    answer counts, judged here, since the notebook never told the student whether it was right.
+    ``results`` are the judge process's (the students' functions run again), ``observations``
+    the sink's (what labkit saw the ranks of each run do).
     """
-    last: dict[str, tuple[int, dict[str, Any]]] = {}
-    attempts: Counter[str] = Counter()
-    for cell, rec in records:
-        q = registry.find(rec["id"])
-        if not (q is not None and q.sealed and rec["id"] in last):
-            last[rec["id"]] = (cell, rec)
-        attempts[rec["id"]] += 1
+    chosen = judge.choose(records)
     questions = registry.lesson_questions(lesson) if lesson else []
-    if not questions:  # a lesson the grader has no questions for: trust the records' points
-        questions = [registry.Question(i, float(r.get("max_points") or 0)) for i, (_, r) in last.items()]
     rows = []
     for q in questions:
-        if q.id not in last:
+        c = chosen.pop(q.id, None)
+        if c is None:
             rows.append(QuestionScore(q.id, "missing", 0, q.points))
             continue
-        cell, rec = last.pop(q.id)
-        if q.sealed:
-            rec = _judge_sealed(q, rec)
-        status = rec.get("status") if rec.get("status") in ("correct", "wrong", "unanswered") else "wrong"
-        pts = q.points if status == "correct" else 0
-        rows.append(_row(q.id, status, pts, q.points, rec, attempts[q.id], cell))
-    for qid, (cell, rec) in last.items():  # checks of another lesson, or ids the grader does not know
-        rows.append(_row(qid, "extra", 0, 0, rec, attempts[qid], cell))
+        verdict = judge.verdict(q, c.record, results or {}, observations or {})
+        if verdict.correct:
+            status = "correct"
+        else:
+            status = "unanswered" if verdict.key == "grading.check.unanswered" else "wrong"
+        key = verdict.key if not verdict.correct else None
+        hint = None
+        if status == "wrong" and key == q.hint_key:
+            key = q.hint_for(c.attempts)
+        elif status == "wrong" and key and key.startswith("grading.exercise."):
+            hint = q.hint_for(c.attempts)
+        row = QuestionScore(q.id, status, q.points if verdict.correct else 0, q.points, key, dict(verdict.fields))
+        row.attempts, row.cell, row.hint = c.attempts, c.cell, hint
+        row.feedback = _verdict_text(row, c.record.get("lang")) if key else ""
+        rows.append(row)
+    for qid, c in chosen.items():  # checks of another lesson, or ids the grader does not know: never scored
+        rows.append(QuestionScore(qid, "extra", 0, 0, None, {}, _shown(c.record), c.attempts, c.cell))
     return rows
 
 
-def _judge_sealed(q: registry.Question, rec: dict[str, Any]) -> dict[str, Any]:
-    """A sealed question's record with the grader's verdict on its recorded value."""
-    if rec.get("status") != "recorded":
-        return {**rec, "status": "unanswered" if rec.get("status") == "unanswered" else "wrong"}
-    status, key, fields = judge_record(q, rec.get("value"))
-    feedback = t(key, rec.get("lang"), **fields) if key else ""
-    return {**rec, "status": status, "key": key, "fields": fields, "feedback": feedback}
+def _shown(rec: dict[str, Any]) -> str:
+    return str(rec.get("feedback", ""))[:2000]
 
 
-def _row(qid: str, status: str, pts: float, max_pts: float, rec: dict, attempts: int, cell: int) -> QuestionScore:
-    fields = rec.get("fields") if isinstance(rec.get("fields"), dict) else {}
-    return QuestionScore(
-        qid, status, pts, max_pts, rec.get("key"), fields, str(rec.get("feedback", "")), attempts, cell
-    )
+def _verdict_text(row: QuestionScore, lang: Any) -> str:
+    """The grader's feedback, in the language the student's checks spoke."""
+    from labkit.i18n import t
+
+    lang = lang if lang in ("en", "ro") else None
+    text = t(row.key, lang, **row.fields) if row.key else ""
+    return f"{text}. {t(row.hint, lang)}" if row.hint else text
 
 
 def grade_notebook(
@@ -259,32 +303,57 @@ def grade_notebook(
     timeout: float,
     name: str | None = None,
     parameters: dict[str, Any] | None = None,
+    box: Any = None,
+    env: dict[str, str] | None = None,
 ) -> NotebookScore:
-    """Execute one submission and score it; never raises for anything the notebook does."""
+    """Run one submission in a sandbox (``box``: ``sandbox.find()``'s) and score it; never raises for
+    anything the notebook does. ``env``: more variables for the sandbox (``LABKIT_HOME``: the folder
+    whose ``labkit`` the sandbox imports, the student's install)."""
     name = name or path.name
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as e:  # not JSON, not a notebook: 0 points, and the reason in the report
         return NotebookScore(name, None, "unreadable", message=f"{type(e).__name__}: {e}")
-    env = {}
+    box = box if box is not None else sandbox.find()
+    env = dict(env or {})
+    if "LABKIT_HOME" not in env:  # the student's install: nothing in it holds an answer
+        from labkit.grading.student import cached_install
+
+        env["LABKIT_HOME"] = str(cached_install())
     nb_lang = (nb.metadata.get("labkit") or {}).get("lang")
-    if nb_lang:  # a Romanian edition speaks Romanian in the grader's kernel too
+    if nb_lang in ("en", "ro"):  # a Romanian edition speaks Romanian in the grader's kernel too
         env["LABKIT_LANG"] = str(nb_lang)
     start = time.monotonic()
-    executed, status, message = execute(nb, out_path, timeout, env, parameters)
-    records = check_records(executed)
-    lesson = lesson_of(executed, records)
-    langs = Counter(r.get("lang") for _, r in records if r.get("lang"))
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="labkit-grade-") as tmp:
+        work = Path(tmp)
+        os.chmod(work, 0o755)
+        submission = work / "submission.ipynb"
+        nbformat.write(cleared(nb), submission)
+        os.chmod(submission, 0o644)
+        executed, status, message, observations = execute(box, submission, work, timeout, dict(env), parameters, name)
+        executed = executed if executed is not None else cleared(nb)
+        nbformat.write(executed, out_path)
+        kernel_log = _read(work / "out" / "executed.kernel.log") or b""
+        out_path.with_suffix(".kernel.log").write_bytes(kernel_log + (_read(work / "sandbox.log") or b""))
+        records = check_records(executed)
+        lesson = lesson_of(nb, records)
+        questions = registry.lesson_questions(lesson) if lesson else []
+        chosen = judge.choose(records)
+        models = work / "out"
+        results = evaluate(box, work, judge.tasks(questions, chosen, models), dict(env))
+    langs = Counter(r.get("lang") for _, r in records if r.get("lang") in ("en", "ro"))
     return NotebookScore(
         file=name,
         lesson=lesson,
         status=status,
-        questions=score(lesson, records),
+        questions=score(lesson, records, results, observations),
         errors=cell_errors(executed),
         message=message,
         seconds=round(time.monotonic() - start, 2),
         lang=langs.most_common(1)[0][0] if langs else nb_lang,
         executed=str(out_path),
+        sandbox=box.name,
     )
 
 
@@ -329,25 +398,30 @@ class StudentReport:
         return best
 
 
-def grade_all(tasks: list[tuple[Path, Path, str]], timeout: float, jobs: int, log: Any) -> list[NotebookScore]:
-    """Grade (notebook, executed path, name) tasks, ``jobs`` at a time, in the order given."""
-    if jobs <= 1:
-        scores = []
-        for path, executed, name in tasks:
-            scores.append(grade_notebook(path, executed, timeout, name))
-            if log:
-                log(scores[-1])
-        return scores
-    # processes, not threads: papermill and the zmq channels keep state per process; spawn,
-    # not fork, because this process already has zmq threads
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from multiprocessing import get_context
+def grade_all(
+    tasks: list[tuple[Path, Path, str]],
+    timeout: float,
+    jobs: int,
+    log: Any,
+    box: Any = None,
+    env: dict[str, str] | None = None,
+) -> list[NotebookScore]:
+    """Grade (notebook, executed path, name) tasks, ``jobs`` at a time, in the order given.
 
-    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-        futures = {pool.submit(grade_notebook, p, e, timeout, n): i for i, (p, e, n) in enumerate(tasks)}
-        results: dict[int, NotebookScore] = {}
-        for f in as_completed(futures):
-            results[futures[f]] = f.result()
-            if log:
-                log(results[futures[f]])
+    Threads are enough: each notebook runs in processes of its own (the sandbox's), and a
+    thread here only waits for them and serves the sink.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    box = box if box is not None else sandbox.find()
+    results: dict[int, NotebookScore] = {}
+
+    def one(i: int) -> None:
+        path, executed, name = tasks[i]
+        results[i] = grade_notebook(path, executed, timeout, name, box=box, env=env)
+        if log:
+            log(results[i])
+
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        list(pool.map(one, range(len(tasks))))
     return [results[i] for i in range(len(tasks))]

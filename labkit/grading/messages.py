@@ -72,18 +72,18 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "this value could not be checked ({error})",
         "ro": "această valoare nu a putut fi verificată ({error})",
     },
+    "grading.check.line.deferred": {
+        "en": "✎ {qid}: answer recorded; checked when you hand in",
+        "ro": "✎ {qid}: răspuns înregistrat; se verifică la predare",
+    },
     # labkit.grading.cli
     "grading.cli.grade.help": {
         "en": "grade a folder of submitted notebooks",
         "ro": "notează un dosar de notebook-uri predate",
     },
     "grading.cli.grade.description": {
-        "en": "Run every notebook in SUBMISSIONS in a fresh kernel, collect its labkit.check results and "
-        "write a report per student (JSON and Markdown) and a CSV gradebook. SUBMISSIONS holds one "
-        "folder per student, or files named <student>_<anything>.ipynb.",
-        "ro": "Rulează fiecare notebook din SUBMISSIONS într-un kernel nou, colectează rezultatele "
-        "labkit.check și scrie un raport pentru fiecare student (JSON și Markdown) și un catalog CSV. "
-        "SUBMISSIONS conține câte un dosar pentru fiecare student, sau fișiere numite <student>_<orice>.ipynb.",
+        "en": "Run every notebook in SUBMISSIONS in a sandbox of its own (bubblewrap), judge what its labkit.check calls handed in, and write a report per student (JSON and Markdown) and a CSV gradebook. SUBMISSIONS holds one folder per student, or files named <student>_<anything>.ipynb.",
+        "ro": "Rulează fiecare notebook din SUBMISSIONS într-un sandbox propriu (bubblewrap), judecă ce au predat apelurile labkit.check și scrie un raport pentru fiecare student (JSON și Markdown) și un catalog CSV. SUBMISSIONS conține câte un dosar pentru fiecare student, sau fișiere numite <student>_<orice>.ipynb.",
     },
     "grading.cli.grade.submissions": {"en": "the folder of submissions", "ro": "dosarul cu predări"},
     "grading.cli.grade.out": {"en": "where to write the reports", "ro": "unde se scriu rapoartele"},
@@ -131,6 +131,26 @@ MESSAGES: dict[str, dict[str, str]] = {
     "grading.cli.build.done": {
         "en": "{n:@notebook|notebooks} written to {out}",
         "ro": "{n:@notebook scris|notebook-uri scrise} în {out}",
+    },
+    "grading.cli.grade.no_sandbox": {
+        "en": "run the submissions as plain processes of yours, without a sandbox (only for notebooks you trust)",
+        "ro": "rulează predările ca procese obișnuite ale voastre, fără sandbox (doar pentru notebook-uri în care aveți încredere)",
+    },
+    "grading.cli.build.install": {
+        "en": "the student's install (labkit without answers): {folder}, and to pip install: {wheel}",
+        "ro": "instalarea pentru studenți (labkit fără răspunsuri): {folder}, iar pentru pip install: {wheel}",
+    },
+    "grading.cli.build.nbgrader_source": {
+        "en": "also write the solution notebooks with nbgrader's cell metadata here, for nbgrader's source/ folder (they hold the solutions: keep them away from students)",
+        "ro": "scrie aici și notebook-urile cu soluții, cu metadatele de celulă nbgrader, pentru dosarul source/ al nbgrader (conțin soluțiile: țineți-le departe de studenți)",
+    },
+    "grading.cli.build.no_install": {
+        "en": "write the student notebooks only, not the student's install of labkit",
+        "ro": "scrie doar notebook-urile pentru studenți, fără instalarea labkit pentru studenți",
+    },
+    "grading.cli.grade.install": {
+        "en": "submissions run with the student's install of labkit in {folder}",
+        "ro": "predările rulează cu instalarea labkit pentru studenți din {folder}",
     },
     # labkit.grading.registry
     "grading.check.type.number": {
@@ -181,6 +201,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "cannot load the questions module {name!r} named in LABKIT_QUESTIONS: {error}",
         "ro": "modulul de întrebări {name!r} din LABKIT_QUESTIONS nu poate fi încărcat: {error}",
     },
+    "grading.check.deferred": {
+        "en": "this answer is checked when the notebook is graded",
+        "ro": "acest răspuns este verificat la notarea notebook-ului",
+    },
     # labkit.grading.report
     "grading.report.title": {"en": "Score report: {student}", "ro": "Raport de punctaj: {student}"},
     "grading.report.total": {"en": "Total: {score} ({percent})", "ro": "Total: {score} ({percent})"},
@@ -203,6 +227,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "{n:@încercare|încercări}, contează ultima",
     },
     "grading.report.no_submissions": {"en": "no notebooks", "ro": "niciun notebook"},
+    "grading.report.attempts_first": {
+        "en": "{n:@attempt|attempts}, the first one counts",
+        "ro": "{n:@încercare|încercări}, contează prima",
+    },
     "grading.grade.status.correct": {"en": "✓ correct", "ro": "✓ corect"},
     "grading.grade.status.wrong": {"en": "✗ wrong", "ro": "✗ greșit"},
     "grading.grade.status.unanswered": {"en": "… not answered", "ro": "… fără răspuns"},
@@ -231,4 +259,121 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "is not a readable notebook ({message})",
         "ro": "nu este un notebook care poate fi citit ({message})",
     },
+    # labkit.grading.exercises
+    "grading.exercise.no_observation": {
+        "en": "labkit saw no run of this cell on rank {rank}: pass the Run of the exercise cell itself",
+        "ro": "labkit nu a văzut nicio rulare a acestei celule pe rangul {rank}: dați rularea (Run) chiar a celulei exercițiului",
+    },
+    "grading.exercise.cell_failed": {
+        "en": "the cell raised an error on rank {rank}: make it run to the end first",
+        "ro": "celula a ridicat o eroare pe rangul {rank}: faceți-o întâi să ruleze până la capăt",
+    },
+    "grading.exercise.missing": {
+        "en": "after the cell, rank {rank} has no {what} named {name}",
+        "ro": "după celulă, rangul {rank} nu are niciun {what} numit {name}",
+    },
+    "grading.exercise.calls": {
+        "en": "rank {rank}: {where} issued {got}; the exercise needs {want}",
+        "ro": "rangul {rank}: {where} a pornit {got}; exercițiul cere {want}",
+    },
+    "grading.exercise.where.module": {"en": "your code", "ro": "codul vostru"},
+    "grading.exercise.where.function": {"en": "your function {fn}", "ro": "funcția voastră {fn}"},
+    "grading.exercise.nothing": {"en": "no collective", "ro": "nicio operație colectivă"},
+    "grading.exercise.wrong_input": {
+        "en": "rank {rank}: the {op} was given a tensor that is not {what}",
+        "ro": "rangul {rank}: {op} a primit un tensor care nu este {what}",
+    },
+    "grading.exercise.wrong_size": {
+        "en": "rank {rank}: the {op} took {got_in} elements and returned {got_out}; it should take {want_in} and return {want_out}",
+        "ro": "rangul {rank}: {op} a primit {got_in} elemente și a întors {got_out}; ar trebui să primească {want_in} și să întoarcă {want_out}",
+    },
+    "grading.exercise.not_mean": {
+        "en": "rank {rank}: {name} holds the sum over the ranks, not their mean",
+        "ro": "rangul {rank}: {name} conține suma pe ranguri, nu media lor",
+    },
+    "grading.exercise.wrong_values": {
+        "en": "rank {rank}: {name} does not hold what the collective computed",
+        "ro": "rangul {rank}: {name} nu conține ce a calculat operația colectivă",
+    },
+    "grading.exercise.not_in_place": {
+        "en": "rank {rank}: {missing} of the {total} gradients of {model} were not reduced in place",
+        "ro": "rangul {rank}: {missing} din cei {total} gradienți ai lui {model} nu au fost reduși pe loc",
+    },
+    "grading.exercise.grads_differ": {
+        "en": "rank {rank}: the gradient of {param} differs from DDP's",
+        "ro": "rangul {rank}: gradientul lui {param} diferă de cel al DDP",
+    },
+    "grading.exercise.units": {
+        "en": "rank {rank}: {api} made the units {got}; the exercise wants the root and one unit per block",
+        "ro": "rangul {rank}: {api} a făcut unitățile {got}; exercițiul cere rădăcina și câte o unitate pe bloc",
+    },
+    "grading.exercise.not_sharded": {
+        "en": "rank {rank}: {api} holds {got} bytes of parameters; a rank should hold 1/{n} of the units",
+        "ro": "rangul {rank}: {api} ține {got} octeți de parametri; un rang ar trebui să țină 1/{n} din unități",
+    },
+    "grading.exercise.prefetch_config": {
+        "en": "rank {rank}: FSDP2 was told to prefetch {got} in forward",
+        "ro": "rangul {rank}: FSDP2 a primit indicația să preîncarce {got} în trecerea directă",
+    },
+    "grading.exercise.prefetch_order": {
+        "en": "rank {rank}: when each block started computing, {got} all-gathers had been issued",
+        "ro": "rangul {rank}: când fiecare bloc a început să calculeze, fuseseră pornite {got} colectări",
+    },
+    "grading.exercise.steps": {
+        "en": "rank {rank}: labkit saw {got} models run forward; the cell runs {want}",
+        "ro": "rangul {rank}: labkit a văzut {got} modele rulând trecerea directă; celula rulează {want}",
+    },
+    "grading.exercise.dtype": {
+        "en": "rank {rank}: with your policy the {op} moved {dtype}; {want}",
+        "ro": "rangul {rank}: cu politica voastră {op} a mutat {dtype}; {want}",
+    },
+    "grading.exercise.dtype.half": {
+        "en": "it should move half the bytes of fp32",
+        "ro": "ar trebui să mute jumătate din octeții fp32",
+    },
+    "grading.exercise.dtype.fp32": {"en": "the gradients must stay fp32", "ro": "gradienții trebuie să rămână fp32"},
+    "grading.exercise.no_recompute": {
+        "en": "rank {rank}: in your step each block computed {got} time(s); blocks whose activations were dropped compute again in backward",
+        "ro": "rangul {rank}: în pasul vostru fiecare bloc a calculat de {got} ori; blocurile ale căror activări au fost renunțate calculează din nou în trecerea inversă",
+    },
+    "grading.exercise.loss_changed": {
+        "en": "rank {rank}: the loss changed from {plain} to {yours}: the step must stay the same step",
+        "ro": "rangul {rank}: pierderea s-a schimbat de la {plain} la {yours}: pasul trebuie să rămână același",
+    },
+    "grading.exercise.reloaded": {
+        "en": "the model's loss on the probe batch is {got}; the model the ranks saved gives {want}",
+        "ro": "pierderea modelului pe lotul de probă este {got}; modelul salvat de ranguri dă {want}",
+    },
+    "grading.exercise.policy_units": {
+        "en": "on a model of dim {dim} with {blocks} blocks, your value {value} makes the units {got}",
+        "ro": "pe un model cu dim {dim} și {blocks} blocuri, valoarea voastră {value} face unitățile {got}",
+    },
+    # labkit.grading.judge
+    "grading.judge.no_report": {
+        "en": "this check's output holds nothing the grader can judge (was it printed by hand?)",
+        "ro": "ieșirea acestei verificări nu conține nimic ce poate judeca profesorul (a fost afișată de mână?)",
+    },
+    "grading.judge.no_source": {
+        "en": "the grader needs a function defined in the notebook (def ...), got {got}",
+        "ro": "notarea are nevoie de o funcție definită în notebook (def ...), s-a primit {got}",
+    },
+    "grading.judge.no_run": {
+        "en": "no measurement of this run reached the grader: pass the Run of the exercise's own %%torchrun cell",
+        "ro": "nicio măsurătoare a acestei rulări nu a ajuns la notare: dați rularea (Run) chiar a celulei %%torchrun a exercițiului",
+    },
+    "grading.judge.no_model": {
+        "en": "the model's weights did not reach the grader",
+        "ro": "ponderile modelului nu au ajuns la notare",
+    },
+    "grading.judge.no_result": {
+        "en": "the grader could not run your function ({error})",
+        "ro": "notarea nu a putut rula funcția voastră ({error})",
+    },
+    # labkit.grading.sandbox
+    "grading.sandbox.unavailable": {
+        "en": "labkit grade runs every submission in a sandbox, and none can be made here: {why}. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and allow user namespaces, or run labkit grade --no-sandbox to run the submissions as plain processes of yours (only for notebooks you trust)",
+        "ro": "labkit grade rulează fiecare predare într-un sandbox, iar aici nu se poate face niciunul: {why}. Instalați bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) și permiteți spațiile de nume ale utilizatorilor, sau rulați labkit grade --no-sandbox ca să rulați predările ca procese obișnuite ale voastre (doar pentru notebook-uri în care aveți încredere)",
+    },
+    "grading.sandbox.no_bwrap": {"en": "bwrap is not on PATH", "ro": "bwrap nu este în PATH"},
+    "grading.sandbox.failed": {"en": "bwrap could not start: {error}", "ro": "bwrap nu a putut porni: {error}"},
 }

@@ -1,24 +1,31 @@
 """The question registry: what each ``labkit.check(id, value)`` compares against.
 
-A question has an id ``"<lesson>.<name>"``, points, a bilingual hint, and either
-an ``answer`` (a constant, or a function of the check's context) or a ``verify``
-function. Three kinds need more than "equal to":
+A question has an id ``"<lesson>.<name>"``, points, bilingual hints, and what to judge by:
 
-- ``formula=True``: the student hands in a *function*; the checker calls it, and the
-  reference, at points the notebook never shows (``UNSEEN``), so a number copied from
-  the page cannot pass;
-- ``takes="run"``: the value is the ``Run`` of the student's own ``%%torchrun`` cell,
-  and ``verify`` reads what the ranks measured;
-- ``sealed=True`` (multiple choice): the notebook only records the answer; the grader
-  judges the *first* answer recorded, so trying every option gains nothing.
+- an ``answer``: a constant, or a function of the check's context (the reference);
+- ``formula=True``: the student hands in a *function*, compared with the reference function
+  at points the notebook never shows (``labkit.grading.points``);
+- ``takes="run"`` and ``observe=``: an exercise on the ranks; the value is the ``Run`` of the
+  student's ``%%torchrun`` cell, and ``observe`` (``labkit.grading.exercises``) reads what labkit
+  observed its ranks do, never what the cell reported;
+- ``takes="model"``, ``batch=`` and ``observe=``: a model handed in, judged by its loss on one
+  ``synthetic_batch`` against what the ranks observed;
+- ``probes=`` and ``output_check=``: a function tried on arguments, each output checked for a
+  property (several answers may be right);
+- ``sealed=True`` (multiple choice): the notebook only records the answer; the grader judges
+  the *first* answer recorded, so trying every option gains nothing;
+- ``verify=``: a function ``(value, **context) -> bool``, for questions of your own.
 
 ``mistakes`` maps a common wrong answer to its own hint: a constant, a function of the
-context (a wrong value), or, for formulas, a wrong function.
+context (a wrong value), or, for formulas, a wrong function. ``hints`` adds hints that the
+notebook shows after further wrong tries, each more specific, none with solution code.
 
-Which modules register questions: those in ``SOURCES`` (the package ``labkit`` adds the
+Where the questions come from: the modules in ``SOURCES`` (the package ``labkit`` adds the
 course's own, so that this module imports no course code) and any named in
-``LABKIT_QUESTIONS`` (module names or ``.py`` paths, separated by ``os.pathsep``), which
-both the notebook and the grader load.
+``LABKIT_QUESTIONS`` (module names or ``.py`` paths, separated by ``os.pathsep``). In a
+student's install (``labkit build-student``) the course's modules are not there: the
+questions come from its catalog instead, which holds no reference, only salted hashes of the
+reference values (``labkit.grading.hashed``), and the grader judges what the notebook cannot.
 
     question("lesson1.bytes_per_param", answer=16, hint={"en": "...", "ro": "..."})
 
@@ -33,29 +40,24 @@ The functions receive only the context names they ask for (``run``, ``world_size
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import inspect
-import math
-import numbers
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labkit.grading import hashed, sources
+from labkit.grading.compare import Verdict, as_number, compare, kind
+from labkit.grading.observed import as_verdict, observations_of
+from labkit.grading.points import DTYPE_BYTES, SAMPLES, UNSEEN, grader_points, samples
 from labkit.i18n import LANGS, catalog, t
-from labkit.wire import env as envvars
 from labkit.wire.errors import OptionError
 
+__all__ = [
+    "DTYPE_BYTES", "SAMPLES", "UNSEEN", "Question", "Verdict", "as_number", "compare", "grader_points", "question",
+]  # fmt: skip
+
 _UNSET: Any = object()
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The outcome of comparing a value: correct, or why not (an i18n key and its fields)."""
-
-    correct: bool
-    key: str | None = None  # a message key: a type problem, or the hint to show
-    fields: dict[str, Any] = field(default_factory=dict)
+UNSET = _UNSET  # a question without a reference ``answer`` (an exercise, or any question in a student install)
 
 
 @dataclass(frozen=True)
@@ -67,33 +69,67 @@ class Question:
     rel: float = 1e-6  # relative tolerance for numbers
     abs: float = 0.0  # absolute tolerance for numbers
     mistakes: tuple[tuple[Any, str], ...] = ()  # (a known wrong value, the key of its own hint)
-    formula: bool = False  # the student's value is a function, compared with ``answer`` at UNSEEN points
+    formula: bool = False  # the student's value is a function, compared with ``answer`` at unseen points
     sealed: bool = False  # multiple choice: recorded in the notebook, judged by the grader on the first answer
     takes: str | None = None  # "run": the value must be a Run (the student's own ranks' measurements); "model"
     at_run: Callable[..., tuple[dict[str, Any], float]] | None = None  # a formula, also against the run:
     # (run, other context) -> (its arguments on this run, the value the run measured), compared with ``run_rel``
     run_rel: float = 1e-6
+    observe: Callable[..., Any] | None = None  # a verifier of what labkit observed on the ranks
+    probes: tuple[dict[str, Any], ...] = ()  # a function question: the arguments its function is tried on
+    output_check: Callable[[dict[str, Any], Any], Any] | None = None  # (probe, output) -> Verdict or bool
+    batch: tuple[int, ...] = ()  # takes="model": synthetic_batch(cfg, *batch) is where its loss is measured
+    args: tuple[str, ...] = ()  # a formula's arguments (the reference's, or the catalog's in a student install)
+    levels: int = 1  # hints: q.<id>.hint, then q.<id>.hint2 ... after further wrong tries
+    grader_probes: tuple[dict[str, Any], ...] = ()  # probes only the grader tries (never in a student install)
+    contexts: tuple[dict[str, Any], ...] = ()  # a value question: contexts a student install can check it in
+    hashed: Mapping[str, Any] | None = field(default=None, compare=False)  # a student install: the sealed answers
 
     @property
     def lesson(self) -> str:
         return self.id.split(".", 1)[0]
 
     @property
+    def kind(self) -> str:
+        """sealed, run, model, formula, function or value: how the grader judges it."""
+        if self.sealed:
+            return "sealed"
+        if self.takes in ("run", "model"):
+            return self.takes
+        if self.formula:
+            return "formula"
+        return "function" if self.probes else "value"
+
+    @property
     def hint_key(self) -> str:
         return f"grading.q.{self.id}.hint"
+
+    def hint_for(self, wrong_tries: int) -> str:
+        """The hint after ``wrong_tries`` wrong answers: the first, then more specific ones."""
+        level = max(1, min(wrong_tries, self.levels))
+        return self.hint_key if level == 1 else f"{self.hint_key}{level}"
 
     def hint(self, lang: str | None = None) -> str:
         return t(self.hint_key, lang)
 
     def judge(self, value: Any, context: Mapping[str, Any]) -> Verdict:
-        """Compare the student's value with this question's answer."""
-        if self.takes == "run" and not hasattr(value, "values"):
-            return Verdict(False, "grading.check.type.run", {"got": _kind(value)})
+        """Compare the student's value with this question's answer (in the notebook)."""
+        if self.takes == "run":
+            if not hasattr(value, "values") or not hasattr(value, "events"):
+                return Verdict(False, "grading.check.type.run", {"got": kind(value)})
+            if self.observe is not None:
+                return as_verdict(self.observe(observations_of(value)), self.hint_key)
         if self.takes == "model" and not hasattr(value, "parameters"):
-            return Verdict(False, "grading.check.type.model", {"got": _kind(value)})
+            return Verdict(False, "grading.check.type.model", {"got": kind(value)})
+        if self.takes == "model" and self.observe is not None:
+            loss = model_loss(value, self.batch)
+            return as_verdict(self.observe(loss, observations_of(context.get("run"))), self.hint_key)
         if self.verify is not None:
-            ok = bool(_call(self, self.verify, context, value))
-            return Verdict(True) if ok else Verdict(False, self.hint_key)
+            return as_verdict(_call(self, self.verify, context, value), self.hint_key)
+        if self.probes:
+            return self._judge_outputs(value)
+        if self.observe is not None:  # a value judged against what the ranks of the context's run did
+            return as_verdict(self.observe(value, observations_of(context.get("run"))), self.hint_key)
         if self.formula:
             verdict = self._judge_formula(value)
             if verdict.correct and self.at_run is not None and context.get("run") is not None:
@@ -101,6 +137,8 @@ class Question:
                 if compare(value(**args), measured, self.run_rel) is not None:
                     return Verdict(False, self.hint_key)
             return verdict
+        if self.answer is _UNSET:
+            return self._judge_hashed([value], self._case(context))
         expected = _call(self, self.answer, context) if callable(self.answer) else self.answer
         trouble = compare(value, expected, self.rel, self.abs)
         if trouble is None:
@@ -113,14 +151,13 @@ class Question:
                 return Verdict(False, key)
         return Verdict(False, self.hint_key)
 
-    def samples(self) -> list[dict[str, Any]]:
-        """The points a formula is checked at: UNSEEN values of the reference's arguments."""
-        names = list(inspect.signature(self.answer).parameters)
-        return [{n: UNSEEN[n][i] for n in names} for i in range(SAMPLES)]
+    def samples(self, grader: bool = False) -> list[dict[str, Any]]:
+        """The points a formula is checked at: unseen values of its arguments (and the grader's own)."""
+        return samples(list(self.args), grader)
 
     def _judge_formula(self, fn: Any) -> Verdict:
         if not callable(fn) or isinstance(fn, type):
-            return Verdict(False, "grading.check.type.function", {"got": _kind(fn)})
+            return Verdict(False, "grading.check.type.function", {"got": kind(fn)})
         points = self.samples()
         names = list(points[0])
         try:
@@ -130,37 +167,79 @@ class Question:
         except ValueError:  # a builtin without a signature: just call it
             pass
         got = [fn(**p) for p in points]
+        if self.answer is _UNSET:
+            return self._judge_hashed(got, "")
+        return self.compare_formula(got, points)
+
+    def compare_formula(self, got: list[Any], points: list[dict[str, Any]]) -> Verdict:
+        """The function's values ``got`` at ``points`` against the reference's (and the known wrong formulas')."""
         expected = [self.answer(**p) for p in points]
         trouble = compare(got, expected, self.rel, self.abs)
         if trouble is None:
             return Verdict(True)
         if trouble.key is not None:
-            return Verdict(False, "grading.check.type.number", {"got": _kind(next(iter(got), None))})
+            return Verdict(False, "grading.check.type.number", {"got": kind(next(iter(got), None))})
         for wrong, key in self.mistakes:
             if callable(wrong) and compare(got, [wrong(**p) for p in points], self.rel, self.abs) is None:
                 return Verdict(False, key)
         return Verdict(False, self.hint_key)
 
+    def _judge_outputs(self, fn: Any) -> Verdict:
+        from labkit.grading.snapshot import argument
 
-# Where formulas are checked: values of each argument the notebooks never use or print.
-# The i-th sample takes the i-th value of every argument the reference function names.
-SAMPLES = 4
-UNSEEN: dict[str, tuple[Any, ...]] = {
-    "n_params": (1_234_567_891, 6_700_000_017, 70_553_706_496, 13_000_000_003),
-    "world_size": (3, 24, 1000, 7),
-    "gpus_per_node": (4, 16, 8, 2),
-    "global_rank": (9, 37, 999, 5),
-    "precision": ("bf16", "fp32", "fp16", "fp32"),
-    "gpu_bytes": (23e9, 141e9, 47.5e9, 96e9),
-    "root_params": (1_234_567, 53_000_011, 2_000_003, 777_777),
-    "block_params": (7_654_321, 201_326_593, 12_582_917, 3_333_331),
-    "n_blocks": (6, 80, 12, 3),
-    "fp32_gathered": (1_234_568, 40_000_004, 7_777_780, 123_456),
-    "micro_batch": (3, 1, 16, 5),
-    "seq_len": (1000, 8192, 333, 4097),
-    "dim": (5120, 96, 8192, 1000),
-}
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+        if not callable(fn) or isinstance(fn, type):
+            return Verdict(False, "grading.check.type.function", {"got": kind(fn)})
+        for probe in self.probes:
+            out = fn(**{k: argument(v) for k, v in probe.items()})
+            verdict = as_verdict(self.output_check(probe, out) if self.output_check else False, self.hint_key)
+            if not verdict.correct:
+                return verdict
+        return Verdict(True)
+
+    def _case(self, context: Mapping[str, Any]) -> str | None:
+        """The sealed case that matches the check's context (a value question in a student install)."""
+        cases = (self.hashed or {}).get("cases", {})
+        key = case_key(self.hashed.get("needs", []) if self.hashed else [], context)
+        return key if key in cases else None
+
+    def _judge_hashed(self, got: list[Any], case: str | None) -> Verdict:
+        """Judge with the sealed answers of a student install (``labkit.grading.hashed``)."""
+        data = self.hashed or {}
+        sealed = data.get("cases", {}).get(case) if case is not None else None
+        if sealed is None:
+            return Verdict(False, "grading.check.deferred")
+        salt, mine = data["salt"], []
+        for i, (value, ref) in enumerate(zip(got, sealed["points"])):
+            found = hashed.student_digests(value, ref, self.rel, self.abs, salt, f"{self.id}|{case}|{i}")
+            if isinstance(found, Verdict):
+                return found if found.key else Verdict(False, self.hint_key)
+            mine.append(found)
+        if all(hashed.matches(d, ref) for d, ref in zip(mine, sealed["points"])):
+            return Verdict(True)
+        for (_, key), wrong in zip(self.mistakes, sealed.get("mistakes", [])):
+            if wrong and all(hashed.matches(d, ref) for d, ref in zip(mine, wrong)):
+                return Verdict(False, key)
+        return Verdict(False, self.hint_key)
+
+
+def case_key(needs: Sequence[str], context: Mapping[str, Any]) -> str:
+    """A value question's sealed case: the context names its answer needs, with their values."""
+    import json
+
+    try:
+        return json.dumps({n: context.get(n) for n in needs}, sort_keys=True)
+    except (TypeError, ValueError):
+        return "?"
+
+
+def model_loss(model: Any, batch: Sequence[int]) -> float:
+    """A model's loss on ``synthetic_batch(model.cfg, *batch)``."""
+    import torch
+
+    from labkit.models.transformer import synthetic_batch
+
+    with torch.no_grad():
+        return float(model(*synthetic_batch(model.cfg, *batch)).item())
 
 
 _QUESTIONS: dict[str, Question] = {}
@@ -172,6 +251,7 @@ def question(
     *,
     points: float = 1,
     hint: Mapping[str, str],
+    hints: Sequence[Mapping[str, str]] = (),
     answer: Any = _UNSET,
     verify: Callable[..., bool] | None = None,
     rel: float = 1e-6,
@@ -182,21 +262,31 @@ def question(
     takes: str | None = None,
     at_run: Callable[..., tuple[dict[str, Any], float]] | None = None,
     run_rel: float = 1e-6,
+    observe: Callable[..., Any] | None = None,
+    probes: Sequence[dict[str, Any]] = (),
+    grader_probes: Sequence[dict[str, Any]] = (),
+    output_check: Callable[[dict[str, Any], Any], Any] | None = None,
+    batch: Sequence[int] = (),
+    contexts: Sequence[dict[str, Any]] = (),
 ) -> Any:
-    """Register a question. With neither ``answer`` nor ``verify``, use it as a decorator:
+    """Register a question. With neither ``answer``, ``verify`` nor ``observe``, use it as a decorator:
     the decorated function computes the expected value from the check's context.
 
     ``mistakes`` maps a common wrong value to its own hint, e.g. ``{12: {"en": "...", "ro": "..."}}``;
     a key may be a function: of the context (a wrong value), or for a formula, a wrong formula.
+    ``hints`` are shown after further wrong tries, each more specific than the last. ``contexts``: for an
+    answer that is a function of the check's context, the contexts a student's install gets its hashes for.
     Hints must help without giving the answer away (a test checks that they do not contain it).
     """
-    if answer is _UNSET and verify is None:
+    options = dict(
+        points=points, hint=hint, hints=hints, rel=rel, abs=abs, mistakes=mistakes, formula=formula, sealed=sealed,
+        takes=takes, at_run=at_run, run_rel=run_rel, observe=observe, probes=probes, grader_probes=grader_probes,
+        output_check=output_check, batch=batch, contexts=contexts,
+    )  # fmt: skip
+    if answer is _UNSET and verify is None and observe is None and not probes:
 
         def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-            question(
-                qid, points=points, hint=hint, answer=fn, rel=rel, abs=abs, mistakes=mistakes,
-                formula=formula, sealed=sealed, takes=takes, at_run=at_run, run_rel=run_rel,
-            )  # fmt: skip
+            question(qid, answer=fn, verify=verify, **options)
             return fn
 
         return decorate
@@ -206,16 +296,29 @@ def question(
         raise ValueError(f"question id {qid!r} must look like '<lesson>.<name>'")
     if qid in _QUESTIONS:
         raise ValueError(f"question {qid!r} is registered twice")
-    _check_texts(qid, hint)
-    catalog({f"grading.q.{qid}.hint": dict(hint)})
+    levels = [hint, *hints]
+    for i, texts in enumerate(levels, 1):
+        _check_texts(qid, texts)
+        catalog({f"grading.q.{qid}.hint" if i == 1 else f"grading.q.{qid}.hint{i}": dict(texts)})
     known = []
     for i, (wrong, texts) in enumerate((mistakes or {}).items()):
         _check_texts(qid, texts)
         catalog({f"grading.q.{qid}.mistake{i}": dict(texts)})
         known.append((wrong, f"grading.q.{qid}.mistake{i}"))
-    q = Question(qid, points, answer, verify, rel, abs, tuple(known), formula, sealed, takes, at_run, run_rel)
+    args = tuple(inspect.signature(answer).parameters) if formula else ()
+    q = Question(
+        qid, points, answer, verify, rel, abs, tuple(known), formula, sealed, takes, at_run, run_rel, observe,
+        tuple(probes), output_check, tuple(batch), args, len(levels), tuple(grader_probes), tuple(contexts),
+    )  # fmt: skip
     _QUESTIONS[qid] = q
     return q
+
+
+def add(q: Question) -> None:
+    """Register a question made elsewhere (a student install's catalog); its texts must be in the i18n catalog."""
+    if q.id in _QUESTIONS:
+        raise ValueError(f"question {q.id!r} is registered twice")
+    _QUESTIONS[q.id] = q
 
 
 def _check_texts(qid: str, texts: Mapping[str, str]) -> None:
@@ -248,54 +351,40 @@ def all_questions() -> list[Question]:
     return list(_QUESTIONS.values())
 
 
-# modules that register questions; the package ``labkit`` adds the course's (see labkit/__init__.py)
-SOURCES: list[str] = []
-
-
-def add_source(module: str) -> None:
-    """Load ``module``'s questions too (by name, imported on the first check)."""
-    if module not in SOURCES:
-        SOURCES.append(module)
-
-
 def load_questions() -> None:
-    """Import the registered sources and any module named in LABKIT_QUESTIONS (once each)."""
-    import labkit  # the package names the course's question modules, so grading imports no course code
-
-    names = [n for n in (*getattr(labkit, "QUESTION_SOURCES", ()), *SOURCES) if _exists(n)]
-    names += [n for n in (envvars.get("LABKIT_QUESTIONS") or "").split(os.pathsep) if n.strip()]
-    for name in names:
-        if name in _loaded:
-            continue
-        _loaded.add(name)  # before importing: a module that imports labkit.check must not loop
-        try:
-            _import(name.strip())
-        except Exception as e:
-            _loaded.discard(name)
-            raise OptionError(t("grading.check.questions_module", name=name, error=f"{type(e).__name__}: {e}")) from e
-
-
-def _exists(module: str) -> bool:
+    """Load the questions, once (``labkit.grading.sources``): a module that fails is a clear error."""
     try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # its package is not there either
-        return False
+        sources.load(_from_catalog)
+    except sources.SourceError as e:
+        name, error = e.args
+        raise OptionError(t("grading.check.questions_module", name=name, error=error)) from e
 
 
-def _import(name: str) -> None:
-    if not name.endswith(".py"):
-        importlib.import_module(name)
-        return
-    path = os.path.abspath(name)
-    mod_name = "labkit_questions_" + os.path.splitext(os.path.basename(path))[0]
-    spec = importlib.util.spec_from_file_location(mod_name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"not a Python file: {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def _from_catalog(entry: dict[str, Any]) -> None:
+    """One question of a student install's catalog (``labkit.grading.student``): no reference in it."""
+    catalog(entry["texts"])
+    resolve = _resolve
+    q = Question(
+        entry["id"], entry["points"], rel=entry["rel"], abs=entry["abs"], sealed=entry["sealed"],
+        formula=entry["formula"], takes=entry["takes"], args=tuple(entry["args"]), levels=entry["levels"],
+        mistakes=tuple((None, key) for key in entry["mistakes"]), observe=resolve(entry["observe"]),
+        output_check=resolve(entry["output_check"]), probes=tuple(entry["probes"]), batch=tuple(entry["batch"]),
+        hashed=entry["hashed"],
+    )  # fmt: skip
+    add(q)
 
 
-# -- comparing values ------------------------------------------------------------
+def _resolve(name: str | None) -> Any:
+    """``"module:function"`` of a verifier the student install ships (labkit.grading.exercises)."""
+    if not name:
+        return None
+    module, _, attr = name.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def call_with(q: Question, fn: Callable[..., Any], context: Mapping[str, Any], *args: Any) -> Any:
+    """Call ``fn(*args, **context)`` with only the context names it takes (a missing one: OptionError)."""
+    return _call(q, fn, context, *args)
 
 
 def _call(q: Question, fn: Callable[..., Any], context: Mapping[str, Any], *args: Any) -> Any:
@@ -312,57 +401,3 @@ def _call(q: Question, fn: Callable[..., Any], context: Mapping[str, Any], *args
     if missing:
         raise OptionError(t("grading.check.needs", qid=q.id, names=", ".join(missing)))
     return fn(*args, **given)
-
-
-def as_number(value: Any) -> float | int | None:
-    """A plain number from an int, float, numpy scalar or one-element tensor; None otherwise."""
-    if isinstance(value, bool) or isinstance(value, (str, bytes)):
-        return None
-    if isinstance(value, numbers.Real):
-        return value  # type: ignore[return-value]
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "ndim", 0) == 0:  # numpy scalars, 0-d tensors
-        try:
-            v = item()
-        except (TypeError, ValueError, RuntimeError):
-            return None
-        return v if isinstance(v, numbers.Real) and not isinstance(v, bool) else None
-    return None
-
-
-def _kind(value: Any) -> str:
-    return type(value).__name__
-
-
-def compare(value: Any, expected: Any, rel: float = 1e-6, abs: float = 0.0) -> Verdict | None:
-    """None if ``value`` matches ``expected``; else a Verdict, with a key when the kind is wrong."""
-    if isinstance(expected, bool):
-        if not isinstance(value, bool) and type(value).__name__ != "bool_":  # numpy.bool_ too
-            return Verdict(False, "grading.check.type.bool", {"got": _kind(value)})
-        return None if bool(value) == expected else Verdict(False)
-    if isinstance(expected, numbers.Real):
-        v = as_number(value)
-        if v is None:
-            return Verdict(False, "grading.check.type.number", {"got": _kind(value)})
-        return None if math.isclose(v, expected, rel_tol=rel, abs_tol=abs) else Verdict(False)
-    if isinstance(expected, str):
-        if not isinstance(value, str):
-            return Verdict(False, "grading.check.type.text", {"got": _kind(value)})
-        return None if value.strip().casefold() == expected.strip().casefold() else Verdict(False)
-    if isinstance(expected, Mapping):
-        keys = ", ".join(map(str, expected))
-        if not isinstance(value, Mapping) or set(value) != set(expected):
-            return Verdict(False, "grading.check.type.mapping", {"keys": keys, "got": _kind(value)})
-        bad = [k for k in expected if compare(value[k], expected[k], rel, abs) is not None]
-        return None if not bad else Verdict(False)
-    if isinstance(expected, (set, frozenset)):
-        if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
-            return Verdict(False, "grading.check.type.sequence", {"n": len(expected), "got": _kind(value)})
-        return None if set(value) == set(expected) else Verdict(False)
-    if isinstance(expected, (list, tuple)):
-        if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__") or len(value) != len(expected):
-            return Verdict(False, "grading.check.type.sequence", {"n": len(expected), "got": _kind(value)})
-        items = list(value)
-        bad = [i for i, e in enumerate(expected) if compare(items[i], e, rel, abs) is not None]
-        return None if not bad else Verdict(False)
-    return None if value == expected else Verdict(False)

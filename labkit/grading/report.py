@@ -33,14 +33,18 @@ def feedback(q: QuestionScore, lang: str) -> str:
         return t("grading.grade.feedback.missing", lang)
     if q.status == "extra":
         return t("grading.grade.feedback.extra", lang)
-    text = q.feedback
+    text = "" if q.status == "correct" else q.feedback
     if q.key and known(q.key):
         try:
             text = t(q.key, lang, **q.fields)
         except (KeyError, IndexError, ValueError, TypeError):
             pass  # fields from another labkit version: keep the recorded text
+    if q.hint and known(q.hint):
+        text = f"{text}. {t(q.hint, lang)}" if text else t(q.hint, lang)
     if q.attempts > 1:
-        text = f"{text} ({t('grading.report.attempts', lang, n=q.attempts)})".strip()
+        question = registry.find(q.id)
+        key = "grading.report.attempts_first" if question is not None and question.sealed else "grading.report.attempts"
+        text = f"{text} ({t(key, lang, n=q.attempts)})".strip()
     return text
 
 
@@ -190,10 +194,13 @@ def grade_folder(
     lang: str | None = None,
     jobs: int = 1,
     log: Any = None,
+    box: Any = None,
+    env: dict[str, str] | None = None,
 ) -> list[StudentReport]:
     """Grade every student in ``submissions``; write their reports and the gradebook under ``out_dir``.
 
-    ``jobs`` notebooks run at once (each in its own kernel); ``log`` is called with each NotebookScore.
+    ``jobs`` notebooks run at once (each in its own sandbox: ``box``, ``sandbox.find()``'s by default);
+    ``log`` is called with each NotebookScore; ``env`` goes to every sandbox (see ``grade_notebook``).
     """
     root, out = Path(submissions), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -203,7 +210,7 @@ def grade_folder(
         for student, files in found.items()
         for path, name in files
     ]
-    scores = iter(grade_all(tasks, timeout, jobs, log))
+    scores = iter(grade_all(tasks, timeout, jobs, log, box, env))
     students = []
     for student, files in found.items():
         mine = [next(scores) for _ in files]

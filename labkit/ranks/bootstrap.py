@@ -38,8 +38,8 @@ import time
 import traceback
 from typing import Any
 
+from labkit.ranks import observe, recording
 from labkit.ranks import rank as rank_api
-from labkit.ranks import recording
 from labkit.ranks.profiling import maybe_profile
 from labkit.ranks.sampler import Sampler
 from labkit.wire import devices as gpus
@@ -239,7 +239,8 @@ def execute(job: JobSpec, run_dir: str, namespace: dict[str, Any]) -> Any:
     if job.mode == "function":
         fn, args, kwargs = load_pickle(run_dir, FUNCTION_FILE)
         init_process_group(backend, pg_timeout)
-        return fn(*args, **kwargs)
+        with observe.cell(fn.__code__.co_filename, namespace):  # what the grader reads (labkit.ranks.observe)
+            return fn(*args, **kwargs)
 
     source_file = str(job.source_file)  # modes code and path always name one (JobSpec checks)
     with open(source_file) as f:
@@ -250,7 +251,8 @@ def execute(job: JobSpec, run_dir: str, namespace: dict[str, Any]) -> Any:
         default_pg_timeout(pg_timeout)
     else:
         init_process_group(backend, pg_timeout)
-    exec(compile(source, filename, "exec"), namespace)
+    with observe.cell(filename, namespace):  # what the grader reads (labkit.ranks.observe)
+        exec(compile(source, filename, "exec"), namespace)
     return None
 
 
@@ -278,6 +280,7 @@ def main() -> None:
         envvars.require("LABKIT_SOCKET"), token, hello, on_message=lambda m: from_kernel(m, inbox), on_close=kernel_gone
     )
     rank_api.use_channel(client)
+    observe.connect_sink()  # before any cell code: the sink's name leaves the environment here
     send = rank_api.send
 
     job = load_job(run_dir)
@@ -390,7 +393,8 @@ def run_cell(msg: dict[str, Any], run_dir: str, namespace: dict[str, Any], inter
                 namespace.update(load_pickle(run_dir, msg["vars"]))
             code = compile(source, filename, "exec")
             _in_cell = True
-            exec(code, namespace)
+            with observe.cell(filename, namespace, cell):  # what the grader reads (labkit.ranks.observe)
+                exec(code, namespace)
         finally:
             _in_cell = False
     except SystemExit as exc:  # sys.exit() ends the cell, not the rank: the session lives on

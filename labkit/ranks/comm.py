@@ -216,6 +216,9 @@ class CommCounter:
     def __exit__(self, *exc: Any) -> None:
         _active.remove(self)
 
+    def before(self, name: str, args: Sequence[Any]) -> None:
+        """Called just before each collective runs (``labkit.ranks.observe`` reads its input here)."""
+
     def record(self, name: str, args: Sequence[Any], unit: str | None, issued: float, out: Any, blocking: bool) -> None:
         call = _describe(name, args, issued)
         call.unit, call.blocking = unit, blocking
@@ -282,6 +285,8 @@ def _kernel(name: str, op: Any) -> Any:
         sync = next((c.synchronize for c in counters if c.synchronize is not None), None)
         if sync is not None:
             sync()
+        for c in counters:
+            c.before(name, args)
         issued = time.time()
         with torch._C._AutoDispatchBelowAutograd():
             out = op(*args, **kwargs)

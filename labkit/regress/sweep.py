@@ -4,7 +4,7 @@
         -p nproc 2,4 -p backend gloo --out runs/torch-2.15 --jobs 2
 
 For each notebook and each point of the grid (every combination of the ``-p`` values), the
-notebook runs top to bottom in a fresh kernel (``labkit.grading.grade.execute``: outputs cleared
+notebook runs top to bottom in a fresh kernel (``labkit.grading.runner.execute``: outputs cleared
 first, the parameters injected after its ``parameters`` cell, a time limit for the whole
 notebook), and the sweep writes, under ``OUT/<edition>/<notebook>/``:
 
@@ -127,17 +127,22 @@ def run_job(job: Job) -> Outcome:
     """Execute one notebook at one point; write the executed notebook and its record beside it."""
     import nbformat
 
-    from labkit.grading.grade import execute
+    from labkit.grading.runner import cleared, execute  # the grader's papermill run, without its sandbox
     from labkit.regress.record import notebook_record
 
     out = Path(job.out)
     runs_dir = out.with_suffix(".runs")
     nb = nbformat.read(job.notebook, as_version=4)
     t0 = time.monotonic()
-    executed, status, message = execute(
+    out.parent.mkdir(parents=True, exist_ok=True)
+    status, message = execute(
         nb, out, job.timeout, env={"LABKIT_RECORD_DIR": str(runs_dir.resolve())}, parameters=job.point or None
     )
     seconds = time.monotonic() - t0
+    try:
+        executed = nbformat.read(out, as_version=4)
+    except (OSError, ValueError):  # the kernel did not start, or died before papermill saved it
+        executed = cleared(nb)
     rec = notebook_record(executed, job.name, job.point, status, seconds)
     if not rec["runs"] and runs_dir.is_dir():  # the kernel died before the notebook was saved: its files
         rec["runs"] = [

@@ -156,8 +156,8 @@ VARS: tuple[Var, ...] = (
     Var(
         "LABKIT_QUESTIONS",
         None,
-        f"{USER}; labkit.grading.cli (--questions)",
-        ("labkit.grading.registry", "labkit.grading.cli"),
+        f"{USER}; labkit.grading.cli (--questions); labkit.grading.grade (empty in a sandbox: its install's catalog has them)",
+        ("labkit.grading.sources", "labkit.grading.cli", "labkit.grading.student"),
         "More question modules or .py files for the grader and labkit.check, separated by os.pathsep.",
     ),
     Var(
@@ -181,7 +181,7 @@ VARS: tuple[Var, ...] = (
         "LABKIT_RUN_ID",
         None,
         "labkit.launch.group, for torchrun and every rank",
-        ("labkit.launch.group",),
+        ("labkit.launch.group", "labkit.ranks.observe", "labkit.grading.sink"),
         "The run's id: the marker the cleanup sweep finds a run's processes by (in /proc/PID/environ).",
     ),
     Var(
@@ -249,11 +249,39 @@ VARS: tuple[Var, ...] = (
         "The node's name, sent in each rank's hello: the dashboard shows node/local rank.",
     ),
     Var(
-        "LABKIT_GRADING",
+        "LABKIT_OBSERVE",
+        "1",
+        f"{USER} (benchmarks)",
+        ("labkit.ranks.observe",),
+        "0: labkit does not observe what a cell does on its ranks (to measure what that costs); no exercise of such a run can score.",
+    ),
+    Var(
+        "LABKIT_OBSERVE_SINK",
+        None,
+        "labkit.grading.grade, for the kernel that runs a submission (passed on to its ranks)",
+        ("labkit.ranks.observe", "labkit.grading.runner"),
+        "While graded: the grader's Unix socket where each rank sends what labkit observed; the rank takes it out of its environment before any cell code runs.",
+    ),
+    Var(
+        "LABKIT_GRADE_OUT",
         None,
         "labkit.grading.grade, for the kernel that runs a submission",
-        (),
-        "1 while a submission is graded: a notebook may skip what the grader needs not run.",
+        ("labkit.grading.checks", "labkit.grading.runner"),
+        "While graded: the sandbox's folder where a check writes what it hands in besides its record (a model's weights).",
+    ),
+    Var(
+        "LABKIT_GRADE_JOB",
+        None,
+        "labkit.grading.sandbox, for every process of one graded notebook",
+        ("labkit.grading.sandbox",),
+        "A marker in the environment of a graded notebook's processes: without a sandbox, how those left behind are found in /proc.",
+    ),
+    Var(
+        "LABKIT_HOME",
+        None,
+        "labkit.grading.cli, the tests and benchmarks/grade_sandbox.py, in labkit grade's env=",
+        ("labkit.grading.grade",),
+        "The labkit folder the sandbox imports (a student install); unset: the students' install built for this labkit and its questions.",
     ),
     # -- the class hub (launch/hub.sh, labkit.hub) ------------------------------------------------
     Var(
@@ -487,6 +515,13 @@ VARS: tuple[Var, ...] = (
         USER,
         ("launch/jupyterhub/batchspawner_config.py",),
         "The course's repository on a filesystem the nodes share (batchspawner). Unset: /opt/fsdp-labkit.",
+    ),
+    Var(
+        "LABKIT_SKIP_TORCH",
+        "0",
+        f"{USER}; tests/test_grading_student_env.py",
+        ("launch/setup-student-env.sh",),
+        "1: launch/setup-student-env.sh installs no torch (an image that has it already; the tests).",
     ),
     Var(
         "LABKIT_DRY_RUN",

@@ -45,6 +45,7 @@ class Msg(str, Enum):
     COMMDEBUG = "commdebug"
     FSDPMEMTRACKER = "fsdpmemtracker"
     GPU_TIMING = "gpu_timing"
+    OBSERVED = "observed"  # cell, observation: what labkit saw the cell do (labkit.ranks.observe)
     # warm ranks
     READY = "ready"  # the process group is up; cells can come
     EXEC = "exec"  # kernel -> rank: cell, code, vars
@@ -256,6 +257,11 @@ class GpuTiming(TypedDict):
     synchronize: bool
 
 
+class Observed(TypedDict):
+    cell: int | None  # the warm cell; None for a cold cell
+    observation: dict[str, Any]  # ok, trace, dropped, globals, seconds (labkit.ranks.observe)
+
+
 class Exec(TypedDict):
     cell: int
     code: str
@@ -293,6 +299,7 @@ PAYLOADS: dict[Msg, type] = {
     Msg.COMMDEBUG: CommDebug,
     Msg.FSDPMEMTRACKER: FsdpMemTracker,
     Msg.GPU_TIMING: GpuTiming,
+    Msg.OBSERVED: Observed,
     Msg.READY: Empty,
     Msg.EXEC: Exec,
     Msg.CELL_DONE: CellDone,

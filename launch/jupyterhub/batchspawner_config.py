@@ -4,8 +4,9 @@ from a menu of profiles (wrapspawner's ProfilesSpawner). Add to jupyterhub_confi
     exec(open("/path/to/fsdp-labkit/launch/jupyterhub/batchspawner_config.py").read())
 
 or copy what you need. Needs, on the hub: ``pip install batchspawner wrapspawner``; on the
-compute nodes: the course environment (launch/setup-env.sh) with ``batchspawner`` in it,
-since the job runs ``batchspawner-singleuser`` there.
+compute nodes: the students' environment (``launch/setup-student-env.sh dist/student DIR``: the
+student wheel of labkit, without answers, and the student notebooks; never this repository's
+.venv, which holds them) with ``batchspawner`` in it, since the job runs ``batchspawner-singleuser`` there.
 
 Inside the job the server, its kernels and labkit see what Slurm gave: CUDA_VISIBLE_DEVICES
 for the GPUs (labkit takes exactly those) and the SLURM_* variables (labkit's launcher
@@ -19,8 +20,9 @@ import batchspawner  # noqa: F401 - registers batchspawner's API handler with th
 
 c = get_config()  # noqa: F821 - defined by JupyterHub when it reads its config
 
-COURSE = os.environ.get("LABKIT_COURSE_DIR", "/opt/fsdp-labkit")  # the repo, on a filesystem the nodes share
-VENV = os.environ.get("LABKIT_VENV", f"{COURSE}/.venv")
+# setup-student-env.sh's DEST, on a filesystem the nodes share: venv/ and notebooks/
+COURSE = os.environ.get("LABKIT_COURSE_DIR", "/opt/fsdp-labkit-student")
+VENV = os.environ.get("LABKIT_VENV", f"{COURSE}/venv")
 
 c.JupyterHub.spawner_class = "wrapspawner.ProfilesSpawner"
 c.JupyterHub.hub_ip = "0.0.0.0"  # the servers run on compute nodes, which must reach the hub

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from labkit.grading import exercises
 from labkit.grading.registry import question
 from labkit.wire.records import RunRecord
 
@@ -33,27 +34,35 @@ def _allreduce_sum(world_size: int) -> float:
     return world_size * (world_size + 1) / 2
 
 
-def _mean_on_ranks(value: Any) -> bool:
-    """Every rank holds the mean of the ranks' tensors, computed with an all-reduce."""
-    n = value.nproc
-    expected = [i * (n + 1) / 2 for i in range(4)]  # the mean of i * (r + 1) over r = 0..n-1
-    means, ops = reported(value, "mean"), reported(value, "collectives")
-    return all(
-        m is not None and len(m) == 4 and all(abs(a - b) <= 1e-6 for a, b in zip(m, expected)) for m in means
-    ) and all(o is not None and "all_reduce" in o for o in ops)
-
-
 question(
     "lesson0.mean_on_ranks",
     points=2,
     takes="run",
-    verify=_mean_on_ranks,
+    observe=exercises.mean_on_ranks,
     hint={
-        "en": "Start from a copy of mine (all_reduce works in place), sum it over the ranks with "
-        "dist.all_reduce, then divide by the number of ranks. Every rank must end up with the same mean.",
-        "ro": "Porniți de la o copie a lui mine (all_reduce lucrează pe loc), însumați-o pe ranguri cu "
-        "dist.all_reduce, apoi împărțiți la numărul de ranguri. Fiecare rang trebuie să ajungă la aceeași medie.",
+        "en": "Each rank holds only its own numbers, and the mean needs every rank's. One collective combines a "
+        "tensor across all the ranks and leaves the result on every rank: give it a copy of mine, then turn what "
+        "it combined into a mean.",
+        "ro": "Fiecare rang are doar propriile numere, iar media are nevoie de ale tuturor. O singură operație "
+        "colectivă combină un tensor de pe toate rangurile și lasă rezultatul pe fiecare rang: dați-i o copie a "
+        "lui mine, apoi transformați ce a combinat într-o medie.",
     },
+    hints=[
+        {
+            "en": "The collective that leaves the sum over the ranks on every rank is torch.distributed's "
+            "all-reduce. It works in place, on the tensor it is given: give it a copy of mine and keep that copy "
+            "as mean.",
+            "ro": "Operația colectivă care lasă suma pe ranguri pe fiecare rang este reducerea globală (all-reduce) "
+            "din torch.distributed. Lucrează pe loc, pe tensorul primit: dați-i o copie a lui mine și păstrați acea "
+            "copie ca mean.",
+        },
+        {
+            "en": "After the all-reduce, mean holds the sum over the ranks; the mean is that sum divided by the "
+            "number of ranks (dist.get_world_size gives it). Issue exactly one collective.",
+            "ro": "După reducerea globală, mean conține suma pe ranguri; media este suma împărțită la numărul de "
+            "ranguri (dist.get_world_size îl dă). Porniți exact o singură operație colectivă.",
+        },
+    ],
 )
 
 

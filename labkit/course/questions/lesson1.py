@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labkit.course.questions.lesson0 import reported
+from labkit.grading import exercises
 from labkit.grading.registry import question
 from labkit.wire.records import RunRecord
 
@@ -147,21 +147,31 @@ def _sharded_bytes_per_rank(n_params: int, world_size: int) -> float:
     return 16 * n_params / world_size
 
 
-def _ddp_by_hand(value: Any) -> bool:
-    """Every rank's averaged gradients equal DDP's to 1e-6, and averaging changed them."""
-    gaps, before = reported(value, "grad_diff"), reported(value, "before")
-    return all(g is not None and g <= 1e-6 for g in gaps) and all(b is not None and b > 1e-4 for b in before)
-
-
 question(
     "lesson1.ddp_by_hand",
     points=2,
     takes="run",
-    verify=_ddp_by_hand,
+    observe=exercises.ddp_by_hand,
     hint={
-        "en": "DDP's gradient is the mean over the ranks: for every parameter, sum p.grad over the ranks in "
-        "place with dist.all_reduce, then divide by the number of ranks.",
-        "ro": "Gradientul DDP este media pe ranguri: pentru fiecare parametru, însumați p.grad pe ranguri, "
-        "pe loc, cu dist.all_reduce, apoi împărțiți la numărul de ranguri.",
+        "en": "After backward each rank holds the gradients of its own batch. DDP makes every rank's gradient the "
+        "mean over the ranks, parameter by parameter, with one collective per gradient.",
+        "ro": "După trecerea inversă fiecare rang are gradienții propriului lot. DDP face din gradientul fiecărui "
+        "rang media pe ranguri, parametru cu parametru, cu o operație colectivă pentru fiecare gradient.",
     },
+    hints=[
+        {
+            "en": "In average_gradients, for every parameter of the model, all-reduce its .grad in place (the sum "
+            "over the ranks lands in the same tensor), then scale it to a mean.",
+            "ro": "În average_gradients, pentru fiecare parametru al modelului, reduceți global (all-reduce) pe loc "
+            "gradientul lui .grad (suma pe ranguri ajunge în același tensor), apoi scalați-l la o medie.",
+        },
+        {
+            "en": "The check wants each parameter's own .grad reduced in place, once each, and the result equal to "
+            "DDP's: the sum over the ranks divided by their number. Copying DDP's gradients does not count: no "
+            "collective of yours would run.",
+            "ro": "Verificarea cere ca fiecare .grad al unui parametru să fie redus pe loc, o singură dată, iar "
+            "rezultatul să fie egal cu al DDP: suma pe ranguri împărțită la numărul lor. Copierea gradienților DDP "
+            "nu contează: nu ar rula nicio operație colectivă a voastră.",
+        },
+    ],
 )

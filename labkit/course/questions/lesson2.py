@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from labkit.grading import exercises
 from labkit.grading.registry import question
 from labkit.wire.records import RunRecord
 
@@ -154,32 +155,37 @@ def _full_shard_sent(n_params: float, root_params: float, world_size: int) -> fl
     return (3 * n_params - root_params) * (world_size - 1) / world_size
 
 
-def _mini_zero3(value: Any) -> bool:
-    """The shards of the gradient equal DDP's to 1e-6, from an all-gather and a reduce-scatter,
-    and a rank keeps 1/N of DDP's parameters and gradients (up to the padding of the last shard)."""
-    n = value.nproc
-    for r in range(n):
-        v = value.values.get(r, {})
-        if not {"grad_diff", "kept_bytes", "ddp_bytes", "collectives"} <= set(v):
-            return False
-        if v["grad_diff"] > 1e-6 or not {"all_gather", "reduce_scatter"} <= set(v["collectives"]):
-            return False
-        if abs(v["kept_bytes"] - v["ddp_bytes"] / n) > 2 * 4 * n:  # padding: under N elements per vector
-            return False
-    return True
-
-
 question(
     "lesson2.mini_zero3",
     points=3,
     takes="run",
-    verify=_mini_zero3,
+    observe=exercises.mini_zero3,
     hint={
-        "en": "gather_params: an empty tensor world times the shard's size, filled by "
-        "dist.all_gather_into_tensor(output, shard). reduce_scatter_grads: a tensor of 1/world of the "
-        "gradient, filled by dist.reduce_scatter_tensor(output, flat_grad), which sums: DDP averages.",
-        "ro": "gather_params: un tensor gol de world ori mărimea fragmentului, completat de "
-        "dist.all_gather_into_tensor(output, shard). reduce_scatter_grads: un tensor cât 1/world din "
-        "gradient, completat de dist.reduce_scatter_tensor(output, flat_grad), care însumează: DDP face media.",
+        "en": "Each rank keeps one shard of the flat parameter vector. Before forward every rank needs the whole "
+        "vector: a collective that collects every rank's shard into one tensor on every rank. After backward each "
+        "rank keeps only its own shard of the mean gradient: a collective that sums across the ranks and hands "
+        "each rank one piece.",
+        "ro": "Fiecare rang păstrează un fragment din vectorul plat al parametrilor. Înainte de trecerea directă "
+        "fiecare rang are nevoie de tot vectorul: o operație colectivă care adună fragmentele tuturor rangurilor "
+        "într-un tensor pe fiecare rang. După trecerea inversă fiecare rang păstrează doar fragmentul lui din "
+        "gradientul mediu: o operație colectivă care însumează pe ranguri și dă fiecărui rang o bucată.",
     },
+    hints=[
+        {
+            "en": "gather_params: an all-gather, from shard into a new tensor world times its size. "
+            "reduce_scatter_grads: a reduce-scatter, from flat_grad into a new tensor 1/world of its size; it sums, "
+            "and DDP's gradient is the mean.",
+            "ro": "gather_params: o colectare (all-gather), din shard într-un tensor nou de world ori mărimea lui. "
+            "reduce_scatter_grads: o reducere cu distribuire (reduce-scatter), din flat_grad într-un tensor nou cât "
+            "1/world din mărimea lui; aceasta însumează, iar gradientul DDP este media.",
+        },
+        {
+            "en": "Exactly one collective in each function, on the tensor the function receives, and nothing else: "
+            "an all-reduce of the whole gradient is what ZeRO-3 avoids, even with a reduce-scatter after it. "
+            "torch.distributed has versions of both collectives that write into one flat tensor.",
+            "ro": "Exact o operație colectivă în fiecare funcție, pe tensorul primit de funcție, și nimic altceva: "
+            "o reducere globală a întregului gradient este ce evită ZeRO-3, chiar urmată de o reducere cu "
+            "distribuire. torch.distributed are variante ale ambelor operații care scriu într-un singur tensor plat.",
+        },
+    ],
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from labkit.grading import exercises
 from labkit.grading.registry import question
 from labkit.wire.records import RunRecord
 
@@ -17,62 +18,20 @@ UNSEEN_CONFIGS = (
 )
 
 
-def size_policy_units(model: Any, min_num_params: int) -> list[str]:
-    """The units FSDP1's ``size_based_auto_wrap_policy`` makes of ``model``, found offline with
-    the recursion of FSDP's ``_recursive_wrap`` (the root is always a unit)."""
-    from torch.distributed.fsdp.wrap import size_based_auto_wrap_policy
-
-    units = ["root"]
-
-    def policy(module: Any, recurse: bool, numel: int) -> bool:
-        return size_based_auto_wrap_policy(module, recurse, numel, min_num_params=int(min_num_params))
-
-    def wrap(name: str, module: Any, root: bool = False) -> int:
-        numel = sum(p.numel() for p in module.parameters())
-        if not policy(module, True, numel):
-            return 0
-        wrapped = sum(wrap(f"{name}.{child}".lstrip("."), m) for child, m in module.named_children())
-        if not root and policy(module, False, numel - wrapped):
-            units.append(name)
-            return numel
-        return wrapped
-
-    wrap("", model, root=True)
-    return sorted(units)
-
-
-def _meta_model(config: dict[str, Any]) -> Any:
-    import torch
-
-    from labkit.models.config import ModelConfig
-    from labkit.models.transformer import TransformerLM
-
-    with torch.device("meta"):  # only the shapes: nothing is allocated
-        return TransformerLM(ModelConfig(**config))
-
-
-def _same_units_as_transformer(value: Any, run: RunRecord) -> bool:
-    """On unseen models, the function's value makes one unit per block; and on the lesson's model,
-    the run wrapped with it and FSDP made the transformer policy's units."""
-    if not callable(value):
-        return False
-    for config in UNSEEN_CONFIGS:
-        model = _meta_model(config)
-        blocks = [f"layers.{i}" for i in range(len(model.layers))]
-        block = sum(p.numel() for p in model.layers[0].parameters())
-        own = [
-            n for n in ("tok_embeddings", "output") if sum(p.numel() for p in getattr(model, n).parameters()) > block
-        ]
-        if size_policy_units(model, int(value(model))) != sorted(["root", *blocks, *own]):
-            return False
-    v = run.values[0]
-    return v["size_yours"]["units"] == v["transformer"]["units"]
-
+# Models only the grader builds: the student's install does not have them.
+GRADER_CONFIGS = (
+    {"vocab_size": 1000, "dim": 128, "n_layers": 4, "n_heads": 8, "ffn_dim": 512},
+    {"vocab_size": 320, "dim": 48, "n_layers": 6, "n_heads": 3, "n_kv_heads": 1},
+    {"vocab_size": 128, "dim": 200, "n_layers": 2, "n_heads": 5, "ffn_dim": 64},
+    {"vocab_size": 12000, "dim": 48, "n_layers": 3, "n_heads": 3, "ffn_dim": 96},  # embedding and head > a block
+)
 
 question(
     "lesson3.min_num_params",
     points=2,
-    verify=_same_units_as_transformer,
+    probes=[{"model": {"$model": config}} for config in UNSEEN_CONFIGS],
+    grader_probes=[{"model": {"$model": config}} for config in GRADER_CONFIGS],
+    output_check=exercises.policy_units,
     hint={
         "en": "The policy wraps a child first when the child reaches min_num_params, then the parent with what "
         "is left. Which parts of a block must all stay below it, and what must reach it? Compute it from the "
@@ -140,32 +99,31 @@ def _block_gathered(root_params: int, block_params: int) -> float:
     return 4 * (root_params + 2 * block_params)
 
 
-def _wrap_units(value: Any) -> bool:
-    """Both wrappings made one unit per block plus the root, and a rank holds 1/N of the padded units."""
-    n = value.nproc
-    for r in range(n):
-        v = value.values.get(r, {})
-        if not {"blocks", "fsdp1_units", "fsdp2_units", "fsdp1_bytes", "fsdp2_bytes"} <= set(v):
-            return False
-        expected = {"root", *v["blocks"]}
-        for api in ("fsdp1", "fsdp2"):
-            units = v[f"{api}_units"]
-            if set(units) != expected or v[f"{api}_bytes"] != 4 * sum(units.values()) // n:
-                return False
-    return True
-
-
 question(
     "lesson3.wrap_units",
     points=3,
     takes="run",
-    verify=_wrap_units,
+    observe=exercises.wrap_units,
     hint={
-        "en": "FSDP1 calls your policy with recurse=True to ask whether to look inside a module (always), and with "
-        "recurse=False to ask whether to wrap it (a TransformerBlock). FSDP2: fully_shard(block, mesh=mesh) for "
-        "each block of model.layers, then fully_shard(model, mesh=mesh) for the root.",
-        "ro": "FSDP1 apelează politica voastră cu recurse=True ca să afle dacă intră într-un modul (mereu) și cu "
-        "recurse=False ca să afle dacă îl împachetează (un TransformerBlock). FSDP2: fully_shard(block, mesh=mesh) "
-        "pentru fiecare bloc din model.layers, apoi fully_shard(model, mesh=mesh) pentru rădăcină.",
+        "en": "A unit is what FSDP gathers at once. The exercise wants one unit per TransformerBlock, and the "
+        "embeddings, the final norm and the output left in the root.",
+        "ro": "O unitate este ce colectează FSDP deodată. Exercițiul cere câte o unitate pentru fiecare "
+        "TransformerBlock, iar încorporările, normalizarea finală și ieșirea lăsate în rădăcină.",
     },
+    hints=[
+        {
+            "en": "FSDP1 asks your policy two questions: with recurse=True, whether to look inside a module (always "
+            "yes), and with recurse=False, whether to wrap this module (only a TransformerBlock). FSDP2 has no "
+            "policy: fully_shard each block, then the root.",
+            "ro": "FSDP1 pune politicii voastre două întrebări: cu recurse=True, dacă să intre într-un modul (mereu "
+            "da), și cu recurse=False, dacă să împacheteze acest modul (doar un TransformerBlock). FSDP2 nu are "
+            "politică: aplicați fully_shard fiecărui bloc, apoi rădăcinii.",
+        },
+        {
+            "en": "FSDP2: fully_shard must reach every block of model.layers first, with the mesh, and the root "
+            "model last; a root sharded first takes the blocks' parameters into its own unit.",
+            "ro": "FSDP2: fully_shard trebuie să ajungă întâi la fiecare bloc din model.layers, cu mesh-ul, și la "
+            "modelul rădăcină la urmă; o rădăcină fragmentată prima ia parametrii blocurilor în propria unitate.",
+        },
+    ],
 )

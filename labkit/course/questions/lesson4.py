@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from labkit.grading import exercises
 from labkit.grading.registry import DTYPE_BYTES, question
 from labkit.wire.protocol import Msg
 from labkit.wire.records import RunRecord, last_message
@@ -103,27 +104,32 @@ def _saved_ms(profile: Any, link: Any) -> float:
     return (without.step_time - with_pre.step_time) * 1e3
 
 
-def _forward_prefetch(value: Any) -> bool:
-    """When block i starts computing, the all-gather of block i + 1 has been issued already."""
-    for r in range(value.nproc):
-        counts = value.values.get(r, {}).get("gathered_at_start")
-        if not counts:
-            return False
-        last = len(counts) + 1  # the root and every block
-        if counts != [min(i + 3, last) for i in range(len(counts))]:  # root, blocks 0..i, and block i + 1
-            return False
-    return True
-
-
 question(
     "lesson4.forward_prefetch",
     points=2,
     takes="run",
-    verify=_forward_prefetch,
+    observe=exercises.forward_prefetch,
     hint={
-        "en": "FSDP2 prefetches in forward only when told to: for each block but the last, call "
-        "block.set_modules_to_forward_prefetch([the block after it]).",
-        "ro": "FSDP2 preîncarcă în trecerea directă doar când i se cere: pentru fiecare bloc în afară de ultimul, "
-        "apelați block.set_modules_to_forward_prefetch([blocul de după el]).",
+        "en": "FSDP2 gathers a block's parameters just before the block computes, unless it is told earlier. Tell "
+        "each block which block to start gathering while it computes.",
+        "ro": "FSDP2 colectează parametrii unui bloc chiar înainte ca blocul să calculeze, dacă nu i se spune mai "
+        "devreme. Spuneți fiecărui bloc ce bloc să înceapă să colecteze cât timp calculează.",
     },
+    hints=[
+        {
+            "en": "Every block but the last names the block after it as the one to prefetch in forward; an FSDP2 "
+            "module has a setter for the modules to prefetch in forward, which takes a list.",
+            "ro": "Fiecare bloc în afară de ultimul numește blocul de după el ca pe cel de preîncărcat în trecerea "
+            "directă; un modul FSDP2 are o metodă care fixează modulele de preîncărcat în trecerea directă, care "
+            "primește o listă.",
+        },
+        {
+            "en": "The check reads the forward prefetch setting of each block (block i names block i + 1 alone) "
+            "and counts the all-gathers issued before each block computes: block i's must already have been "
+            "issued while block i - 1 computed.",
+            "ro": "Verificarea citește setarea de preîncărcare în trecerea directă a fiecărui bloc (blocul i îl "
+            "numește doar pe blocul i + 1) și numără colectările pornite înainte să calculeze fiecare bloc: a "
+            "blocului i trebuie să fi fost deja pornită cât timp calcula blocul i - 1.",
+        },
+    ],
 )

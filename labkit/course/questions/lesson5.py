@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from labkit.grading import exercises
 from labkit.grading.registry import DTYPE_BYTES, question
 from labkit.wire.records import RunRecord
 
@@ -43,15 +44,25 @@ def _bf16_gathered(fp32_gathered: float) -> float:
     return fp32_gathered / 2
 
 
-def _halved(run: RunRecord) -> set[str]:
-    """The collectives whose bytes the bf16 setting (param_dtype bf16, reduce_dtype fp32) reduced."""
-    fp32, bf16 = run.values[0]["fp32"]["comm"], run.values[0]["bf16"]["comm"]
-    return {op for op in ("all_gather", "reduce_scatter") if bf16.get(op, 0) < fp32.get(op, 0)}
+def _halved(value: Any, observations: dict[int, dict[str, Any]]) -> bool:
+    """The collectives whose bytes the bf16 setting (param_dtype bf16, reduce_dtype fp32) moved fewer of than
+    fp32, read from what labkit observed rank 0 do (the settings told apart by the model each one trained)."""
+    steps = exercises.steps_by_model(observations.get(0, {}))
+    ops = ("all_gather", "reduce_scatter")
+
+    def dtypes(step: dict[str, Any]) -> list[set[str]]:
+        return [exercises.moved(step, op)[1] for op in ops]
+
+    fp32 = next((s for s in steps if dtypes(s) == [{"float32"}, {"float32"}]), None)
+    bf16 = next((s for s in steps if dtypes(s) == [{"bfloat16"}, {"float32"}]), None)
+    if fp32 is None or bf16 is None:
+        return False
+    return _as_set(value) == {op for op in ops if exercises.moved(bf16, op)[0] < exercises.moved(fp32, op)[0]}
 
 
 question(
     "lesson5.halved_collectives",
-    verify=lambda value, run: _as_set(value) == _halved(run),
+    observe=_halved,
     hint={
         "en": "Compare the bf16 row of the collectives' table with the fp32 row, column by column. "
         "Which dtype does each collective move: param_dtype or reduce_dtype?",
@@ -96,29 +107,33 @@ def _host_per_node(n_params: int, world_size: int, gpus_per_node: int) -> float:
     return states.host_total * gpus_per_node
 
 
-def _mixed_precision(value: Any) -> bool:
-    """Your policy gathered half the bytes of fp32 and reduce-scattered as many (gradients in fp32)."""
-    for r in range(value.nproc):
-        v = value.values.get(r, {})
-        fp32, yours = v.get("fp32"), v.get("yours")
-        if not fp32 or not yours or not fp32["all_gather"]:
-            return False
-        if 2 * yours["all_gather"] != fp32["all_gather"] or yours["reduce_scatter"] != fp32["reduce_scatter"]:
-            return False
-    return True
-
-
 question(
     "lesson5.mixed_precision",
     points=2,
     takes="run",
-    verify=_mixed_precision,
+    observe=exercises.mixed_precision,
     hint={
-        "en": "MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...): param_dtype is what the all-gathers "
-        "move, reduce_dtype what the reduce-scatters move. Halve the first, keep the second in fp32.",
-        "ro": "MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...): param_dtype este ce mută colectările, "
-        "reduce_dtype ce mută reducerile cu distribuire. Înjumătățiți-l pe primul, păstrați-l pe al doilea în fp32.",
+        "en": "FSDP2's MixedPrecisionPolicy has one dtype for what the all-gathers move and the blocks compute in, "
+        "and one for what the reduce-scatters move. Half the bytes of fp32 is a 2-byte dtype.",
+        "ro": "MixedPrecisionPolicy din FSDP2 are un tip pentru ce mută colectările și în care calculează "
+        "blocurile, și unul pentru ce mută reducerile cu distribuire. Jumătate din octeții fp32 înseamnă un tip "
+        "de 2 octeți.",
     },
+    hints=[
+        {
+            "en": "param_dtype is the one the all-gathers move: make it a 2-byte floating dtype. reduce_dtype is "
+            "the one the gradients are summed in: keep it fp32.",
+            "ro": "param_dtype este cel mutat de colectări: faceți-l un tip în virgulă mobilă de 2 octeți. "
+            "reduce_dtype este cel în care se însumează gradienții: păstrați-l fp32.",
+        },
+        {
+            "en": "The check compares the two steps: your all-gathers must move half the bytes of the fp32 step's, "
+            "in a 16-bit dtype, and your reduce-scatters as many bytes as the fp32 step's, in fp32.",
+            "ro": "Verificarea compară cei doi pași: colectările voastre trebuie să mute jumătate din octeții "
+            "pasului fp32, într-un tip de 16 biți, iar reducerile cu distribuire tot atâția octeți cât ale pasului "
+            "fp32, în fp32.",
+        },
+    ],
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from labkit.grading import exercises
 from labkit.grading.registry import question
 from labkit.wire.records import RunRecord
 
@@ -83,24 +84,12 @@ def _local_rank(global_rank: int, gpus_per_node: int) -> int:
     return global_rank % gpus_per_node
 
 
-def _reloaded(value: Any, run: RunRecord) -> bool:
-    """The model handed in gives the ranks' saved loss on their probe batch (so it holds their weights)."""
-    import torch
-
-    from labkit.models.transformer import synthetic_batch
-
-    probe = synthetic_batch(value.cfg, 8, 10_000, 0)  # the ranks' probe batch
-    with torch.no_grad():
-        loss = value(*probe).item()
-    saved = run.values[0]["saved_loss"]
-    return abs(loss - saved) <= 1e-5 * abs(saved)  # the same weights and batch; only the order of a few sums may differ
-
-
 question(
     "lesson6.reloaded_loss",
     points=2,
     takes="model",
-    verify=_reloaded,
+    batch=(8, 10_000, 0),  # the ranks' probe batch: synthetic_batch(cfg, 8, 10_000, 0)
+    observe=exercises.reloaded_loss,  # against the loss labkit saw rank 0's model give on it, just saved
     hint={
         "en": "Give dcp.load the nested dict {{'train': {{'model': plain.state_dict()}}}} and no_dist=True, "
         "then load_state_dict the inner 'model' dict into plain. The check evaluates plain on the probe batch.",
@@ -114,6 +103,7 @@ question(
 @question(
     "lesson6.min_gpus",
     points=2,
+    contexts=[{"model": name} for name in ("llama-7b", "llama-13b", "llama-70b")],  # the lesson's plan_model
     hint={
         "en": "Try the numbers of GPUs in increasing order with memory_model.fits(plan_model, 'H100-80GB', "
         "'FULL_SHARD', n, **PLAN) and keep the first that fits; it is at most the first row of the table that fits.",
@@ -131,29 +121,32 @@ def _min_gpus(model: str) -> int:
     return n
 
 
-def _checkpoint_budget(value: Any) -> bool:
-    """Activations at the peak within the budget, and the same loss as without checkpointing."""
-    for r in range(value.nproc):
-        v = value.values.get(r, {})
-        plain, yours, budget = v.get("plain"), v.get("yours"), v.get("budget")
-        if not plain or not yours or budget is None:
-            return False
-        if yours["activations"] > budget or abs(yours["loss"] - plain["loss"]) > 1e-6 * abs(plain["loss"]):
-            return False
-    return True
-
-
 question(
     "lesson6.checkpoint_budget",
     points=2,
     takes="run",
-    verify=_checkpoint_budget,
+    observe=exercises.checkpoint_budget,
     hint={
-        "en": "Recompute each block in backward instead of keeping its activations: "
-        "apply_activation_checkpointing(model, check_fn=...) with a check_fn that picks the TransformerBlocks. "
-        "The loss must not change: a smaller batch does not count.",
-        "ro": "Recalculați fiecare bloc în trecerea inversă în loc să-i păstrați activările: "
-        "apply_activation_checkpointing(model, check_fn=...) cu un check_fn care alege blocurile TransformerBlock. "
-        "Pierderea nu trebuie să se schimbe: un lot mai mic nu contează.",
+        "en": "Activations are what forward keeps for backward. Keep fewer of them without changing the step: "
+        "compute each block's activations again in backward instead of storing them.",
+        "ro": "Activările sunt ce păstrează trecerea directă pentru cea inversă. Păstrați mai puține fără să "
+        "schimbați pasul: calculați din nou activările fiecărui bloc în trecerea inversă în loc să le stocați.",
     },
+    hints=[
+        {
+            "en": "That is activation checkpointing, applied to each TransformerBlock: torch.distributed has a "
+            "helper that wraps the modules a check_fn picks. Apply it to model; the cell calls your function "
+            "before fully_shard.",
+            "ro": "Aceasta este recalcularea activărilor (activation checkpointing), aplicată fiecărui "
+            "TransformerBlock: torch.distributed are o funcție ajutătoare care împachetează modulele alese de un "
+            "check_fn. Aplicați-o pe model; celula vă apelează funcția înainte de fully_shard.",
+        },
+        {
+            "en": "The check watches the blocks compute: with checkpointing every block computes twice in the step "
+            "(once more in backward), and the loss stays the one without it. A smaller batch changes the loss.",
+            "ro": "Verificarea urmărește calculul blocurilor: cu recalcularea activărilor fiecare bloc calculează de "
+            "două ori în pas (încă o dată în trecerea inversă), iar pierderea rămâne cea de fără ea. Un lot mai mic "
+            "schimbă pierderea.",
+        },
+    ],
 )

@@ -1,0 +1,135 @@
+"""Run one submitted notebook with papermill: the program ``labkit grade`` starts in each sandbox.
+
+    python -m labkit.grading.runner NOTEBOOK OUT_DIR --timeout 600 [--parameters JSON]
+
+It writes ``OUT_DIR/executed.ipynb``, ``OUT_DIR/kernel.log`` and ``OUT_DIR/status.json``
+(``{"status", "message"}``). The notebook runs top to bottom in a fresh kernel of this
+Python, with its saved outputs cleared first; a crashing cell does not stop the cells after
+it; ``--timeout`` is for all its cells together. Everything here runs inside the sandbox, as
+the student's code does, so nothing it writes is trusted: the grader reads these files as
+the student's claims and judges them itself (``labkit.grading.judge``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from labkit.wire import env as envvars
+
+KERNEL_ENV = ("LABKIT_LANG", "LABKIT_OBSERVE_SINK", "LABKIT_GRADE_OUT")  # what the kernel gets from this process
+
+
+def cleared(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy with no outputs: a cell the run never reaches must not keep what the student saved."""
+    nb = nbformat.from_dict(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def _kernel_manager_class(env: dict[str, str], log: Any) -> type:
+    """A kernel manager whose kernel is ``sys.executable`` with ``env`` added, its output to ``log``.
+
+    The kernelspec is built here rather than looked up, so a stale ``python3`` spec in
+    the user's Jupyter folders (pointing at another Python) cannot be picked up.
+    """
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
+
+    class GradingSpecs(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+            argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+            return KernelSpec(argv=argv, env=env, display_name="Python 3 (labkit grader)", language="python")
+
+    class GradingKernelManager(AsyncKernelManager):
+        def _kernel_spec_manager_default(self) -> KernelSpecManager:
+            return GradingSpecs()
+
+        async def start_kernel(self, **kw: Any) -> None:
+            kw.setdefault("stdout", log)
+            kw.setdefault("stderr", log)
+            await super().start_kernel(**kw)
+
+    return GradingKernelManager
+
+
+def execute(
+    nb: nbformat.NotebookNode,
+    out_path: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    parameters: dict[str, Any] | None = None,
+    name: str | None = None,
+) -> tuple[str, str]:
+    """Run ``nb`` with papermill into ``out_path``; (status, message). ``timeout`` is for all the
+    cells together, the kernel's start not included. ``name``: the notebook's file name as handed in;
+    the kernel's working folder holds a copy of it by that name, as Jupyter's would."""
+    import papermill
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from papermill.exceptions import PapermillExecutionError
+
+    deadline: float | None = None
+
+    def cell_timeout(cell: Any) -> int:
+        nonlocal deadline
+        if deadline is None:  # the clock starts with the first cell
+            deadline = time.monotonic() + timeout
+        return max(1, math.ceil(deadline - time.monotonic()))
+
+    status, message = "ok", ""
+    with open(out_path.with_suffix(".kernel.log"), "w") as log, tempfile.TemporaryDirectory() as cwd:
+        if name and os.path.basename(name) == name and name.endswith(".ipynb"):
+            nbformat.write(cleared(nb), os.path.join(cwd, name))
+        try:
+            papermill.execute_notebook(
+                cleared(nb),
+                str(out_path),
+                parameters=parameters,
+                kernel_name="python3",
+                kernel_manager_class=_kernel_manager_class(dict(env or {}), log),
+                allow_errors=True,  # a crashing cell must not stop the checks after it
+                timeout_func=cell_timeout,
+                resources={"metadata": {"path": cwd}},  # the kernel's working folder: empty, thrown away
+                progress_bar=False,
+            )
+        except PapermillExecutionError:
+            status = "errors"
+        except CellTimeoutError:
+            status, message = "timeout", f"{timeout:g} s"
+        except DeadKernelError as e:
+            status, message = "died", str(e)
+        except Exception as e:  # a kernel that does not start, a broken notebook: report it, go on
+            status, message = "failed", f"{type(e).__name__}: {e}"
+    return status, message
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m labkit.grading.runner")
+    p.add_argument("notebook")
+    p.add_argument("out")
+    p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--parameters", default=None, help="papermill parameters, as a JSON object")
+    p.add_argument("--name", default=None, help="the notebook's file name as handed in")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    nb = nbformat.read(args.notebook, as_version=4)
+    env = {k: v for k in KERNEL_ENV if (v := envvars.get(k, None)) is not None}
+    parameters = json.loads(args.parameters) if args.parameters else None
+    status, message = execute(nb, out / "executed.ipynb", args.timeout, env, parameters, args.name)
+    (out / "status.json").write_text(json.dumps({"status": status, "message": message}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""The exercises on the ranks are verified from what labkit observed, and check the mechanism.
+
+Each lesson's exercise cell is taken from the built notebook (so the test follows the lessons),
+run on 2 warm gloo ranks once as the solution wrote it and once with a known shortcut in place
+of the solution, and judged by the question's verifier on the observations in the cell's
+``Run`` (what ``labkit.check`` does in the notebook; the grader reads the same observations
+from its own sink). The solution passes; each shortcut fails with a message that names what
+is wrong, and no hint shows solution code.
+
+    .venv/bin/pytest tests/test_grading_exercises.py -q
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+
+from labkit.grading import registry
+from labkit.grading.build import BEGIN_SOLUTION, END_SOLUTION
+from labkit.grading.observed import observations_of
+from labkit.i18n import t
+
+ROOT = Path(__file__).resolve().parents[1]
+EXERCISES = {
+    "lesson0.mean_on_ranks": "00_setup",
+    "lesson1.ddp_by_hand": "01_ddp_memory_wall",
+    "lesson2.mini_zero3": "02_zero3_sharding",
+    "lesson3.wrap_units": "03_wrap_policies",
+    "lesson4.forward_prefetch": "04_prefetch_overlap",
+    "lesson5.mixed_precision": "05_offload_mixed_precision",
+    "lesson6.checkpoint_budget": "06_fsdp2_70b",
+}
+# a shortcut a student might take instead of the mechanism: (which solution region, what in its place), and
+# the message it must get
+SHORTCUTS = {
+    "lesson0.mean_on_ranks": (
+        0,
+        "mean = mine.clone() * (dist.get_world_size() + 1) / 2  # the mean, known without asking the others",
+        "grading.exercise.calls",
+    ),
+    "lesson1.ddp_by_hand": (  # copy DDP's gradients
+        0,
+        "for a, b in zip(model.parameters(), ddp.module.parameters()):\n    a.grad.copy_(b.grad)",
+        "grading.exercise.calls",
+    ),
+    "lesson2.mini_zero3": (  # an all-reduce, then a reduce-scatter nobody uses
+        1,
+        "dist.all_reduce(flat_grad)\n"
+        "dummy = flat_grad.new_empty(flat_grad.numel() // world)\n"
+        "dist.reduce_scatter_tensor(dummy, flat_grad.clone())\n"
+        "return flat_grad.chunk(world)[dist.get_rank()] / world",
+        "grading.exercise.calls",
+    ),
+    "lesson3.wrap_units": (0, "return recurse", "grading.exercise.units"),  # a policy that wraps nothing
+    "lesson4.forward_prefetch": (0, "pass", "grading.exercise.prefetch_config"),
+    "lesson5.mixed_precision": (
+        0,
+        "return MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16)",
+        "grading.exercise.dtype",
+    ),
+    "lesson6.checkpoint_budget": (0, "pass", "grading.exercise.no_recompute"),
+}
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+def exercise_cell(qid: str) -> str:
+    """The body of the %%torchrun cell whose Run the check of ``qid`` reads (magic line dropped)."""
+    nb = nbformat.read(ROOT / "notebooks" / "en" / f"{EXERCISES[qid]}.ipynb", as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    i = next(i for i, c in enumerate(cells) if f'labkit.check("{qid}", labkit.last_run)' in c.source)
+    cell = next(c for c in reversed(cells[:i]) if c.source.startswith("%%torchrun"))
+    return cell.source.split("\n", 1)[1]
+
+
+REGION = re.compile(rf"^([ \t]*){re.escape(BEGIN_SOLUTION)}\n(.*?)^[ \t]*{re.escape(END_SOLUTION)}\n?", re.M | re.S)
+
+
+def with_solution(source: str, replace: dict[int, str] | None = None) -> str:
+    """``source`` with the solution regions kept (markers dropped), except region i replaced by ``replace[i]``,
+    indented like its marker."""
+    replace = replace or {}
+    count = iter(range(1000))
+
+    def one(m: re.Match) -> str:
+        i = next(count)
+        body = replace[i] if i in replace else m.group(2)
+        indent = m.group(1) if i in replace else ""
+        return "\n".join(indent + line for line in body.rstrip("\n").split("\n")) + "\n"
+
+    return REGION.sub(one, source)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Every exercise cell, as solved and with its shortcut, on one warm session of 2 gloo ranks."""
+    import labkit
+
+    registry.load_questions()
+    out = {}
+    reset = "for _name in [n for n in globals() if not n.startswith('__')]:\n    del globals()[_name]"
+    with labkit.Session(nproc=2, backend="gloo", quiet=True, display="none") as session:
+        for qid in EXERCISES:
+            source = exercise_cell(qid)
+            region, replacement, _ = SHORTCUTS[qid]
+            for kind, code in (
+                ("solution", with_solution(source)),
+                ("shortcut", with_solution(source, {region: replacement})),
+            ):
+                session.run(reset, raise_on_error=False)
+                out[qid, kind] = session.run(code, timeout=600, raise_on_error=False)
+        session.run(reset, raise_on_error=False)  # lesson 5's five precision settings, for its halved_collectives
+        variables = {"model_size": "tiny", "steps": 2}
+        out["precision"] = session.run(precision_cell(), vars=variables, timeout=600, raise_on_error=False)
+    return out
+
+
+def precision_cell() -> str:
+    nb = nbformat.read(ROOT / "notebooks" / "en" / "05_offload_mixed_precision.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("%%torchrun") and "SETTINGS = {" in c.source)
+    return cell.source.split("\n", 1)[1]
+
+
+@pytest.mark.parametrize("qid", list(EXERCISES))
+def test_the_solution_passes_from_what_labkit_observed(runs, qid):
+    run = runs[qid, "solution"]
+    assert run.ok, [s.error for s in run.ranks.values()]
+    observations = observations_of(run)
+    assert sorted(observations) == [0, 1] and all(o["ok"] for o in observations.values())
+    verdict = registry.get(qid).observe(observations)
+    assert verdict.correct, verdict
+
+
+@pytest.mark.parametrize("qid", list(EXERCISES))
+def test_a_shortcut_fails_and_is_told_what_is_wrong(runs, qid):
+    observations = observations_of(runs[qid, "shortcut"])
+    verdict = registry.get(qid).observe(observations)
+    assert not verdict.correct
+    assert verdict.key == SHORTCUTS[qid][2], verdict
+    assert t(verdict.key, "en", **verdict.fields) and t(verdict.key, "ro", **verdict.fields)
+
+
+def test_values_the_cell_reported_are_not_what_is_judged(runs):
+    """The shortcut of lesson 0 reports the right mean (it computed it without a collective); a Run
+    made up in the notebook has no observations at all. Neither passes."""
+    run = runs["lesson0.mean_on_ranks", "shortcut"]
+    q = registry.get("lesson0.mean_on_ranks")
+    assert not q.judge(run, {}).correct
+    made_up = SimpleNamespace(values=dict(runs["lesson0.mean_on_ranks", "solution"].values), nproc=2, events={})
+    assert q.judge(made_up, {}).key == "grading.exercise.no_observation"
+    assert q.judge(SimpleNamespace(values={}, nproc=2), {}).key == "grading.check.type.run"
+
+
+def test_hints_escalate_and_show_no_solution_code():
+    """Every exercise on the ranks has three hints; none holds a line of the solution or a call."""
+    registry.load_questions()
+    for qid in EXERCISES:
+        q = registry.get(qid)
+        assert q.levels == 3 and len({q.hint_for(n) for n in (1, 2, 3, 9)}) == 3
+        regions = [m.group(2) for m in REGION.finditer(exercise_cell(qid))]
+        lines = {line.strip() for region in regions for line in region.split("\n") if len(line.strip()) > 8}
+        assert lines
+        for n in (1, 2, 3):
+            for lang in ("en", "ro"):
+                text = t(q.hint_for(n), lang)
+                assert not any(line in text for line in lines), (qid, n, lang)
+                assert not re.search(r"[\w\]]\(", text), (qid, n, lang, "a call in a hint")
+
+
+def test_which_collectives_bf16_halved_is_judged_from_the_observed_dtypes(runs):
+    """Lesson 5's answer depends on the run: the grader reads the dtypes and bytes labkit saw each
+    setting's collectives move (the settings told apart by the model each trained), not the cell's table."""
+    from labkit.grading import judge
+
+    run = runs["precision"]
+    assert run.ok
+    q = registry.get("lesson5.halved_collectives")
+    assert q.judge({"all_gather"}, {"run": run}).correct
+    assert not q.judge({"all_gather", "reduce_scatter"}, {"run": run}).correct
+    observations = {run.run_id: observations_of(run)}
+    record = {"id": q.id, "report": {"kind": "value", "value": {"$set": ["all_gather"]}, "context_run": run.run_id}}
+    assert judge.verdict(q, record, {}, observations).correct
+    assert not judge.verdict(q, record, {}, {}).correct  # no observation of that run: nothing to judge by
+
+
+@pytest.mark.parametrize("prefork_on", ["1", "0"])
+def test_the_sink_keeps_what_the_ranks_of_a_cold_cell_send(tmp_path, monkeypatch, prefork_on):
+    """While graded, each rank sends its observation to the grader's sink, which takes it from rank processes
+    only: the agent forked from the kernel's prefork server (its ranks show the server's command line) or
+    started anew (``LABKIT_PREFORK=0``)."""
+    import labkit
+    from labkit.grading.sink import Sink
+    from labkit.launch import prefork
+
+    prefork.stop()
+    monkeypatch.setenv("LABKIT_PREFORK", prefork_on)
+    forked = []
+    spawn = prefork.spawn_agent
+    monkeypatch.setattr(prefork, "spawn_agent", lambda *a, **k: forked.append(spawn(*a, **k)) or forked[-1])
+    sink = Sink(tmp_path)
+    monkeypatch.setenv("LABKIT_OBSERVE_SINK", sink.path)
+    code = "import torch\nimport torch.distributed as dist\n\nt = torch.ones(3)\ndist.all_reduce(t)\n"
+    try:
+        run = labkit.torchrun(code, nproc=2, backend="gloo", quiet=True, display="none")
+    finally:
+        records = sink.close()
+        prefork.stop()
+    assert (forked[-1] is not None) == (prefork_on == "1")  # the path this case is about was taken
+    assert sink.refused == [] and sorted(records.get(run.run_id, {})) == [0, 1], (sink.refused, list(records))
+    for observation in records[run.run_id].values():
+        calls = [e for e in observation["trace"] if e.get("k") == "call"]
+        assert [(c["op"], c["direct"]) for c in calls] == [("all_reduce", True)]

@@ -1,0 +1,192 @@
+"""The grader judges; the notebook only reports. No kernels here: records and functions by hand.
+
+- a record's status, points or feedback are never what is scored: a forged "correct" scores 0;
+- a formula is judged from the function's source, run again (``labkit.grading.evaluate``) at the
+  student's unseen points and at the grader's own, so a lookup table of the student's points fails;
+- multiple choice is judged on the first answer recorded;
+- the student install's hashed answers accept what the exact comparison accepts, at the rounding
+  boundary too, and name the known mistakes;
+- the sink keeps only what rank processes send.
+
+    .venv/bin/pytest tests/test_grading_judge.py -q
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from labkit.grading import checks, evaluate, hashed, judge, registry, snapshot
+from labkit.grading.grade import score
+from labkit.grading.points import GRADER_UNSEEN
+from labkit.grading.sink import Sink, is_rank
+
+HELPER_BYTES = 4  # read by a function of the notebook below: a snapshot carries it
+
+
+def _record(qid, value, **context):
+    return checks.check(qid, value, **context).graded()
+
+
+def _results(records):
+    """What the judge process returns for these records (run here, in-process: these are our own functions)."""
+    lesson = records[0][1]["id"].split(".")[0]
+    chosen = judge.choose(records)
+    tasks = judge.tasks(registry.lesson_questions(lesson), chosen, Path("/nonexistent"))
+    return {t["key"]: evaluate.call_task(t) for t in tasks}
+
+
+def test_a_forged_record_scores_nothing(capsys):
+    registry.load_questions()
+    forged = [
+        (i, {"id": q.id, "status": "correct", "correct": True, "points": q.points, "max_points": q.points})
+        for i, q in enumerate(registry.lesson_questions("lesson1"))
+    ]
+    rows = score("lesson1", forged, {}, {})
+    assert rows and all(r.points == 0 for r in rows)
+    assert {r.key for r in rows} == {"grading.judge.no_report"}
+    # a report that claims a kind it is not, or a run nobody observed, scores nothing either
+    rec = _record("lesson1.bytes_per_param", lambda n_params: 16 * n_params)
+    rec["report"]["kind"] = "sealed"
+    assert score("lesson1", [(0, rec)], {}, {})[0].points == 0
+    run_rec = {"id": "lesson1.ddp_by_hand", "report": {"kind": "run", "run": "run-made-up"}, "status": "correct"}
+    row = next(r for r in score("lesson1", [(0, run_rec)], {}, {}) if r.id == "lesson1.ddp_by_hand")
+    assert (row.points, row.key) == (0, "grading.judge.no_run")
+    capsys.readouterr()
+
+
+def test_a_formula_is_run_again_from_its_source(capsys):
+    def mixed_state_bytes(n_params):
+        return (2 + 2 + HELPER_BYTES + HELPER_BYTES + HELPER_BYTES) * n_params
+
+    records = [(0, _record("lesson1.bytes_per_param", mixed_state_bytes))]
+    assert records[0][1]["report"]["function"]["env"]["HELPER_BYTES"] == {"value": 4}
+    results = _results(records)
+    assert len(results["lesson1.bytes_per_param"]) == 4 + len(next(iter(GRADER_UNSEEN.values())))
+    row = next(r for r in score("lesson1", records, results, {}) if r.id == "lesson1.bytes_per_param")
+    assert row.status == "correct" and row.points == 1
+    # the notebook said "correct" for a function that changed afterwards: the source recorded is what counts
+    records[0][1]["report"]["function"]["source"] = "def mixed_state_bytes(n_params):\n    return 12 * n_params\n"
+    row = next(r for r in score("lesson1", records, _results(records), {}) if r.id == "lesson1.bytes_per_param")
+    assert row.status == "wrong" and row.key == "grading.q.lesson1.bytes_per_param.mistake0"
+    capsys.readouterr()
+
+
+def test_a_lookup_table_of_the_unseen_points_fails_at_the_graders_own(capsys):
+    q = registry.get("lesson1.sharded_bytes_per_rank")
+    table = {(p["n_params"], p["world_size"]): q.answer(**p) for p in q.samples()}  # what hashes could give away
+
+    def sharded_bytes(n_params, world_size):
+        return table[(n_params, world_size)]
+
+    assert checks.check(q.id, sharded_bytes).status == "correct"  # the notebook cannot tell
+    records = [(0, _record(q.id, sharded_bytes))]
+    row = next(r for r in score("lesson1", records, _results(records), {}) if r.id == q.id)
+    assert row.points == 0 and row.key == "grading.check.crashed" and "KeyError" in row.fields["error"]
+    capsys.readouterr()
+
+
+def test_snapshots_carry_helpers_modules_lambdas_and_closures():
+    import math as m
+
+    def helper(x):
+        return m.sqrt(x) + HELPER_BYTES
+
+    def outer(k):
+        def inner(n_params):
+            return helper(n_params) * k
+
+        return inner
+
+    fn = outer(3)
+    again = snapshot.rebuild(snapshot.snapshot(fn))
+    assert again(16) == fn(16) == (4 + HELPER_BYTES) * 3
+    square = lambda n: n * n  # noqa: E731 - what a student may write
+    assert snapshot.rebuild(snapshot.snapshot(square))(7) == 49
+    with pytest.raises(snapshot.NotAFunction):
+        snapshot.snapshot(math.sqrt)
+    data = {"a": (1, 2.5), "b": {1, 2}, 3: [float("inf")]}
+    assert snapshot.from_plain(snapshot.to_plain(data)) == data
+
+
+def test_a_stub_is_unanswered_and_a_crash_is_reported():
+    def stub(world_size):
+        raise NotImplementedError()
+
+    snap = snapshot.snapshot(stub)
+    got = evaluate.call_task({"function": snap, "calls": [{"world_size": 3}]})
+    assert got[0]["$error"] == "NotImplementedError"
+    broken = {"name": "f", "source": "def f(world_size:\n", "env": {}}
+    assert evaluate.call_task({"function": broken, "calls": [{}]})[0]["$error"] == "SyntaxError"
+
+
+def test_multiple_choice_counts_the_first_answer(capsys):
+    qid = "lesson0.why_losses_differ"
+    first_wrong = [(5, _record(qid, "a")), (6, _record(qid, "b"))]
+    row = next(r for r in score("lesson0", first_wrong, {}, {}) if r.id == qid)
+    assert (row.status, row.attempts) == ("wrong", 2)
+    first_right = [(5, _record(qid, "b")), (6, _record(qid, "a"))]
+    assert next(r for r in score("lesson0", first_right, {}, {}) if r.id == qid).points == 1
+    capsys.readouterr()
+
+
+# -- the student install's hashes ----------------------------------------------------------------
+
+
+def _sealed(value, rel=1e-6, abs_=0.0):
+    return hashed.seal(value, rel, abs_, "salt", "q|0")
+
+
+def _accepts(ref, value, rel=1e-6, abs_=0.0):
+    sealed = _sealed(ref, rel, abs_)
+    got = hashed.student_digests(value, sealed, rel, abs_, "salt", "q|0")
+    return not isinstance(got, registry.Verdict) and hashed.matches(got, sealed)
+
+
+def test_hashes_accept_what_the_exact_comparison_accepts_at_the_boundary_too():
+    rel = 1e-6
+    width = -math.log1p(-rel)
+    for ref in (19_753_086_256, 0.75, 3.0e-9, -42.5, 1e22):
+        k = math.floor(math.log(abs(ref)) / width)
+        edge = math.copysign(math.exp((k + 1) * width), ref)  # the top of the reference's bucket
+        for value in (ref, ref * (1 + 0.99 * rel), ref * (1 - 0.99 * rel), edge * (1 + 0.5 * rel)):
+            if math.isclose(value, ref, rel_tol=rel):
+                assert _accepts(ref, value), (ref, value)
+        assert not _accepts(ref, ref * (1 + 5 * rel)) and not _accepts(ref, -ref)
+    assert _accepts(0, 0) and not _accepts(0, 1e-12)
+    assert _accepts(0.0, 3e-7, abs_=1e-6) and not _accepts(0.0, 5e-6, abs_=1e-6)
+    assert _accepts("SHARD_GRAD_OP", " shard_grad_op ") and _accepts({"all_gather"}, {"all_gather"})
+    assert _accepts([1.0, 2.0], (1.0, 2.0)) and not _accepts([1.0, 2.0], [1.0, 2.5])
+    assert hashed.student_digests("x", _sealed(2.0), rel, 0, "salt", "q|0").key == "grading.check.type.number"
+    assert all(len(h) == 2 * hashed.DIGEST_BYTES for h in _sealed(2.0)["leaves"][""])
+
+
+# -- the sink ---------------------------------------------------------------------------------------
+
+
+def test_the_sink_turns_away_a_process_that_is_no_rank(tmp_path):
+    sink = Sink(tmp_path)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(sink.path)
+        s.sendall(b'{"run": "run-x", "rank": 0, "observation": {"ok": true}}\n')
+        time.sleep(0.3)
+    records = sink.close()
+    assert records == {} and sink.refused and str(os.getpid()) in sink.refused[0]
+    assert not is_rank(os.getpid())
+
+
+def test_grade_refuses_without_a_sandbox_unless_told(tmp_path, monkeypatch, capsys):
+    from labkit.grading import sandbox
+    from labkit.grading.cli import main
+
+    (tmp_path / "subs").mkdir()
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    assert main(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "bwrap is not on PATH" in err and "apt-get install bubblewrap" in err and "--no-sandbox" in err
+    assert isinstance(sandbox.find(no_sandbox=True), sandbox.Plain)
