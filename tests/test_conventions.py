@@ -156,7 +156,8 @@ def test_extras_give_each_side_what_it_imports_and_no_more():
     dist_of = {m: {d.lower().replace("_", "-") for d in ds} for m, ds in packages_distributions().items()}
     files = glob.glob(os.path.join(ROOT, "labkit", "**", "*.py"), recursive=True)
     # what grades (papermill runs the submissions) and what tests: the rest is the student's lab
-    grading = [f for f in files if f.endswith(os.path.join("grading", "grade.py"))]
+    grader = ("grade.py", "runner.py")  # the grader, and the program it runs in each sandbox
+    grading = [f for f in files if os.path.dirname(f).endswith("grading") and os.path.basename(f) in grader]
     within = lambda f, pkg: os.path.relpath(f, os.path.join(ROOT, "labkit")).startswith(pkg + os.sep)  # noqa: E731
     testing = [f for f in files if within(f, "testing")]
     hub = [f for f in files if within(f, "hub")]  # the class hub's process

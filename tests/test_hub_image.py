@@ -15,9 +15,9 @@ DOCKERFILE = os.path.join(ROOT, "launch", "jupyterhub", "Dockerfile")
 SETUP = os.path.join(ROOT, "launch", "setup-env.sh")
 
 
-def dockerfile_runs() -> list[list[str]]:
-    """Each pip install of the Dockerfile's RUN lines, as words."""
-    text = open(DOCKERFILE).read().replace("\\\n", " ")
+def dockerfile_runs(stage: int = -1) -> list[list[str]]:
+    """Each pip install of the RUN lines of one stage of the Dockerfile (the last: the students' image), as words."""
+    text = re.split(r"^FROM ", open(DOCKERFILE).read(), flags=re.M)[1:][stage].replace("\\\n", " ")
     installs = []
     for line in text.splitlines():
         if line.startswith("RUN "):
@@ -34,7 +34,7 @@ def test_the_image_installs_cis_torch_then_the_lab_extra_only():
     ci_extras = re.search(r'pip install -e "\$\{repo\}\[([^\]]+)\]"', setup).group(1).split(",")
     torch, labkit = dockerfile_runs()
     assert torch[-1] == torch_spec and "--index-url" in torch  # the same torch, alone and first, as CI
-    (target,) = [w for w in labkit if "fsdp-labkit" in w]
+    (target,) = [w for w in labkit if "fsdp_labkit-*+student" in w]  # the student wheel, not the repository
     extras = re.search(r"\[([^\]]+)\]$", target).group(1).split(",")
     assert extras == ["lab"] and set(extras) <= set(ci_extras)  # the student side, which CI installs too
     for tool in ("test", "grade", "browser", "hub"):
@@ -44,6 +44,8 @@ def test_the_image_installs_cis_torch_then_the_lab_extra_only():
     assert re.search(r"^FROM quay\.io/jupyter/[a-z-]+-notebook:python-3\.\d+$", text, re.M)  # a docker-stacks base
     for lang in ("en", "ro"):
         assert f"build-student --lang {lang}" in text
+    students = re.split(r"^FROM ", text, flags=re.M)[-1]
+    assert "COPY . " not in students and "/tmp/fsdp-labkit" not in students  # no repository in the students' image
 
 
 def test_z2jh_values_name_the_image_the_dockerfile_builds():

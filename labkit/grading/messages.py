@@ -284,8 +284,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "rangul {rank}: {op} a primit un tensor care nu este {what}",
     },
     "grading.exercise.wrong_size": {
-        "en": "rank {rank}: the {op} took {got_in} elements and returned {got_out}; it should take {want_in} and return {want_out}",
-        "ro": "rangul {rank}: {op} a primit {got_in} elemente și a întors {got_out}; ar trebui să primească {want_in} și să întoarcă {want_out}",
+        "en": "rank {rank}: the {op} took {got_in:@element|elements} and returned {got_out}; it should take {want_in} and return {want_out}",
+        "ro": "rangul {rank}: {op} a primit {got_in:@element|elemente} și a întors {got_out}; ar trebui să primească {want_in} și să întoarcă {want_out}",
     },
     "grading.exercise.not_mean": {
         "en": "rank {rank}: {name} holds the sum over the ranks, not their mean",
@@ -308,8 +308,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "rangul {rank}: {api} a făcut unitățile {got}; exercițiul cere rădăcina și câte o unitate pe bloc",
     },
     "grading.exercise.not_sharded": {
-        "en": "rank {rank}: {api} holds {got} bytes of parameters; a rank should hold 1/{n} of the units",
-        "ro": "rangul {rank}: {api} ține {got} octeți de parametri; un rang ar trebui să țină 1/{n} din unități",
+        "en": "rank {rank}: {api} holds {got:@byte|bytes} of parameters; a rank should hold 1/{n} of the units",
+        "ro": "rangul {rank}: {api} ține {got:@octet|octeți} de parametri; un rang ar trebui să țină 1/{n} din unități",
     },
     "grading.exercise.prefetch_config": {
         "en": "rank {rank}: FSDP2 was told to prefetch {got} in forward",
@@ -333,8 +333,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "grading.exercise.dtype.fp32": {"en": "the gradients must stay fp32", "ro": "gradienții trebuie să rămână fp32"},
     "grading.exercise.no_recompute": {
-        "en": "rank {rank}: in your step each block computed {got} time(s); blocks whose activations were dropped compute again in backward",
-        "ro": "rangul {rank}: în pasul vostru fiecare bloc a calculat de {got} ori; blocurile ale căror activări au fost renunțate calculează din nou în trecerea inversă",
+        "en": "rank {rank}: in your step each block computed {got:@time|times}; blocks whose activations were dropped compute again in backward",
+        "ro": "rangul {rank}: în pasul vostru fiecare bloc a calculat de {got:@dată|ori}; blocurile ale căror activări nu au fost păstrate se calculează din nou în trecerea inversă",
     },
     "grading.exercise.loss_changed": {
         "en": "rank {rank}: the loss changed from {plain} to {yours}: the step must stay the same step",
@@ -345,8 +345,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "pierderea modelului pe lotul de probă este {got}; modelul salvat de ranguri dă {want}",
     },
     "grading.exercise.policy_units": {
-        "en": "on a model of dim {dim} with {blocks} blocks, your value {value} makes the units {got}",
-        "ro": "pe un model cu dim {dim} și {blocks} blocuri, valoarea voastră {value} face unitățile {got}",
+        "en": "on a model of dim {dim} with {blocks:@block|blocks}, your value {value} makes the units {got}",
+        "ro": "pe un model cu dim {dim} și {blocks:@bloc|blocuri}, valoarea voastră {value} face unitățile {got}",
     },
     # labkit.grading.judge
     "grading.judge.no_report": {
