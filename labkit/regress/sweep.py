@@ -23,6 +23,7 @@ import ast
 import glob
 import itertools
 import json
+import os
 import re
 import sys
 import time
@@ -136,7 +137,14 @@ def run_job(job: Job) -> Outcome:
     t0 = time.monotonic()
     out.parent.mkdir(parents=True, exist_ok=True)
     status, message = execute(
-        nb, out, job.timeout, env={"LABKIT_RECORD_DIR": str(runs_dir.resolve())}, parameters=job.point or None
+        nb,
+        out,
+        job.timeout,
+        env={"LABKIT_RECORD_DIR": str(runs_dir.resolve())},
+        parameters=job.point or None,
+        name=os.path.basename(
+            job.notebook
+        ),  # the kernel's folder holds the notebook, as Jupyter's does (lesson 6 exports itself)
     )
     seconds = time.monotonic() - t0
     try:
