@@ -58,8 +58,6 @@ if ! runuser -u nobody -- test -r "$repo/labkit/__init__.py" -a -r "$site"; then
     die "labkit hub: %s is not readable by other users: the students' servers run it; put the checkout where they can read it" \
         "labkit hub: %s nu poate fi citit de alți utilizatori: serverele studenților îl rulează; puneți copia unde o pot citi" "$repo"
 fi
-LABKIT_HUB_PYTHON=$("$py" -m labkit.hub.view "$LABKIT_HUB_DIR/python")
-export LABKIT_HUB_PYTHON
 
 # configurable-http-proxy, from npm, once
 if [ -z "${LABKIT_HUB_PROXY:-}" ]; then
@@ -87,7 +85,19 @@ for lang in en ro; do
     fi
 done
 for pid in "${builds[@]}"; do wait "$pid"; done
+# the students' labkit: the student install (no lesson sources, no references), rebuilt when labkit changed
+install=$LABKIT_HUB_DIR/student/install
+if [ ! -d "$install/labkit" ] || [ -n "$(find "$repo/labkit" -newer "$install/labkit" -name '*.py' -print -quit)" ]; then
+    "$py" -c 'import sys; from labkit.grading.student import write_install; write_install(sys.argv[1])' "$install"
+fi
 chmod -R a+rX "$LABKIT_HUB_DIR/student"
+LABKIT_HUB_PYTHON=$("$py" -m labkit.hub.view "$LABKIT_HUB_DIR/python" "$install")
+export LABKIT_HUB_PYTHON
+# what a student's kernel imports holds no answers: checked as a student would (nobody), or no hub
+if ! (cd / && runuser -u nobody -- "$LABKIT_HUB_PYTHON" -c 'import importlib.util as u, labkit, sys; sys.exit(u.find_spec("labkit.course.questions") is not None or "/student/install/" not in labkit.__file__)'); then
+    die "labkit hub: the students' Python imports labkit with its answers (%s)" \
+        "labkit hub: Python-ul studenților importă labkit cu răspunsurile (%s)" "$LABKIT_HUB_PYTHON"
+fi
 
 if [ -n "$create_users" ]; then
     for user in ${LABKIT_HUB_STUDENTS//,/ } ${LABKIT_HUB_INSTRUCTORS//,/ }; do

@@ -1,4 +1,5 @@
-"""A Python every student can run, seeing the course environment's packages.
+"""A Python every student can run, seeing the course environment's packages, and labkit WITHOUT
+the answers.
 
 The students' servers, kernels and ranks run under their own uids, so the course environment's
 Python must be executable by them. A virtual environment made from a pyenv or a home-folder
@@ -6,7 +7,13 @@ Python is not (its interpreter lives under ``/root``): then this makes a *view*,
 system Python of the same version whose one ``.pth`` file adds the course environment's
 site-packages (readable by all). Same CPython version, same ABI: torch's compiled modules load.
 
-    python -m labkit.hub.view /srv/labkit-hub/python     # prints the Python the servers run
+The students' labkit is the student install (``labkit.grading.student.write_install``: no lesson
+sources, no references, salted hashes for the checks). With one given, the view is always made,
+and its ``.pth`` puts that install ahead of the course environment on ``sys.path``: the
+environment's own labkit (an editable checkout, found by a finder that comes after the path)
+is never imported by a student's kernel or ranks.
+
+    python -m labkit.hub.view /srv/labkit-hub/python [STUDENT_INSTALL]   # prints the Python the servers run
 """
 
 from __future__ import annotations
@@ -27,13 +34,14 @@ def runnable_by_others(python: str) -> bool:
     return done.returncode == 0
 
 
-def make_view(dest: str) -> str:
-    """The Python for the students: this one if they can run it, else a view in ``dest``."""
-    if runnable_by_others(sys.executable):
+def make_view(dest: str, student_install: str | None = None) -> str:
+    """The Python for the students: this one if they can run it and no student install is given,
+    else a view in ``dest`` (with ``student_install`` first on its path)."""
+    if student_install is None and runnable_by_others(sys.executable):
         return sys.executable
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     bases = [c.format(v=version) for c in CANDIDATES if os.path.exists(c.format(v=version))]
-    base = next((b for b in bases if runnable_by_others(b)), None)
+    base = next((b for b in [sys.executable, *bases] if runnable_by_others(b)), None)
     if base is None:
         raise SystemExit(
             t("hub.view.no_python", version=version, places=", ".join(c.format(v=version) for c in CANDIDATES))
@@ -44,9 +52,12 @@ def make_view(dest: str) -> str:
     site = sysconfig.get_paths()["purelib"]
     pth = os.path.join(dest, "lib", f"python{version}", "site-packages", "labkit-course.pth")
     with open(pth, "w") as f:
-        f.write(f"import site; site.addsitedir({site!r})\n")  # .pth files in the course's site-packages run too
+        line = f"import site, sys; site.addsitedir({site!r})"  # .pth files in the course's site-packages run too
+        if student_install:
+            line += f"; sys.path.insert(0, {os.path.abspath(student_install)!r})"
+        f.write(line + "\n")
     return python
 
 
 if __name__ == "__main__":
-    print(make_view(sys.argv[1]))
+    print(make_view(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))
