@@ -267,8 +267,20 @@ def test_two_students_two_languages(spawner, shots):
             print("timings:", {k: round(v, 1) for k, v in timings.items()})
             assert hub.leftovers() == [], "a process of the hub or of a student outlived the hub"
             for name in users:
-                left = subprocess.run(["ps", "-u", name, "-o", "pid=,stat=,args="], capture_output=True, text=True)
-                assert left.stdout.strip() == "", f"{name} still has: {left.stdout}"
+                # A process that ended but was orphaned stays a zombie until init reaps it: dead, holding
+                # nothing but its pid. Wait for init; what is still alive after that is a leftover.
+                deadline, alive = time.monotonic() + 15, ["?"]
+                while alive and time.monotonic() < deadline:
+                    left = subprocess.run(["ps", "-u", name, "-o", "pid=,stat=,args="], capture_output=True, text=True)
+                    alive = [
+                        line
+                        for line in left.stdout.splitlines()
+                        if line.split()[1:2] != [] and "Z" not in line.split()[1]
+                    ]
+                    if not left.stdout.strip():
+                        break
+                    time.sleep(0.5)
+                assert alive == [], f"{name} still has: {alive}"
         if cluster is not None:
             assert cluster.active_jobs() == [], "a student's Slurm job outlived the hub"
             cluster.stop()
