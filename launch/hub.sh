@@ -51,8 +51,9 @@ export LABKIT_HUB_DIR=${LABKIT_HUB_DIR:-/srv/labkit-hub}
 mkdir -p "$LABKIT_HUB_DIR" && chmod 0711 "$LABKIT_HUB_DIR"
 
 # The students' servers run this environment's packages (their labkit is the student install,
-# below) and JupyterLab's course settings from launch/jupyter, so both must be readable by them. The environment's Python may not be (a pyenv build under /root): then the
-# servers run a readable Python of the same version (Debian's), seeing the same packages.
+# below) and JupyterLab's course settings from launch/jupyter, so both must be readable by them.
+# The environment's Python may not be (a pyenv build under /root): the servers run a view of a
+# readable Python of the same version, seeing the same packages (labkit.hub.view).
 site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 if ! runuser -u nobody -- test -r "$repo/launch/jupyter" -a -r "$site"; then
     die "labkit hub: %s is not readable by other users: the students' servers run it; put the checkout where they can read it" \
