@@ -137,11 +137,11 @@ def seed_notebook(plan: Plan, result_path: Path) -> nbformat.NotebookNode:
 
 
 def check_seed(plan: Plan) -> Result:
-    from labkit.grading.grade import execute
+    from labkit.grading.runner import execute  # papermill, as the grader runs a notebook, without its sandbox
 
     audit_file(plan, "seed")
     result_path = plan.out / "seed.json"
-    _, status, message = execute(seed_notebook(plan, result_path), plan.out / "seed.ipynb", 300)
+    status, message = execute(seed_notebook(plan, result_path), plan.out / "seed.ipynb", 300)
     if status != "ok" or not result_path.exists():
         return Result(
             "seed", FAIL, f"the notebook ended {status} {message}".strip(), notes=[str(plan.out / "seed.ipynb")]
