@@ -148,13 +148,13 @@ def test_exception_is_reported_per_rank_and_the_session_survives(session):
     assert 'File "<cell 1>", line 3' in info.value.traceback
     other = 1 - info.value.rank
     # the same type at the same cell line is one failure, whatever the message (labkit.diagnose.same_failure)
-    assert f"ranks {other} failed the same way" in str(info.value) and "because of it" not in str(info.value)
+    assert f"rank {other} failed the same way" in str(info.value) and "because of it" not in str(info.value)
     with pytest.raises(RankError) as info:  # different failures: each is told as its own (nobody stopped another)
         session.run("from labkit import rank\nif rank.rank() == 0:\n    raise ValueError('a')\nraise KeyError('b')")
     assert "rank 1 failed too: KeyError: 'b'" in str(info.value) or "rank 0 failed too: ValueError: a" in str(
         info.value
     )
-    with pytest.raises(RankError, match="ranks [01] failed the same way"):
+    with pytest.raises(RankError, match="rank [01] failed the same way"):
         session.run("undefined_name")
 
     with pytest.raises(RankError) as info:

@@ -318,7 +318,7 @@ def rank_error(run: Run, r: int, kind: str, others: list[int], gang: bool = True
     lines = [head] + ([hint] if hint else [])
     same = sorted(o for o in others if same_failure(s, run.ranks[o]))
     if same:  # every rank ran the same cell; the same error on several is not caused by the first
-        lines.append(t("launch.same_way", ranks=ranks_text(same)))
+        lines.append(t("launch.same_way" if len(same) > 1 else "launch.same_way_one", ranks=ranks_text(same)))
     rest = [o for o in others if o not in same]
     if not gang:  # nobody was stopped because of another: each other failure is its own
         for o in [o for o in rest if run.ranks[o].error]:

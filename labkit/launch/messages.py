@@ -52,6 +52,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "alte ranguri s-au oprit din cauza lui: {ranks}",
     },
     "launch.same_way": {"en": "ranks {ranks} failed the same way", "ro": "rangurile {ranks} au eșuat la fel"},
+    "launch.same_way_one": {"en": "rank {ranks} failed the same way", "ro": "rangul {ranks} a eșuat la fel"},
     "launch.also_failed": {
         "en": "rank {rank} failed too: {type}: {message}",
         "ro": "rangul {rank} a eșuat și el: {type}: {message}",
