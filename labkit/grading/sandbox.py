@@ -52,10 +52,16 @@ _uids = itertools.count()
 _uid_lock = threading.Lock()
 
 
+def process_uids() -> range:
+    """The 100 user ids this process's sandboxes run as (as root); other processes have ranges of their own."""
+    first = 2_000_000 + (os.getpid() % 200_000) * 100
+    return range(first, first + 100)
+
+
 def sandbox_uid() -> int:
     """A user id for one sandbox (as root): unique among this process's sandboxes and other processes'."""
     with _uid_lock:
-        return 2_000_000 + (os.getpid() % 200_000) * 100 + next(_uids) % 100
+        return process_uids()[next(_uids) % 100]
 
 
 class SandboxUnavailable(Exception):
