@@ -55,7 +55,7 @@ def a_context(q: registry.Question) -> dict[str, Any]:
 
     if q.id == "lesson4.saved_ms":
         return {"profile": a_profile(), "link": simulate.link(2e9, 20e-6)}
-    if q.id == "lesson6.min_gpus":
+    if q.id == "lesson7.min_gpus":
         return {"model": "llama-70b"}
     return {}
 
@@ -141,7 +141,7 @@ def test_the_four_common_mistakes_get_their_hints(capsys: pytest.CaptureFixture[
     def sixteen_psi(n_params, world_size):
         return 16 * n_params / world_size
 
-    assert "whole training state" in _line("lesson6.rank_bytes", sixteen_psi)
+    assert "whole training state" in _line("lesson7.rank_bytes", sixteen_psi)
     capsys.readouterr()
 
 
@@ -209,7 +209,7 @@ def test_a_stub_that_raises_not_implemented_is_unanswered(capsys: pytest.Capture
 
 def test_run_exercises_take_a_run_not_a_number(capsys: pytest.CaptureFixture[str]):
     on_ranks = [q for q in questions() if q.takes == "run"]
-    assert {q.lesson for q in on_ranks} == {f"lesson{i}" for i in range(7)}
+    assert {q.lesson for q in on_ranks} == {f"lesson{i}" for i in range(8)}
     for q in on_ranks:
         verdict = q.judge(12345, {})
         assert not verdict.correct and verdict.key == "grading.check.type.run"
