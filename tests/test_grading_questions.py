@@ -130,13 +130,23 @@ def test_the_four_common_mistakes_get_their_hints(capsys: pytest.CaptureFixture[
 
     assert "whatever the precision" in _line("lesson4.peak_gathered_pre", always_fp32)
 
-    # 4Ψ/N where the whole state is 16Ψ/N
-    def four_psi(n_params, world_size):
+    # the table's mixed-precision ZeRO-1 where the question asks for plain fp32
+    def mixed_zero1(n_params, world_size):
+        return 4 * n_params + 12 * n_params / world_size
+
+    assert "mixed-precision row" in _line("lesson2.zero1_bytes", mixed_zero1)
+
+    # HSDP divided by every GPU, as FULL_SHARD would
+    def over_all(n_params, world_size, gpus_per_node):
+        return 16 * n_params / world_size
+
+    assert "FULL_SHARD over every GPU" in _line("lesson2.hsdp_rank_bytes", over_all)
+
+    # an int reshard_after_forward counted as True
+    def own_shard(n_params, world_size, gpus_per_node):
         return 4 * n_params / world_size
 
-    assert "bf16 weights and gradients only" in _line("lesson1.sharded_bytes_per_rank", four_psi)
-    assert "parameters' shard alone" in _line("lesson2.full_shard_rank_bytes", four_psi)
-    assert "bf16 weights and gradients" in _line("lesson2.zero3_bytes", four_psi)
+    assert "reshard_after_forward=True" in _line("lesson7.hpz_bytes", own_shard)
 
     def sixteen_psi(n_params, world_size):
         return 16 * n_params / world_size
@@ -188,19 +198,19 @@ def test_unseen_points_are_not_the_notebooks_defaults():
 
 
 def test_a_formula_with_the_wrong_arguments_says_which_it_needs(capsys: pytest.CaptureFixture[str]):
-    def zero3(params, gpus):
-        return 16 * params / gpus
+    def zero1(params, gpus):
+        return 8 * params + 8 * params / gpus
 
-    line = _line("lesson2.zero3_bytes", zero3)
+    line = _line("lesson2.zero1_bytes", zero1)
     assert "n_params, world_size" in line and "0/1" in line
     capsys.readouterr()
 
 
 def test_a_stub_that_raises_not_implemented_is_unanswered(capsys: pytest.CaptureFixture[str]):
-    def zero3(n_params, world_size):
+    def zero1(n_params, world_size):
         raise NotImplementedError()
 
-    assert checks.check("lesson2.zero3_bytes", zero3).status == "unanswered"
+    assert checks.check("lesson2.zero1_bytes", zero1).status == "unanswered"
     capsys.readouterr()
 
 

@@ -15,18 +15,39 @@ from labkit.wire.records import RunRecord
 
 PLAN = {"precision": "bf16", "convention": "torch", "checkpointing": True, "micro_batch": 1}
 
-question(
-    "lesson7.reshard_after_forward",
-    answer={"FULL_SHARD": True, "SHARD_GRAD_OP": False},
-    sealed=True,
+
+@question(
+    "lesson7.hpz_bytes",
+    points=2,
+    formula=True,
     hint={
-        "en": "FULL_SHARD frees each unit's gathered parameters after its forward and gathers them again "
-        "for backward; SHARD_GRAD_OP keeps them until backward. Which of the two reshards after forward?",
-        "ro": "FULL_SHARD eliberează parametrii colectați ai fiecărei unități după trecerea ei directă și îi "
-        "colectează din nou pentru cea inversă; SHARD_GRAD_OP îi păstrează până la trecerea inversă. Care dintre "
-        "ele refragmentează după trecerea directă?",
+        "en": "Between forward and backward a unit with an int reshard_after_forward is neither whole nor back to "
+        "its 1/world_size shard: it keeps a shard over a group of that many ranks, beside the shard every rank "
+        "always keeps. Add the two, 4 bytes per fp32 element.",
+        "ro": "Între trecerea directă și cea inversă, o unitate cu reshard_after_forward întreg nu este nici "
+        "întreagă, nici înapoi la fragmentul ei de 1/world_size: păstrează un fragment pe un grup de atâtea "
+        "ranguri, alături de fragmentul pe care fiecare rang îl ține mereu. Adunați-le, 4 octeți pe element fp32.",
+    },
+    mistakes={
+        lambda n_params, world_size, gpus_per_node: 4 * n_params / world_size: {
+            "en": "That is reshard_after_forward=True: the int form keeps more than the rank's own shard.",
+            "ro": "Acesta este reshard_after_forward=True: forma întreagă păstrează mai mult decât fragmentul "
+            "propriu al rangului.",
+        },
+        lambda n_params, world_size, gpus_per_node: 4 * n_params / gpus_per_node: {
+            "en": "The post-forward shard comes in addition to the rank's own 1/world_size shard, which FSDP2 never "
+            "frees.",
+            "ro": "Fragmentul de după trecerea directă vine în plus față de fragmentul propriu de 1/world_size al "
+            "rangului, pe care FSDP2 nu îl eliberează niciodată.",
+        },
+        lambda n_params, world_size, gpus_per_node: 4 * n_params + 4 * n_params / world_size: {
+            "en": "That keeps every unit whole, as reshard_after_forward=False does.",
+            "ro": "Așa păstrați fiecare unitate întreagă, cum face reshard_after_forward=False.",
+        },
     },
 )
+def _hpz_bytes(n_params: float, world_size: int, gpus_per_node: int) -> float:
+    return 4 * n_params / world_size + 4 * n_params / gpus_per_node
 
 
 def _rank_measured(run: RunRecord, n_params: int) -> tuple[dict[str, Any], float]:
