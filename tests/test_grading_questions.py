@@ -133,7 +133,7 @@ def test_the_four_common_mistakes_get_their_hints(capsys: pytest.CaptureFixture[
 
     # HSDP divided by every GPU, as FULL_SHARD would
     def over_all(n_params, world_size, gpus_per_node):
-        return 16 * n_params / world_size
+        return 12 * n_params / world_size
 
     assert "FULL_SHARD over every GPU" in _line("lesson2.hsdp_rank_bytes", over_all)
 

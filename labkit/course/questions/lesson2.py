@@ -39,24 +39,30 @@ def _zero1_bytes(n_params: float, world_size: int) -> float:
     formula=True,
     hint={
         "en": "HYBRID_SHARD shards over the GPUs of one node only; every node holds a whole copy of the state. "
-        "By how many GPUs is the state divided, then?",
+        "By how many GPUs is the optimizer state divided, then? It is K = 12 bytes per parameter.",
         "ro": "HYBRID_SHARD fragmentează doar pe GPU-urile unui nod; fiecare nod ține o copie întreagă a stării. "
-        "La câte GPU-uri se împarte atunci starea?",
+        "La câte GPU-uri se împart atunci stările optimizatorului? Sunt K = 12 octeți pe parametru.",
     },
     mistakes={
-        lambda n_params, world_size, gpus_per_node: 16 * n_params / world_size: {
+        lambda n_params, world_size, gpus_per_node: 12 * n_params / world_size: {
             "en": "That is FULL_SHARD over every GPU. HYBRID_SHARD keeps one copy per node, sharded only within it.",
             "ro": "Acesta este FULL_SHARD pe toate GPU-urile. HYBRID_SHARD ține câte o copie pe nod, fragmentată "
             "doar în interiorul lui.",
         },
-        lambda n_params, world_size, gpus_per_node: 16 * n_params * gpus_per_node / world_size: {
+        lambda n_params, world_size, gpus_per_node: 16 * n_params / gpus_per_node: {
+            "en": "That is the whole model state, weights and gradients included; the question asks for the "
+            "optimizer's part.",
+            "ro": "Aceasta este toată starea modelului, cu ponderi și gradienți; întrebarea cere partea "
+            "optimizatorului.",
+        },
+        lambda n_params, world_size, gpus_per_node: 12 * n_params * gpus_per_node / world_size: {
             "en": "That divides by the number of nodes; the shards are spread over the GPUs of a node.",
             "ro": "Așa împărțiți la numărul de noduri; fragmentele sunt împărțite între GPU-urile unui nod.",
         },
     },
 )
 def _hsdp_rank_bytes(n_params: float, world_size: int, gpus_per_node: int) -> float:
-    return 16 * n_params / gpus_per_node
+    return 12 * n_params / gpus_per_node  # the optimizer state: 16 would equal n_params at 16 GPUs per node
 
 
 question(
