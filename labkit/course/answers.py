@@ -26,10 +26,12 @@ from typing import Any
 
 from labkit import i18n
 from labkit.fmt import UNITS, localize
+from labkit.wire.records import RunRecord
 
 SCALES = sorted(set(UNITS.values()))
 MIN_DIGITS = 3  # significant digits a rendering needs to count as the answer
 SOLUTION = "### BEGIN SOLUTION"
+RUN_MIME = "application/vnd.labkit.run+json"  # labkit.regress.record.MIME, read back here (course sits below regress)
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def check_calls(source: str) -> Iterator[ast.Call]:
 
 def namespace(nb: Any) -> dict[str, Any]:
     """The names the notebook's parameters, setup imports and pure cells define, as the build runs them."""
-    from labkit.course.build import _run
+    from labkit.course.build import run_cell
 
     ns: dict[str, Any] = {"__name__": "__main__"}
     with i18n.language(nb.metadata.get("labkit", {}).get("lang", "en")):
@@ -138,7 +140,7 @@ def namespace(nb: Any) -> dict[str, Any]:
             source = "\n".join(ln for ln in cell.source.splitlines() if not ln.startswith("%"))
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 try:
-                    _run(source, "<answers>", ns)
+                    run_cell(source, "<answers>", ns)
                 except Exception:  # a cell that needs a run: its names stay unknown
                     pass
     return ns
@@ -167,7 +169,7 @@ def _parameters(nb: Any, name: str) -> list[str] | None:
     return None
 
 
-def answers(nb: Any, call: ast.Call, ns: dict[str, Any], run: Any = None) -> list[Any]:
+def answers(nb: Any, call: ast.Call, ns: dict[str, Any], run: RunRecord | None = None) -> list[Any]:
     """The answers of one check at the notebook's own arguments (those that can be known); ``run``: the run
     the check is given, where the notebook was executed."""
     from labkit.grading import registry
@@ -212,12 +214,10 @@ def run_records(nb: Any) -> list[tuple[int, Any]]:
     the questions read: ``values`` by rank and ``nproc``."""
     from types import SimpleNamespace
 
-    from labkit.regress.record import MIME
-
     found = []
     for i, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            rec = out.get("data", {}).get(MIME)
+            rec = out.get("data", {}).get(RUN_MIME)
             if isinstance(rec, dict):
                 values = {int(r): v for r, v in (rec.get("values") or {}).items()}
                 found.append((i, SimpleNamespace(values=values, nproc=rec.get("nproc"), ok=rec.get("ok"))))
