@@ -1,4 +1,4 @@
-"""The activation formula that lesson 5's sweep compares with, against activations measured by
+"""The activation formula that lesson 6's sweep compares with, against activations measured by
 ``labkit.memtrack`` on a real step of ``TransformerLM`` (in this process: no ranks, so it is fast).
 
 What the formula leaves out, and the test therefore allows: the loss keeps the int64 targets
@@ -42,7 +42,7 @@ def left_out(seq_len: int, micro_batch: int) -> int:
 
 
 def test_the_formula_follows_a_sequence_length_and_batch_sweep() -> None:
-    preset = "tiny"  # lesson 5's model; "small" below
+    preset = "tiny"  # lesson 6's model; "small" below
     for seq_len, micro_batch in SWEEP:
         measured = stored_activations(preset, seq_len, micro_batch, "fp32", checkpointing=False)
         formula = mm.activation_memory(preset, micro_batch, seq_len, precision="fp32").stored
@@ -69,11 +69,11 @@ def test_activations_grow_with_tokens_not_with_the_square_of_the_sequence() -> N
 
 
 def test_the_checkpointed_blocks_question_is_the_formulas_stored_inputs() -> None:
-    """Lesson 5's question (the bytes every checkpointed block keeps) is what the formula adds per block."""
+    """Lesson 6's question (the bytes every checkpointed block keeps) is what the formula adds per block."""
     from labkit.grading import registry
 
     registry.load_questions()
-    checkpointed_blocks = registry.get("lesson5.checkpointed_blocks").answer
+    checkpointed_blocks = registry.get("lesson6.checkpointed_blocks").answer
     cfg = get_config("small")
     for precision in ("fp32", "bf16"):
         full = mm.activation_memory(cfg, 4, 32, precision=precision, checkpointing=True).stored

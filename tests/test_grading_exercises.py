@@ -32,7 +32,8 @@ EXERCISES = {
     "lesson3.wrap_units": "03_wrap_policies",
     "lesson4.forward_prefetch": "04_prefetch_overlap",
     "lesson5.mixed_precision": "05_offload_mixed_precision",
-    "lesson6.checkpoint_budget": "06_fsdp2_70b",
+    "lesson6.accumulation": "06_activations_recomputation",
+    "lesson7.checkpoint_budget": "07_fsdp2_70b",
 }
 # a shortcut a student might take instead of the mechanism: (which solution region, what in its place), and
 # the message it must get
@@ -62,7 +63,12 @@ SHORTCUTS = {
         "return MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16)",
         "grading.exercise.dtype",
     ),
-    "lesson6.checkpoint_budget": (0, "pass", "grading.exercise.no_recompute"),
+    "lesson6.accumulation": (  # sync every micro-batch: right gradients, four rounds of reduce-scatters
+        0,
+        "for inputs, targets in micro_batches:\n    (model(inputs, targets) / len(micro_batches)).backward()",
+        "grading.exercise.accumulate_sync",
+    ),
+    "lesson7.checkpoint_budget": (0, "pass", "grading.exercise.no_recompute"),
 }
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]

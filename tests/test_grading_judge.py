@@ -78,15 +78,15 @@ def test_a_formula_is_run_again_from_its_source(capsys):
 
 
 def test_a_lookup_table_of_the_unseen_points_fails_at_the_graders_own(capsys):
-    q = registry.get("lesson1.sharded_bytes_per_rank")
+    q = registry.get("lesson2.zero1_bytes")
     table = {(p["n_params"], p["world_size"]): q.answer(**p) for p in q.samples()}  # what hashes could give away
 
-    def sharded_bytes(n_params, world_size):
+    def zero1_bytes(n_params, world_size):
         return table[(n_params, world_size)]
 
-    assert checks.check(q.id, sharded_bytes).status == "correct"  # the notebook cannot tell
-    records = [(0, _record(q.id, sharded_bytes))]
-    row = next(r for r in score("lesson1", records, _results(records), {}) if r.id == q.id)
+    assert checks.check(q.id, zero1_bytes).status == "correct"  # the notebook cannot tell
+    records = [(0, _record(q.id, zero1_bytes))]
+    row = next(r for r in score("lesson2", records, _results(records), {}) if r.id == q.id)
     assert row.points == 0 and row.key == "grading.check.crashed" and "KeyError" in row.fields["error"]
     capsys.readouterr()
 

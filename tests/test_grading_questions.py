@@ -55,7 +55,7 @@ def a_context(q: registry.Question) -> dict[str, Any]:
 
     if q.id == "lesson4.saved_ms":
         return {"profile": a_profile(), "link": simulate.link(2e9, 20e-6)}
-    if q.id == "lesson6.min_gpus":
+    if q.id == "lesson7.min_gpus":
         return {"model": "llama-70b"}
     return {}
 
@@ -104,11 +104,6 @@ def test_the_four_common_mistakes_get_their_hints(capsys: pytest.CaptureFixture[
     assert "correct" in _line("lesson4.saved_ms", (without - with_pre) * 1000, profile=prof, link=link)
 
     # root + 1 block, where prefetch holds the next block too
-    def root_and_block(root_params, block_params):
-        return 4 * (root_params + block_params)
-
-    assert "already gathered the next block" in _line("lesson3.block_gathered", root_and_block)
-
     def root_and_block_pre(root_params, block_params, precision):
         return {"fp32": 4, "bf16": 2, "fp16": 2}[precision] * (root_params + block_params)
 
@@ -130,18 +125,28 @@ def test_the_four_common_mistakes_get_their_hints(capsys: pytest.CaptureFixture[
 
     assert "whatever the precision" in _line("lesson4.peak_gathered_pre", always_fp32)
 
-    # 4Ψ/N where the whole state is 16Ψ/N
-    def four_psi(n_params, world_size):
+    # the table's mixed-precision ZeRO-1 where the question asks for plain fp32
+    def mixed_zero1(n_params, world_size):
+        return 4 * n_params + 12 * n_params / world_size
+
+    assert "mixed-precision row" in _line("lesson2.zero1_bytes", mixed_zero1)
+
+    # HSDP divided by every GPU, as FULL_SHARD would
+    def over_all(n_params, world_size, gpus_per_node):
+        return 12 * n_params / world_size
+
+    assert "FULL_SHARD over every GPU" in _line("lesson2.hsdp_rank_bytes", over_all)
+
+    # an int reshard_after_forward counted as True
+    def own_shard(n_params, world_size, gpus_per_node):
         return 4 * n_params / world_size
 
-    assert "bf16 weights and gradients only" in _line("lesson1.sharded_bytes_per_rank", four_psi)
-    assert "parameters' shard alone" in _line("lesson2.full_shard_rank_bytes", four_psi)
-    assert "bf16 weights and gradients" in _line("lesson2.zero3_bytes", four_psi)
+    assert "reshard_after_forward=True" in _line("lesson7.hpz_bytes", own_shard)
 
     def sixteen_psi(n_params, world_size):
         return 16 * n_params / world_size
 
-    assert "whole training state" in _line("lesson6.rank_bytes", sixteen_psi)
+    assert "whole training state" in _line("lesson7.rank_bytes", sixteen_psi)
     capsys.readouterr()
 
 
@@ -188,19 +193,19 @@ def test_unseen_points_are_not_the_notebooks_defaults():
 
 
 def test_a_formula_with_the_wrong_arguments_says_which_it_needs(capsys: pytest.CaptureFixture[str]):
-    def zero3(params, gpus):
-        return 16 * params / gpus
+    def zero1(params, gpus):
+        return 8 * params + 8 * params / gpus
 
-    line = _line("lesson2.zero3_bytes", zero3)
+    line = _line("lesson2.zero1_bytes", zero1)
     assert "n_params, world_size" in line and "0/1" in line
     capsys.readouterr()
 
 
 def test_a_stub_that_raises_not_implemented_is_unanswered(capsys: pytest.CaptureFixture[str]):
-    def zero3(n_params, world_size):
+    def zero1(n_params, world_size):
         raise NotImplementedError()
 
-    assert checks.check("lesson2.zero3_bytes", zero3).status == "unanswered"
+    assert checks.check("lesson2.zero1_bytes", zero1).status == "unanswered"
     capsys.readouterr()
 
 
@@ -209,7 +214,7 @@ def test_a_stub_that_raises_not_implemented_is_unanswered(capsys: pytest.Capture
 
 def test_run_exercises_take_a_run_not_a_number(capsys: pytest.CaptureFixture[str]):
     on_ranks = [q for q in questions() if q.takes == "run"]
-    assert {q.lesson for q in on_ranks} == {f"lesson{i}" for i in range(7)}
+    assert {q.lesson for q in on_ranks} == {f"lesson{i}" for i in range(8)}
     for q in on_ranks:
         verdict = q.judge(12345, {})
         assert not verdict.correct and verdict.key == "grading.check.type.run"

@@ -106,7 +106,7 @@ def pure_outputs(lesson: Lesson, lang: str) -> dict[int, list[dict[str, Any]]]:
             out, err = io.StringIO(), io.StringIO()
             try:
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    shown = _run(source, f"<{lesson.id} cell {i}>", namespace)
+                    shown = run_cell(source, f"<{lesson.id} cell {i}>", namespace)
             except Exception as e:
                 raise CourseBuildError(
                     t("course.pure_failed", lesson=lesson.id, edition=lang, cell=i, error=f"{type(e).__name__}: {e}")
@@ -123,7 +123,7 @@ def pure_outputs(lesson: Lesson, lang: str) -> dict[int, list[dict[str, Any]]]:
     return outputs
 
 
-def _run(source: str, filename: str, namespace: dict[str, Any]) -> Any:
+def run_cell(source: str, filename: str, namespace: dict[str, Any]) -> Any:
     """Run a cell as IPython does: every statement, then the value of a final expression (or None)."""
     tree = ast.parse(source)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None

@@ -1,7 +1,7 @@
 """``labkit.check(id, value)``: immediate feedback in the notebook, and a record for the grader.
 
     labkit.check("lesson1.bytes_per_param", bytes_per_param)
-    labkit.check("lesson1.sharded_bytes_per_rank", per_rank, n_params=n, world_size=4)
+    labkit.check("lesson2.zero1_bytes", zero1_bytes, n_params=n, world_size=4)
 
 The value is passed explicitly; nothing is read from the notebook's globals later.
 In a notebook the result shows as a small green or red box, and the same output

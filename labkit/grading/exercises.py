@@ -241,7 +241,7 @@ def forward_prefetch(r: int, world: int, obs: dict[str, Any]) -> Verdict | None:
     return None
 
 
-# -- lessons 5 and 6: one step per model, told apart by the model that ran forward -----------------------
+# -- lessons 5 and 7: one step per model, told apart by the model that ran forward -----------------------
 
 
 def steps_by_model(obs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -334,7 +334,27 @@ def checkpoint_budget(r: int, world: int, obs: dict[str, Any]) -> Verdict | None
     return None
 
 
-# -- lesson 6: a model loaded from the ranks' checkpoint ------------------------------------------
+@each_rank
+def accumulation(r: int, world: int, obs: dict[str, Any]) -> Verdict | None:
+    """Lesson 6: the same micro-batches as syncing every one, one round of reduce-scatters instead of one per
+    micro-batch, and after the optimizer step the same loss on a probe batch (the same summed gradient)."""
+    steps = steps_by_model(obs)
+    if len(steps) != 2:
+        return _fail("steps", rank=r, got=len(steps), want=2)
+    every, yours = steps
+    micro_batches = len(every["losses"]) - 1  # the last forward is the probe, after the optimizer step
+    if micro_batches < 1 or len(yours["losses"]) != len(every["losses"]):
+        return _fail("micro_batches", rank=r, got=max(len(yours["losses"]) - 1, 0), want=micro_batches)
+    rounds = [sum(1 for c in step["calls"] if c.get("op") == "reduce_scatter") for step in (every, yours)]
+    if rounds[1] * micro_batches != rounds[0]:
+        return _fail("accumulate_sync", rank=r, got=rounds[1], want=rounds[0] // micro_batches)
+    a, b = every["losses"][-1], yours["losses"][-1]
+    if a is None or b is None or abs(a - b) > 1e-5 * abs(a):
+        return _fail("accumulated_grads", rank=r, every=a, yours=b)
+    return None
+
+
+# -- lesson 7: a model loaded from the ranks' checkpoint ------------------------------------------
 
 
 def saved_loss(observations: Observations) -> float | None:

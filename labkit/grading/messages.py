@@ -336,6 +336,18 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "rank {rank}: in your step each block computed {got:@time|times}; blocks whose activations were dropped compute again in backward",
         "ro": "rangul {rank}: în pasul vostru fiecare bloc a calculat de {got:@dată|ori}; blocurile ale căror activări nu au fost păstrate se calculează din nou în trecerea inversă",
     },
+    "grading.exercise.micro_batches": {
+        "en": "rank {rank}: your step ran {got:@forward|forwards} before the optimizer step; the reference runs one per micro-batch, {want}",
+        "ro": "rangul {rank}: pasul vostru a rulat {got:@trecere directă|treceri directe} înainte de pasul optimizatorului; referința rulează câte una pe micro-lot, {want}",
+    },
+    "grading.exercise.accumulate_sync": {
+        "en": "rank {rank}: your optimizer step reduce-scattered {got:@time|times}; accumulating without syncing reduce-scatters each unit once per optimizer step ({want} in all)",
+        "ro": "rangul {rank}: pasul vostru al optimizatorului a redus cu distribuire de {got:@dată|ori}; acumularea fără sincronizare reduce fiecare unitate o singură dată pe pasul optimizatorului ({want} în total)",
+    },
+    "grading.exercise.accumulated_grads": {
+        "en": "rank {rank}: after the optimizer step the loss is {yours}, where syncing every micro-batch gives {every}: the accumulated gradient is not the mean of the micro-batches' gradients",
+        "ro": "rangul {rank}: după pasul optimizatorului pierderea este {yours}, iar cu sincronizare la fiecare micro-lot este {every}: gradientul acumulat nu este media gradienților micro-loturilor",
+    },
     "grading.exercise.loss_changed": {
         "en": "rank {rank}: the loss changed from {plain} to {yours}: the step must stay the same step",
         "ro": "rangul {rank}: pierderea s-a schimbat de la {plain} la {yours}: pasul trebuie să rămână același",

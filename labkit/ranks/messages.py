@@ -47,8 +47,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "când eșuează mai multe ranguri, doar primul este numit",
     },
     "ranks.hooks.lost.estimate": {
-        "en": "the fake-tensor estimator (labkit estimate, lesson 6's 70B plan) cannot run",
-        "ro": "estimatorul cu tensori fictivi (labkit estimate, planul 70B din lecția 6) nu poate rula",
+        "en": "the fake-tensor estimator (labkit estimate, lesson 7's 70B plan) cannot run",
+        "ro": "estimatorul cu tensori fictivi (labkit estimate, planul 70B din lecția 7) nu poate rula",
     },
     "ranks.hooks.lost.comm": {
         "en": "labkit.comm cannot count collectives (comm counts, the timeline, the run records)",

@@ -144,7 +144,7 @@ def run_job(job: Job) -> Outcome:
         parameters=job.point or None,
         name=os.path.basename(
             job.notebook
-        ),  # the kernel's folder holds the notebook, as Jupyter's does (lesson 6 exports itself)
+        ),  # the kernel's folder holds the notebook, as Jupyter's does (lesson 7 exports itself)
     )
     seconds = time.monotonic() - t0
     try:

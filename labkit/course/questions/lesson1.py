@@ -6,16 +6,8 @@ Formulas are handed in as functions and checked at sizes the notebook never show
 
 from __future__ import annotations
 
-from typing import Any
-
 from labkit.grading import exercises
 from labkit.grading.registry import question
-from labkit.wire.records import RunRecord
-
-_WEIGHTS_ONLY = {
-    "en": "That counts one fp32 copy of the weights. A rank also holds their gradients and Adam's two moments.",
-    "ro": "Așa numărați o singură copie fp32 a ponderilor. Un rang mai ține gradienții lor și cele două momente Adam.",
-}
 
 
 # Mixed-precision AdamW keeps, per parameter: bf16 weights (2) and gradients (2) for
@@ -77,29 +69,6 @@ def _optimizer_share(precision: str) -> float:
     return 12 / 16  # bf16/fp16 weights and gradients 2 + 2; master, m and v in fp32: 4 + 4 + 4
 
 
-def _ddp_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
-    v = run.values[0]
-    return {"n_params": v["n_params"]}, v["param_bytes"] + v["grad_bytes"] + v["optim_bytes"]
-
-
-@question(
-    "lesson1.ddp_rank_bytes",
-    points=2,
-    formula=True,
-    at_run=_ddp_measured,
-    run_rel=1e-3,  # AdamW's step counters (one 4-byte scalar per parameter tensor) are in the measurement
-    hint={
-        "en": "In fp32 training, count the bytes of every copy a parameter has on one rank: the weight, "
-        "its gradient and Adam's two moments. Multiply by the number of parameters.",
-        "ro": "În antrenarea fp32, numărați octeții fiecărei copii pe care o are un parametru pe un rang: "
-        "ponderea, gradientul ei și cele două momente Adam. Înmulțiți cu numărul de parametri.",
-    },
-    mistakes={lambda n_params: 4 * n_params: _WEIGHTS_ONLY},
-)
-def _ddp_rank_bytes(n_params: int) -> float:
-    return 16 * n_params
-
-
 @question(
     "lesson1.ddp_max_params",
     formula=True,
@@ -118,33 +87,6 @@ def _ddp_rank_bytes(n_params: int) -> float:
 )
 def _ddp_max_params(gpu_bytes: float) -> float:
     return gpu_bytes / 16
-
-
-@question(
-    "lesson1.sharded_bytes_per_rank",
-    points=2,
-    formula=True,
-    hint={
-        "en": "Fully sharded, each rank keeps an equal slice of every per-parameter copy. "
-        "Start from the bytes per parameter and the model size.",
-        "ro": "Complet fragmentat, fiecare rang păstrează o felie egală din fiecare copie per parametru. "
-        "Porniți de la octeții pe parametru și dimensiunea modelului.",
-    },
-    mistakes={
-        lambda n_params, world_size: 4 * n_params / world_size: {
-            "en": "That is the shard of the bf16 weights and gradients only (4 bytes per parameter); the "
-            "optimizer's copies are sharded too, and they are most of the bytes.",
-            "ro": "Aceasta este doar felia ponderilor și gradienților bf16 (4 octeți pe parametru); copiile "
-            "optimizatorului sunt și ele fragmentate și sunt majoritatea octeților.",
-        },
-        lambda n_params, world_size: 16 * n_params: {
-            "en": "That is what DDP keeps on every rank; sharding divides it.",
-            "ro": "Atât ține DDP pe fiecare rang; fragmentarea împarte această cantitate.",
-        },
-    },
-)
-def _sharded_bytes_per_rank(n_params: int, world_size: int) -> float:
-    return 16 * n_params / world_size
 
 
 question(

@@ -2,93 +2,67 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from labkit.grading import exercises
 from labkit.grading.registry import question
-from labkit.wire.records import RunRecord
-
-_ONLY_WEIGHTS_AND_GRADS = {
-    "en": "4 bytes per parameter is only the bf16 weights and gradients. Where did the optimizer's K bytes go?",
-    "ro": "4 octeți pe parametru înseamnă doar ponderile și gradienții bf16. Unde au dispărut cei K octeți ai "
-    "optimizatorului?",
-}
 
 
 @question(
     "lesson2.zero1_bytes",
     formula=True,
     hint={
-        "en": "Stage 1 shards only the optimizer state (K bytes per parameter) over the GPUs; the bf16 weights "
-        "and gradients stay whole on every GPU.",
-        "ro": "Etapa 1 fragmentează doar stările optimizatorului (K octeți pe parametru) pe GPU-uri; ponderile și "
-        "gradienții bf16 rămân întregi pe fiecare GPU.",
+        "en": "Stage 1 shards only the optimizer state over the GPUs; the weights and gradients stay whole on "
+        "every GPU. In plain fp32 AdamW, which bytes per parameter are the optimizer's, and which the model's?",
+        "ro": "Etapa 1 fragmentează doar stările optimizatorului pe GPU-uri; ponderile și gradienții rămân "
+        "întregi pe fiecare GPU. În AdamW fp32 simplu, care octeți pe parametru sunt ai optimizatorului și care "
+        "ai modelului?",
     },
     mistakes={
+        lambda n_params, world_size: 4 * n_params + 12 * n_params / world_size: {
+            "en": "That is the table's mixed-precision row: in plain fp32 the weights and gradients take 4 bytes "
+            "each, and there is no fp32 master copy beside the weights.",
+            "ro": "Acesta este rândul în precizie mixtă al tabelului: în fp32 simplu ponderile și gradienții iau câte "
+            "4 octeți, iar lângă ponderi nu există o copie master fp32.",
+        },
         lambda n_params, world_size: 16 * n_params / world_size: {
             "en": "That shards everything: stage 3. Stage 1 leaves the weights and gradients whole.",
             "ro": "Așa fragmentați totul: etapa 3. Etapa 1 lasă ponderile și gradienții întregi.",
         },
-        lambda n_params, world_size: 2 * n_params + 14 * n_params / world_size: {
-            "en": "That shards the gradients too: stage 2. Stage 1 shards the optimizer state only.",
-            "ro": "Așa fragmentați și gradienții: etapa 2. Etapa 1 fragmentează doar stările optimizatorului.",
-        },
     },
 )
 def _zero1_bytes(n_params: float, world_size: int) -> float:
-    return 4 * n_params + 12 * n_params / world_size
+    return 8 * n_params + 8 * n_params / world_size
 
 
 @question(
-    "lesson2.zero3_bytes",
-    formula=True,
-    hint={
-        "en": "Stage 3 shards all three kinds of state: add up the bytes per parameter, multiply by the "
-        "parameters, and divide by the GPUs.",
-        "ro": "Etapa 3 fragmentează toate cele trei feluri de stări: însumați octeții pe parametru, înmulțiți cu "
-        "numărul de parametri și împărțiți la numărul de GPU-uri.",
-    },
-    mistakes={
-        lambda n_params, world_size: 4 * n_params / world_size: _ONLY_WEIGHTS_AND_GRADS,
-        lambda n_params, world_size: 4 * n_params + 12 * n_params / world_size: {
-            "en": "That is stage 1: stage 3 divides the weights and gradients by the GPUs too.",
-            "ro": "Aceasta este etapa 1: etapa 3 împarte și ponderile și gradienții la GPU-uri.",
-        },
-    },
-)
-def _zero3_bytes(n_params: float, world_size: int) -> float:
-    return 16 * n_params / world_size
-
-
-def _full_shard_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
-    v = run.values[0]["FULL_SHARD"]
-    padded = sum(v["units"].values())  # the parameters as FSDP holds them, padding included
-    return {"n_params": padded, "world_size": run.nproc}, v["params"] + v["grads"] + v["optim"]
-
-
-@question(
-    "lesson2.full_shard_rank_bytes",
+    "lesson2.hsdp_rank_bytes",
     points=2,
     formula=True,
-    at_run=_full_shard_measured,
-    run_rel=1e-3,  # AdamW's step counters are in the measurement
     hint={
-        "en": "These runs train in fp32: how many bytes per parameter do weights, gradients and Adam's two "
-        "moments take together? FULL_SHARD divides all of it by the number of ranks.",
-        "ro": "Aceste rulări antrenează în fp32: câți octeți pe parametru iau împreună ponderile, gradienții și "
-        "cele două momente Adam? FULL_SHARD le împarte pe toate la numărul de ranguri.",
+        "en": "HYBRID_SHARD shards over the GPUs of one node only; every node holds a whole copy of the state. "
+        "By how many GPUs is the optimizer state divided, then? It is K = 12 bytes per parameter.",
+        "ro": "HYBRID_SHARD fragmentează doar pe GPU-urile unui nod; fiecare nod ține o copie întreagă a stării. "
+        "La câte GPU-uri se împart atunci stările optimizatorului? Sunt K = 12 octeți pe parametru.",
     },
     mistakes={
-        lambda n_params, world_size: 4 * n_params / world_size: {
-            "en": "4 bytes per parameter divided by N is the parameters' shard alone; the gradients and "
-            "Adam's two moments are sharded beside it.",
-            "ro": "4 octeți pe parametru împărțiți la N înseamnă doar felia parametrilor; gradienții și cele "
-            "două momente Adam sunt fragmentate alături.",
+        lambda n_params, world_size, gpus_per_node: 12 * n_params / world_size: {
+            "en": "That is FULL_SHARD over every GPU. HYBRID_SHARD keeps one copy per node, sharded only within it.",
+            "ro": "Acesta este FULL_SHARD pe toate GPU-urile. HYBRID_SHARD ține câte o copie pe nod, fragmentată "
+            "doar în interiorul lui.",
+        },
+        lambda n_params, world_size, gpus_per_node: 16 * n_params / gpus_per_node: {
+            "en": "That is the whole model state, weights and gradients included; the question asks for the "
+            "optimizer's part.",
+            "ro": "Aceasta este toată starea modelului, cu ponderi și gradienți; întrebarea cere partea "
+            "optimizatorului.",
+        },
+        lambda n_params, world_size, gpus_per_node: 12 * n_params * gpus_per_node / world_size: {
+            "en": "That divides by the number of nodes; the shards are spread over the GPUs of a node.",
+            "ro": "Așa împărțiți la numărul de noduri; fragmentele sunt împărțite între GPU-urile unui nod.",
         },
     },
 )
-def _full_shard_rank_bytes(n_params: float, world_size: int) -> float:
-    return 16 * n_params / world_size
+def _hsdp_rank_bytes(n_params: float, world_size: int, gpus_per_node: int) -> float:
+    return 12 * n_params / gpus_per_node  # the optimizer state: 16 would equal n_params at 16 GPUs per node
 
 
 question(

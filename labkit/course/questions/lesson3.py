@@ -67,38 +67,6 @@ def _none_gathered(n_params: int) -> float:
     return 4 * n_params
 
 
-def _block_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
-    v = run.values[0]["transformer"]
-    units = dict(v["units"])
-    root = units.pop("root")
-    return {"root_params": root, "block_params": max(units.values())}, v["most_gathered"]
-
-
-@question(
-    "lesson3.block_gathered",
-    points=2,
-    formula=True,
-    at_run=_block_measured,
-    hint={
-        "en": "In backward, which unit does FSDP keep from the end of forward, which block is computing, and "
-        "which one has it gathered ahead? Each element is an fp32 number.",
-        "ro": "În trecerea inversă, ce unitate păstrează FSDP de la sfârșitul trecerii directe, ce bloc calculează "
-        "și pe care l-a colectat dinainte? Fiecare element este un număr fp32.",
-    },
-    mistakes={
-        lambda root_params, block_params: 4 * (root_params + block_params): {
-            "en": "The root and the block that computes are there, but FSDP has already gathered the next "
-            "block of backward while this one computes.",
-            "ro": "Rădăcina și blocul care calculează sunt acolo, dar FSDP a colectat deja următorul bloc al "
-            "trecerii inverse cât timp acesta calculează.",
-        },
-        lambda root_params, block_params: 2 * (root_params + 2 * block_params): _BF16,
-    },
-)
-def _block_gathered(root_params: int, block_params: int) -> float:
-    return 4 * (root_params + 2 * block_params)
-
-
 question(
     "lesson3.wrap_units",
     points=3,

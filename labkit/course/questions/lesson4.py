@@ -29,14 +29,16 @@ def peak_gathered_bytes(msg: dict[str, Any]) -> int:
 
 
 question(
-    "lesson4.why_no_overlap",
-    answer="b",
+    "lesson4.prefetched_unit",
+    answer="L1",
     sealed=True,
     hint={
-        "en": "Look at the timelines: do the compute row and the collectives' row ever run at the same "
-        "moment? What is the rank's thread doing while a gloo collective runs?",
-        "ro": "Priviți cronologiile: rulează vreodată rândul de calcul și cel al operațiilor colective în "
-        "același moment? Ce face firul rangului cât timp rulează o operație colectivă gloo?",
+        "en": "Backward runs the blocks in the reverse of forward's order, and FSDP1 keeps the root gathered from "
+        "the end of forward. BACKWARD_PRE issues the all-gather of the unit backward needs next before the current "
+        "unit computes.",
+        "ro": "Trecerea inversă rulează blocurile în ordinea inversă celei directe, iar FSDP1 păstrează rădăcina "
+        "colectată de la sfârșitul trecerii directe. BACKWARD_PRE lansează colectarea unității de care trecerea "
+        "inversă are nevoie în continuare înainte ca unitatea curentă să calculeze.",
     },
 )
 

@@ -1,4 +1,4 @@
-"""Lesson 5's questions: CPU offload and mixed precision.
+"""Lesson 5's questions: mixed precision and CPU offload.
 
 The measured answers come from the ``run=`` of the lesson's five settings (rank 0's report);
 the offload plan from ``labkit.memory_model``.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading import exercises
-from labkit.grading.registry import DTYPE_BYTES, question
+from labkit.grading.registry import question
 from labkit.wire.records import RunRecord
 
 
@@ -135,41 +135,3 @@ question(
         },
     ],
 )
-
-
-@question(
-    "lesson5.checkpointed_blocks",
-    points=2,
-    formula=True,
-    mistakes={
-        lambda micro_batch, seq_len, dim, n_blocks, precision: 2 * n_blocks * micro_batch * seq_len * dim: {
-            "en": "2·s·b·h is Korthikanti's count for 16-bit activations; this model keeps its inputs in the "
-            "precision it computes in.",
-            "ro": "2·s·b·h este socoteala lui Korthikanti pentru activări de 16 biți; acest model își păstrează "
-            "intrările în precizia în care calculează.",
-        },
-        lambda micro_batch, seq_len, dim, n_blocks, precision: 4 * n_blocks * micro_batch * seq_len * dim: {
-            "en": "4 bytes per element is fp32 only: take the element size from precision.",
-            "ro": "4 octeți pe element înseamnă doar fp32: luați dimensiunea elementului din precision.",
-        },
-        lambda micro_batch, seq_len, dim, n_blocks, precision: n_blocks * seq_len * dim * DTYPE_BYTES[precision]: {
-            "en": "That is one sequence per block: each block's input holds every sequence of the micro-batch.",
-            "ro": "Aceasta este o singură secvență pe bloc: intrarea fiecărui bloc ține toate secvențele micro-lotului.",
-        },
-        lambda micro_batch, seq_len, dim, n_blocks, precision: (
-            (n_blocks + 1) * micro_batch * seq_len * dim * DTYPE_BYTES[precision]
-        ): {
-            "en": "One tensor too many: the last block's output is the final norm's input, kept outside the blocks.",
-            "ro": "Un tensor în plus: ieșirea ultimului bloc este intrarea normalizării finale, păstrată în afara "
-            "blocurilor.",
-        },
-    },
-    hint={
-        "en": "A checkpointed block keeps a single tensor until backward and rebuilds the rest: which tensor, "
-        "and of what shape? Its elements are in the compute precision.",
-        "ro": "Un bloc recalculat păstrează un singur tensor până la trecerea inversă și reface restul: care "
-        "tensor, și de ce formă? Elementele lui sunt în precizia de calcul.",
-    },
-)
-def _checkpointed_blocks(micro_batch: int, seq_len: int, dim: int, n_blocks: int, precision: str) -> float:
-    return n_blocks * micro_batch * seq_len * dim * DTYPE_BYTES[precision]

@@ -1,152 +1,83 @@
-"""Lesson 6's questions: FSDP2 and scaling to 70B.
+"""Lesson 6's questions: activations, recomputation and gradient accumulation.
 
-Measured answers come from the ``run=`` of the lesson's FSDP2 cell (rank 0's report); the
-70B plan from ``labkit.memory_model``, with the lesson's plan (FULL_SHARD, bf16 with fp32
-shards, activation checkpointing, one sequence per GPU).
+Formulas are checked at sizes the notebook never shows (``registry.UNSEEN``); the activation
+formula they share is ``labkit.memory.model.activation_memory``, tested against measured steps in
+``tests/test_activation_formula.py``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from labkit.grading import exercises
-from labkit.grading.registry import question
-from labkit.wire.records import RunRecord
-
-PLAN = {"precision": "bf16", "convention": "torch", "checkpointing": True, "micro_batch": 1}
-
-question(
-    "lesson6.reshard_after_forward",
-    answer={"FULL_SHARD": True, "SHARD_GRAD_OP": False},
-    sealed=True,
-    hint={
-        "en": "FULL_SHARD frees each unit's gathered parameters after its forward and gathers them again "
-        "for backward; SHARD_GRAD_OP keeps them until backward. Which of the two reshards after forward?",
-        "ro": "FULL_SHARD eliberează parametrii colectați ai fiecărei unități după trecerea ei directă și îi "
-        "colectează din nou pentru cea inversă; SHARD_GRAD_OP îi păstrează până la trecerea inversă. Care dintre "
-        "ele refragmentează după trecerea directă?",
-    },
-)
-
-
-def _rank_measured(run: RunRecord, n_params: int) -> tuple[dict[str, Any], float]:
-    return {"n_params": n_params, "world_size": run.nproc}, run.values[0]["allocated"]
+from labkit.grading.registry import DTYPE_BYTES, question
 
 
 @question(
-    "lesson6.rank_bytes",
+    "lesson6.checkpointed_blocks",
     points=2,
     formula=True,
-    at_run=_rank_measured,
-    run_rel=1e-3,  # FSDP2 pads each parameter's rows up to a multiple of the ranks
-    hint={
-        "en": "Each parameter is split by rows over the ranks: one rank allocates its share of the "
-        "fp32 parameters, 4 bytes each.",
-        "ro": "Fiecare parametru este împărțit pe rânduri între ranguri: un rang alocă partea lui din "
-        "parametrii fp32, câte 4 octeți fiecare.",
-    },
     mistakes={
-        lambda n_params, world_size: 16 * n_params / world_size: {
-            "en": "16 bytes per parameter is the whole training state; the cell allocated the parameters only, "
-            "before any gradient or optimizer.",
-            "ro": "16 octeți pe parametru înseamnă toată starea antrenării; celula a alocat doar parametrii, "
-            "înainte de orice gradient sau optimizator.",
+        lambda micro_batch, seq_len, dim, n_blocks, precision: 2 * n_blocks * micro_batch * seq_len * dim: {
+            "en": "2·s·b·h is Korthikanti's count for 16-bit activations; this model keeps its inputs in the "
+            "precision it computes in.",
+            "ro": "2·s·b·h este socoteala lui Korthikanti pentru activări de 16 biți; acest model își păstrează "
+            "intrările în precizia în care calculează.",
         },
-        lambda n_params, world_size: 4 * n_params: {
-            "en": "That is the whole model: each rank allocates only its rows.",
-            "ro": "Acesta este întregul model: fiecare rang alocă doar rândurile sale.",
+        lambda micro_batch, seq_len, dim, n_blocks, precision: 4 * n_blocks * micro_batch * seq_len * dim: {
+            "en": "4 bytes per element is fp32 only: take the element size from precision.",
+            "ro": "4 octeți pe element înseamnă doar fp32: luați dimensiunea elementului din precision.",
         },
+        lambda micro_batch, seq_len, dim, n_blocks, precision: n_blocks * seq_len * dim * DTYPE_BYTES[precision]: {
+            "en": "That is one sequence per block: each block's input holds every sequence of the micro-batch.",
+            "ro": "Aceasta este o singură secvență pe bloc: intrarea fiecărui bloc ține toate secvențele micro-lotului.",
+        },
+        lambda micro_batch, seq_len, dim, n_blocks, precision: (
+            (n_blocks + 1) * micro_batch * seq_len * dim * DTYPE_BYTES[precision]
+        ): {
+            "en": "One tensor too many: the last block's output is the final norm's input, kept outside the blocks.",
+            "ro": "Un tensor în plus: ieșirea ultimului bloc este intrarea normalizării finale, păstrată în afara "
+            "blocurilor.",
+        },
+    },
+    hint={
+        "en": "A checkpointed block keeps a single tensor until backward and rebuilds the rest: which tensor, "
+        "and of what shape? Its elements are in the compute precision.",
+        "ro": "Un bloc recalculat păstrează un singur tensor până la trecerea inversă și reface restul: care "
+        "tensor, și de ce formă? Elementele lui sunt în precizia de calcul.",
     },
 )
-def _rank_bytes(n_params: int, world_size: int) -> float:
-    return 4 * n_params / world_size
-
-
-@question(
-    "lesson6.local_rank",
-    formula=True,
-    hint={
-        "en": "Ranks 0 to gpus_per_node - 1 are on node 0, the next gpus_per_node on node 1, and so on; "
-        "on each node the GPUs are numbered again from 0. What is left of global_rank once the whole "
-        "nodes before it are taken away?",
-        "ro": "Rangurile de la 0 la gpus_per_node - 1 sunt pe nodul 0, următoarele gpus_per_node pe nodul 1 "
-        "și așa mai departe; pe fiecare nod GPU-urile se numerotează din nou de la 0. Ce rămâne din "
-        "global_rank după ce scoateți nodurile întregi dinaintea lui?",
-    },
-    mistakes={
-        lambda global_rank, gpus_per_node: global_rank // gpus_per_node: {
-            "en": "That is the node's number; the device is numbered within the node.",
-            "ro": "Acesta este numărul nodului; dispozitivul este numerotat în interiorul nodului.",
-        },
-    },
-)
-def _local_rank(global_rank: int, gpus_per_node: int) -> int:
-    return global_rank % gpus_per_node
+def _checkpointed_blocks(micro_batch: int, seq_len: int, dim: int, n_blocks: int, precision: str) -> float:
+    return n_blocks * micro_batch * seq_len * dim * DTYPE_BYTES[precision]
 
 
 question(
-    "lesson6.reloaded_loss",
-    points=2,
-    takes="model",
-    batch=(8, 10_000, 0),  # the ranks' probe batch: synthetic_batch(cfg, 8, 10_000, 0)
-    observe=exercises.reloaded_loss,  # against the loss labkit saw rank 0's model give on it, just saved
-    hint={
-        "en": "Give dcp.load the nested dict {{'train': {{'model': plain.state_dict()}}}} and no_dist=True, "
-        "then load_state_dict the inner 'model' dict into plain. The check evaluates plain on the probe batch.",
-        "ro": "Dați lui dcp.load dicționarul imbricat {{'train': {{'model': plain.state_dict()}}}} și no_dist=True, "
-        "apoi încărcați cu load_state_dict dicționarul interior 'model' în plain. Verificarea evaluează plain pe "
-        "lotul de probă.",
-    },
-)
-
-
-@question(
-    "lesson6.min_gpus",
-    points=2,
-    contexts=[{"model": name} for name in ("llama-7b", "llama-13b", "llama-70b")],  # the lesson's plan_model
-    hint={
-        "en": "Try the numbers of GPUs in increasing order with memory_model.fits(plan_model, 'H100-80GB', "
-        "'FULL_SHARD', n, **PLAN) and keep the first that fits; it is at most the first row of the table that fits.",
-        "ro": "Încercați numerele de GPU-uri în ordine crescătoare cu memory_model.fits(plan_model, 'H100-80GB', "
-        "'FULL_SHARD', n, **PLAN) și păstrați-l pe primul care încape; este cel mult primul rând al tabelului "
-        "care încape.",
-    },
-)
-def _min_gpus(model: str) -> int:
-    from labkit.memory import model as memory_model
-
-    n = memory_model.min_world_size(model, "FULL_SHARD", "H100-80GB", **PLAN)
-    if n is None:
-        raise ValueError(f"{model} does not fit on any number of 80 GB GPUs with this plan")
-    return n
-
-
-question(
-    "lesson6.checkpoint_budget",
+    "lesson6.accumulation",
     points=2,
     takes="run",
-    observe=exercises.checkpoint_budget,
+    observe=exercises.accumulation,
     hint={
-        "en": "Activations are what forward keeps for backward. Keep fewer of them without changing the step: "
-        "compute each block's activations again in backward instead of storing them.",
-        "ro": "Activările sunt ce păstrează trecerea directă pentru cea inversă. Păstrați mai puține fără să "
-        "schimbați pasul: calculați din nou activările fiecărui bloc în trecerea inversă în loc să le stocați.",
+        "en": "Each micro-batch's backward adds to .grad. FSDP2 reduce-scatters at the end of every backward unless "
+        "the module is told not to sync its gradients; the last micro-batch must sync, so that the sum is reduced "
+        "once. And the optimizer steps on the mean of the micro-batches, not their sum.",
+        "ro": "Trecerea inversă a fiecărui micro-lot adaugă la .grad. FSDP2 reduce cu distribuire la sfârșitul "
+        "fiecărei treceri inverse, dacă modulului nu i se spune să nu-și sincronizeze gradienții; ultimul micro-lot "
+        "trebuie să sincronizeze, ca suma să fie redusă o singură dată. Iar optimizatorul face pasul pe media "
+        "micro-loturilor, nu pe suma lor.",
     },
     hints=[
         {
-            "en": "That is activation checkpointing, applied to each TransformerBlock: torch.distributed has a "
-            "helper that wraps the modules a check_fn picks. Apply it to model; the cell calls your function "
-            "before fully_shard.",
-            "ro": "Aceasta este recalcularea activărilor (activation checkpointing), aplicată fiecărui "
-            "TransformerBlock: torch.distributed are o funcție ajutătoare care împachetează modulele alese de un "
-            "check_fn. Aplicați-o pe model; celula vă apelează funcția înainte de fully_shard.",
+            "en": "Before each micro-batch's forward, set the module's gradient sync: off for all but the last, on "
+            "for the last. Divide each loss by the number of micro-batches before its backward.",
+            "ro": "Înainte de trecerea directă a fiecărui micro-lot, setați sincronizarea gradienților modulului: "
+            "oprită pentru toate în afară de ultimul, pornită pentru ultimul. Împărțiți fiecare pierdere la numărul "
+            "de micro-loturi înainte de trecerea ei inversă.",
         },
         {
-            "en": "The check watches the blocks compute: with checkpointing every block computes twice in the step "
-            "(once more in backward), and the loss stays the one without it. A smaller batch changes the loss.",
-            "ro": "Verificarea urmărește calculul blocurilor: cu recalcularea activărilor fiecare bloc calculează de "
-            "două ori în pas (încă o dată în trecerea inversă), iar pierderea rămâne cea de fără ea. Un lot mai mic "
-            "schimbă pierderea.",
+            "en": "The check wants as many forwards as the reference's, one per micro-batch and the probe; one "
+            "reduce-scatter per unit in the whole step, issued by the last micro-batch's backward; and the loss "
+            "after the SGD step equal to the reference's, which only the same mean gradient gives.",
+            "ro": "Verificarea cere tot atâtea treceri directe cât referința, una pe micro-lot și proba; o singură "
+            "reducere cu distribuire pe unitate în tot pasul, făcută de trecerea inversă a ultimului micro-lot; și "
+            "pierderea de după pasul SGD egală cu a referinței, pe care o dă doar același gradient mediu.",
         },
     ],
 )

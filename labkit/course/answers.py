@@ -1,0 +1,263 @@
+"""Answers shown before their question: a question must not be answered by the cells above it.
+
+A lesson asks a question with ``labkit.check("lessonN.name", value, ...)``. Its answer at the
+notebook's own arguments is, for a question with a constant answer, that answer; for a formula,
+the reference evaluated at the arguments the notebook calls the student's function with; for a
+formula judged against a run (``at_run``), the reference at that run's arguments. ``leaks`` finds
+each such answer in the markdown or the outputs of an earlier cell, in the forms a lesson prints a
+number (plain, with thousands separators, scaled to any byte unit, with 0 to 3 decimals, in
+either edition's format) or states a mapping (a table row with the key and the value).
+
+Numbers with fewer than three significant digits are not looked for (a "2" is in every cell);
+nor are strings (a multiple-choice option is named in the question itself). A built notebook
+carries the outputs of its pure cells, so a static check covers the formula tables; the outputs
+of runs need an executed notebook (``tests/test_notebooks.py``'s papermill run passes its own).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from labkit import i18n
+from labkit.fmt import UNITS, localize
+from labkit.wire.records import RunRecord
+
+SCALES = sorted(set(UNITS.values()))
+MIN_DIGITS = 3  # significant digits a rendering needs to count as the answer
+SOLUTION = "### BEGIN SOLUTION"
+RUN_MIME = "application/vnd.labkit.run+json"  # labkit.regress.record.MIME, read back here (course sits below regress)
+
+
+@dataclass(frozen=True)
+class Leak:
+    qid: str
+    check_cell: int  # the cell that asks
+    cell: int  # the earlier cell that shows the answer
+    shown: str  # the answer as that cell shows it
+
+    def __str__(self) -> str:
+        return f"{self.qid} (cell {self.check_cell}): its answer {self.shown!r} is in cell {self.cell}"
+
+
+def renderings(value: Any, lang: str) -> set[str]:
+    """The forms a lesson prints ``value`` in (numbers only: see the module docstring)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value == 0:
+        return set()
+    forms = set()
+    for scale in SCALES:
+        x = abs(value) / scale
+        for decimals in range(4):
+            for text in (f"{x:.{decimals}f}", f"{x:,.{decimals}f}"):
+                if _significant(text) >= MIN_DIGITS and float(text.replace(",", "")) > 0:
+                    forms.add(localize(text, lang))
+    return forms
+
+
+def _significant(text: str) -> int:
+    digits = re.sub(r"\D", "", text).lstrip("0")
+    return len(digits.rstrip("0")) if "." not in text else len(digits)
+
+
+def found(forms: set[str], text: str) -> str | None:
+    """The first of ``forms`` that stands in ``text`` as a number of its own (not part of a longer one)."""
+    for form in sorted(forms, key=len, reverse=True):
+        if re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d]|[.,]\d)", text):
+            return form
+    return None
+
+
+def mapping_rows(answer: Mapping[str, Any], text: str) -> str | None:
+    """A line of ``text`` that pairs every key with its value is the mapping answered; one per key is enough."""
+    rows = []
+    for key, value in answer.items():
+        line = next(
+            (
+                ln
+                for ln in text.splitlines()
+                if re.search(rf"\b{re.escape(str(key))}\b", ln)
+                and re.search(rf"\b{re.escape(repr(value))}\b", ln)
+                and not any(re.search(rf"\b{re.escape(str(o))}\b", ln) for o in answer if o != key)
+            ),
+            None,
+        )
+        if line is None:
+            return None
+        rows.append(line.strip())
+    return " / ".join(rows)
+
+
+def cell_text(cell: Any) -> str:
+    """What a reader sees of a cell: its markdown, or its outputs."""
+    if cell.cell_type == "markdown":
+        return cell.source
+    parts = []
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            parts.append(out["text"])
+        for mime in ("text/plain", "text/markdown", "text/html"):
+            data = out.get("data", {}).get(mime)
+            if data:
+                parts.append(data if isinstance(data, str) else "".join(data))
+    return "\n".join(parts)
+
+
+def check_calls(source: str) -> Iterator[ast.Call]:
+    """Every ``labkit.check(...)`` call in a code cell."""
+    try:
+        tree = ast.parse("\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))))
+    except SyntaxError:
+        return
+    for node in ast.walk(tree):
+        f = node.func if isinstance(node, ast.Call) else None
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "check"
+            and isinstance(f.value, ast.Name)
+            and f.value.id == "labkit"
+        ):
+            yield node  # type: ignore[misc]
+
+
+def namespace(nb: Any) -> dict[str, Any]:
+    """The names the notebook's parameters, setup imports and pure cells define, as the build runs them."""
+    from labkit.course.build import run_cell
+
+    ns: dict[str, Any] = {"__name__": "__main__"}
+    with i18n.language(nb.metadata.get("labkit", {}).get("lang", "en")):
+        for cell in nb.cells:
+            tags = cell.metadata.get("tags", [])
+            wanted = {"parameters", "injected-parameters", "nbval-check-output"}
+            if cell.cell_type != "code" or not (wanted & set(tags) or "%labkit_lang" in cell.source):
+                continue
+            if "labkit.check(" in cell.source:
+                continue
+            source = "\n".join(ln for ln in cell.source.splitlines() if not ln.startswith("%"))
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                try:
+                    run_cell(source, "<answers>", ns)
+                except Exception:  # a cell that needs a run: its names stay unknown
+                    pass
+    return ns
+
+
+def _calls_to(nb: Any, name: str) -> Iterator[ast.Call]:
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse("\n".join(ln for ln in cell.source.splitlines() if not ln.lstrip().startswith("%")))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+                yield node
+
+
+def _parameters(nb: Any, name: str) -> list[str] | None:
+    for cell in nb.cells:
+        if cell.cell_type == "code" and f"def {name}(" in cell.source:
+            tree = ast.parse("\n".join(ln for ln in cell.source.splitlines() if not ln.lstrip().startswith("%")))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef) and node.name == name:
+                    return [a.arg for a in node.args.args]
+    return None
+
+
+def answers(nb: Any, call: ast.Call, ns: dict[str, Any], run: RunRecord | None = None) -> list[Any]:
+    """The answers of one check at the notebook's own arguments (those that can be known); ``run``: the run
+    the check is given, where the notebook was executed."""
+    from labkit.grading import registry
+
+    q = registry.find(call.args[0].value) if call.args and isinstance(call.args[0], ast.Constant) else None
+    if q is None or q.answer is registry.UNSET or len(call.args) < 2:
+        return []
+    if not q.formula:
+        if callable(q.answer):
+            context = {}
+            for kw in call.keywords:
+                with contextlib.suppress(Exception):
+                    context[kw.arg] = eval(compile(ast.Expression(kw.value), "<check>", "eval"), dict(ns))
+            try:
+                return [registry.call_with(q, q.answer, context)]
+            except Exception:  # the answer needs a run this notebook has not made here
+                return []
+        return [q.answer]
+    found_values = []
+    fn = call.args[1]
+    names = _parameters(nb, fn.id) if isinstance(fn, ast.Name) else None
+    if names:
+        for use in _calls_to(nb, fn.id):
+            try:
+                values = [eval(compile(ast.Expression(a), "<call>", "eval"), dict(ns)) for a in use.args]
+                kwargs = dict(zip(names, values))
+                kwargs.update(
+                    {kw.arg: eval(compile(ast.Expression(kw.value), "<call>", "eval"), dict(ns)) for kw in use.keywords}
+                )
+                found_values.append(q.answer(**kwargs))
+            except Exception:  # arguments only a run gives
+                continue
+    if q.at_run is not None and run is not None:
+        with contextlib.suppress(Exception):
+            args, _ = q.at_run(run)
+            found_values.append(q.answer(**args))
+    return found_values
+
+
+def run_records(nb: Any) -> list[tuple[int, Any]]:
+    """Each run an executed notebook's outputs record (``labkit.regress.record``), with its cell, as the run
+    the questions read: ``values`` by rank and ``nproc``."""
+    from types import SimpleNamespace
+
+    found = []
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            rec = out.get("data", {}).get(RUN_MIME)
+            if isinstance(rec, dict):
+                values = {int(r): v for r, v in (rec.get("values") or {}).items()}
+                found.append((i, SimpleNamespace(values=values, nproc=rec.get("nproc"), ok=rec.get("ok"))))
+    return found
+
+
+def run_of(nb: Any, call: ast.Call, check_cell: int, records: list[tuple[int, Any]]) -> Any:
+    """The run a check is given: ``run=labkit.last_run``, or ``run=name`` where a cell set ``name = labkit.last_run``."""
+    kw = next((k for k in call.keywords if k.arg == "run"), None)
+    if kw is None or not records:
+        return None
+    until = check_cell
+    if isinstance(kw.value, ast.Name):
+        assigned = re.compile(rf"^{re.escape(kw.value.id)} = labkit\.last_run\b", re.M)
+        until = next((j for j in range(check_cell, -1, -1) if assigned.search(nb.cells[j].source)), -1)
+    elif ast.unparse(kw.value) != "labkit.last_run":
+        return None
+    before = [run for i, run in records if i < until]
+    return before[-1] if before else None
+
+
+def leaks(nb: Any, ns: dict[str, Any] | None = None) -> list[Leak]:
+    """Every question of ``nb`` whose answer an earlier cell's markdown or outputs show (an executed notebook:
+    with its runs' outputs, and the answers of questions judged against a run)."""
+    ns = namespace(nb) if ns is None else ns
+    records = run_records(nb)
+    lang = nb.metadata.get("labkit", {}).get("lang", "en")
+    out = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for call in check_calls(cell.source):
+            for answer in answers(nb, call, ns, run_of(nb, call, i, records)):
+                forms = renderings(answer, lang)
+                for j in range(i):
+                    if SOLUTION in nb.cells[j].source:  # the student's own cell: its output is their answer
+                        continue
+                    text = cell_text(nb.cells[j])
+                    shown = mapping_rows(answer, text) if isinstance(answer, Mapping) else found(forms, text)
+                    if shown:
+                        out.append(Leak(call.args[0].value, i, j, shown))
+                        break
+    return out
