@@ -150,14 +150,21 @@ def cpu_share(msgs: list[dict[str, Any]]) -> float | None:
     return (ran + waited) / ran if ran > 0 else None
 
 
-def calibrate(run: Source, configs: tuple[str, ...] = CALIBRATION_CONFIGS) -> Calibration:
+def calibrate(
+    run: Source, configs: tuple[str, ...] = CALIBRATION_CONFIGS, labels: dict[str, str] | None = None
+) -> Calibration:
     """A ``Calibration`` from one run of ``labkit.testing.link_job`` with ``configs``, one node, no
-    link: a ``Run``, or its ``events`` (then without the bare collectives' timings)."""
+    link: a ``Run``, or its ``events`` (then without the bare collectives' timings).
+
+    ``labels``: the ``config`` label each configuration's steps carry in ``run``, where it is not
+    the configuration's own string (e.g. lesson 4's own run, ``{"fsdp1:FULL_SHARD:BACKWARD_PRE":
+    "BACKWARD_PRE"}``): any run recorded with ``timeline.Recorder`` calibrates its flavor."""
     profiles, probes, shares, measured, rows = {}, [], [], {}, []
     ranks = 1
     for spec in configs:
-        msgs = spans_messages(run, 0, spec)
-        prof = profile_from_run(run, config=spec)
+        label = (labels or {}).get(spec, spec)
+        msgs = spans_messages(run, 0, label)
+        prof = profile_from_run(run, config=label)
         profiles[Config.parse(spec).key] = prof
         ranks = prof.world_size
         measured[spec] = measured_step(msgs)
