@@ -243,9 +243,19 @@ class GlooLink(Link):
         return collective_time(costs, topo, kind, payload, channel, speed)
 
     def cpu_time(self, kind: str, payload: float, group_size: int) -> float:
-        """The CPU work of the collective alone (no link): what an asynchronous one takes from compute."""
+        """What an asynchronous collective takes from the rank's compute: its per-byte CPU work
+        (``beta``: the copies and the TCP stack, on gloo's thread), not ``alpha`` (mostly waiting for
+        the peer), times the share of it that has to take a core from a computing rank: all of it
+        when the ranks already keep every core busy, none when a core is idle."""
         costs, topo, channel, speed = self._gloo
-        return collective_time(costs, replace(topo, rate=math.inf, latency=0.0), kind, payload, channel, speed)
+        group, _ = topo.group(channel)
+        g = len(group)
+        if g <= 1 or payload <= 0:
+            return 0.0
+        fallback = "reduce_scatter" if kind == "all_reduce" else "all_gather"
+        beta = costs.beta.get(kind) or costs.beta.get(fallback, 0.0)
+        busy = min(1.0, topo.world / max(topo.cores, 1))
+        return steps(kind, g) * payload / g * beta * speed * busy
 
 
 def slowed(prof: Profile, factor: float) -> Profile:
