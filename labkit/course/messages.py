@@ -198,8 +198,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "noduri emulate: NU ({why}). Fiecare durată a pasului de mai jos este SIMULATĂ (prezisă), nu măsurată.",
     },
     "course.say.calibrated": {
-        "en": "simulator calibrated on {source}: FSDP1 FULL_SHARD, {ranks} ranks, 1 node, no link, {ms} ms per step",
-        "ro": "simulator calibrat pe {source}: FSDP1 FULL_SHARD, {ranks} ranguri, 1 nod, fără legătură, {ms} ms pe pas",
+        "en": "simulator calibrated on {source}: FSDP1 FULL_SHARD, {ranks:@rank|ranks}, 1 node, no link, {ms} ms per step",
+        "ro": "simulator calibrat pe {source}: FSDP1 FULL_SHARD, {ranks:@rang|ranguri}, 1 nod, fără legătură, {ms} ms pe pas",
     },
     "course.say.calibrated_on_section2": {"en": "your run of section 2", "ro": "rularea voastră din secțiunea 2"},
     "course.say.calibrated_on_cpu": {
