@@ -85,6 +85,26 @@ def test_explicit_async_prefetch_hides_the_gathers_under_compute():
     assert predict.predict(again, "fsdp2:explicit", topo).step_time == pytest.approx(overlapped.step_time)
 
 
+def test_async_gathers_take_cpu_from_compute_when_every_core_is_busy():
+    """gloo's thread copies the gathered bytes on the ranks' cores: with a core per rank and none
+    spare, that CPU work delays the compute it overlaps; with idle cores, it does not."""
+    cal = hand_calibration()
+    busy = Topology(nodes=2, per_node=1, rate=5e9, cores=2)  # a fast link: the step is compute
+    spare = Topology(nodes=2, per_node=1, rate=5e9, cores=8)  # the same contention (none), idle cores
+    link = predict.GlooLink(cal.gloo, busy, "world", 1.0)
+    assert link.cpu_time("all_gather", 1e6, 2) == pytest.approx(0.5e6 * 1e-9)  # beta per chunk byte, no alpha
+    assert predict.GlooLink(cal.gloo, spare, "world", 1.0).cpu_time("all_gather", 1e6, 2) == pytest.approx(
+        0.25 * 0.5e6 * 1e-9
+    )
+    assert (
+        predict.predict(cal, "fsdp2:explicit", busy).step_time > predict.predict(cal, "fsdp2:explicit", spare).step_time
+    )
+    assert (
+        predict.predict(cal, "fsdp2:implicit", busy).step_time
+        == predict.predict(cal, "fsdp2:implicit", spare).step_time
+    )
+
+
 def test_bf16_gathers_half_the_bytes():
     cal = hand_calibration()
     topo = Topology(nodes=2, per_node=1, rate=1e6, cores=2)

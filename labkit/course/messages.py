@@ -183,6 +183,45 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "trecerea directă: colectări (AG) și calcul (F), în ordine",
     },
     "course.col.block_params": {"en": "parameters per block", "ro": "parametri pe bloc"},
+    "course.col.configuration": {"en": "configuration", "ro": "configurație"},
+    "course.col.predicted_ms": {"en": "predicted (ms)", "ro": "prezis (ms)"},
+    "course.col.measured_ms": {"en": "measured (ms)", "ro": "măsurat (ms)"},
+    "course.col.error": {"en": "error", "ro": "eroare"},
+    "course.col.comm_ms": {"en": "collectives (ms)", "ro": "operații colective (ms)"},
+    "course.col.hidden_ms": {"en": "under compute (ms)", "ro": "sub calcul (ms)"},
+    "course.say.emulated": {
+        "en": "emulated nodes: yes, 2 nodes joined by a {link} link in each direction",
+        "ro": "noduri emulate: da, 2 noduri legate printr-o legătură de {link} în fiecare direcție",
+    },
+    "course.say.not_emulated": {
+        "en": "emulated nodes: NO ({why}). Every step time below is SIMULATED (predicted), not measured.",
+        "ro": "noduri emulate: NU ({why}). Fiecare durată a pasului de mai jos este SIMULATĂ (prezisă), nu măsurată.",
+    },
+    "course.say.calibrated": {
+        "en": "simulator calibrated on {source}: FSDP1 FULL_SHARD, {ranks:@rank|ranks}, 1 node, no link, {ms} ms per step",
+        "ro": "simulator calibrat pe {source}: FSDP1 FULL_SHARD, {ranks:@rang|ranguri}, 1 nod, fără legătură, {ms} ms pe pas",
+    },
+    "course.say.calibrated_on_section2": {"en": "your run of section 2", "ro": "rularea voastră din secțiunea 2"},
+    "course.say.calibrated_on_cpu": {
+        "en": "a short run on CPU ranks (section 2 ran on GPUs)",
+        "ro": "o rulare scurtă pe ranguri CPU (secțiunea 2 a rulat pe GPU-uri)",
+    },
+    "course.say.predicted_order": {
+        "en": "predicted order, fastest first: {order}",
+        "ro": "ordinea prezisă, de la cel mai rapid: {order}",
+    },
+    "course.say.measured_order": {
+        "en": "measured order, fastest first: {order}",
+        "ro": "ordinea măsurată, de la cel mai rapid: {order}",
+    },
+    "course.say.not_measured": {
+        "en": "not measured: this machine cannot emulate nodes; the predictions above are all there is (SIMULATED)",
+        "ro": "nemăsurat: această mașină nu poate emula noduri; predicțiile de mai sus sunt tot ce există (SIMULAT)",
+    },
+    "course.say.trace_saved": {
+        "en": "the FSDP2 run's timeline, to open at ui.perfetto.dev: {path}",
+        "ro": "cronologia rulării FSDP2, de deschis la ui.perfetto.dev: {path}",
+    },
     "course.col.prefetch_extra": {"en": "one block in bf16", "ro": "un bloc în bf16"},
     "course.col.params_unsharded": {"en": "gathered", "ro": "colectați"},
     "course.col.optimizer": {"en": "optimizer", "ro": "optimizator"},

@@ -85,9 +85,9 @@ def probe() -> Probe:
     """
     if not sys.platform.startswith("linux"):
         return Probe(t("launch.netem.why.platform", platform=sys.platform))
-    for tool in ("ip", "tc"):
-        if shutil.which(tool) is None:
-            return Probe(t("launch.netem.why.tool", tool=tool))
+    for name in ("ip", "tc"):
+        if tool(name) is None:
+            return Probe(t("launch.netem.why.tool", tool=name))
     try:
         done = subprocess.run(
             [sys.executable, "-m", "labkit.launch.netem", "probe"],
@@ -169,10 +169,20 @@ def _probe_here() -> dict[str, Any]:
     return {"error": None, "netem": netem}
 
 
+# where iproute2 lives: a PATH without the sbin folders (a grading sandbox's, a desktop
+# session's) does not make ip and tc go away
+SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
+def tool(name: str) -> str | None:
+    """The path of ``ip`` or ``tc``: on PATH, else in the sbin folders (None: not installed)."""
+    return shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", ""), *SBIN]))
+
+
 def run_ip(cmd: list[str]) -> str:
     """Run an ip/tc command; its error text ("" when it worked)."""
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        done = subprocess.run([tool(cmd[0]) or cmd[0], *cmd[1:]], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     return "" if done.returncode == 0 else (done.stderr.strip() or f"exit code {done.returncode}")

@@ -160,8 +160,15 @@ def scheduled() -> tuple[float, float]:
 
 
 def main(
-    model_name: str = "small", steps: int = 4, batch: int = 8, configs: list[str] | None = None, costs: bool = False
+    model_name: str = "small",
+    steps: int = 4,
+    batch: int = 8,
+    configs: list[str] | None = None,
+    costs: bool = False,
+    probe: bool = True,
 ) -> None:
+    """Train ``steps`` steps of each configuration. ``probe=False`` skips the speed probe before each
+    step (the benchmark's "at run's CPU" column needs it; a lesson does not, and it costs CPU time)."""
     torch.set_num_threads(1)  # ranks share the cores: one intra-op thread each
     if not dist.is_initialized():
         dist.init_process_group("gloo")
@@ -177,9 +184,9 @@ def main(
         first = getattr(model, "_labkit_unshard_first", False)
         for i in range(steps):
             x, y = synthetic_batch(cfg, batch, i, r)
-            probe = speed_probe()
+            probed = speed_probe() if probe else None
             sched: dict[str, float] = {}  # filled at the step's end, sent with it
-            with rec.step(i, config=spec, num_params=cfg.num_params(), batch=batch, probe=probe, sched=sched):
+            with rec.step(i, config=spec, num_params=cfg.num_params(), batch=batch, probe=probed, sched=sched):
                 ran0, waited0 = scheduled()
                 if first:
                     model.unshard(async_op=True)  # the root's all-gather under nothing: it starts the step

@@ -150,14 +150,21 @@ def cpu_share(msgs: list[dict[str, Any]]) -> float | None:
     return (ran + waited) / ran if ran > 0 else None
 
 
-def calibrate(run: Source, configs: tuple[str, ...] = CALIBRATION_CONFIGS) -> Calibration:
+def calibrate(
+    run: Source, configs: tuple[str, ...] = CALIBRATION_CONFIGS, labels: dict[str, str] | None = None
+) -> Calibration:
     """A ``Calibration`` from one run of ``labkit.testing.link_job`` with ``configs``, one node, no
-    link: a ``Run``, or its ``events`` (then without the bare collectives' timings)."""
+    link: a ``Run``, or its ``events`` (then without the bare collectives' timings).
+
+    ``labels``: the ``config`` label each configuration's steps carry in ``run``, where it is not
+    the configuration's own string (e.g. lesson 4's own run, ``{"fsdp1:FULL_SHARD:BACKWARD_PRE":
+    "BACKWARD_PRE"}``): any run recorded with ``timeline.Recorder`` calibrates its flavor."""
     profiles, probes, shares, measured, rows = {}, [], [], {}, []
     ranks = 1
     for spec in configs:
-        msgs = spans_messages(run, 0, spec)
-        prof = profile_from_run(run, config=spec)
+        label = (labels or {}).get(spec, spec)
+        msgs = spans_messages(run, 0, label)
+        prof = profile_from_run(run, config=label)
         profiles[Config.parse(spec).key] = prof
         ranks = prof.world_size
         measured[spec] = measured_step(msgs)
@@ -236,9 +243,19 @@ class GlooLink(Link):
         return collective_time(costs, topo, kind, payload, channel, speed)
 
     def cpu_time(self, kind: str, payload: float, group_size: int) -> float:
-        """The CPU work of the collective alone (no link): what an asynchronous one takes from compute."""
+        """What an asynchronous collective takes from the rank's compute: its per-byte CPU work
+        (``beta``: the copies and the TCP stack, on gloo's thread), not ``alpha`` (mostly waiting for
+        the peer), times the share of it that has to take a core from a computing rank: all of it
+        when the ranks already keep every core busy, none when a core is idle."""
         costs, topo, channel, speed = self._gloo
-        return collective_time(costs, replace(topo, rate=math.inf, latency=0.0), kind, payload, channel, speed)
+        group, _ = topo.group(channel)
+        g = len(group)
+        if g <= 1 or payload <= 0:
+            return 0.0
+        fallback = "reduce_scatter" if kind == "all_reduce" else "all_gather"
+        beta = costs.beta.get(kind) or costs.beta.get(fallback, 0.0)
+        busy = min(1.0, topo.world / max(topo.cores, 1))
+        return steps(kind, g) * payload / g * beta * speed * busy
 
 
 def slowed(prof: Profile, factor: float) -> Profile:

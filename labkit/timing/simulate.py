@@ -168,7 +168,11 @@ class _Schedule:
         self.comm_free[channel] = end
         self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload))
         if self.o.get("async_gather") and kind == "all_gather":
-            pass  # FSDP2's asynchronous unshard: gloo's thread gathers while this one goes on
+            # FSDP2's asynchronous unshard: gloo's thread gathers while this one goes on, but its
+            # copies run on the same cores: a link that knows its CPU cost (predict.GlooLink) charges it
+            cpu_time = getattr(ln, "cpu_time", None)
+            if cpu_time is not None:
+                self.cpu += cpu_time(kind, payload, group)
         elif self.o["sync_comm"] and self.o["strategy"] != "DDP":  # DDP's reducer never waits for a bucket
             self.cpu = end
         return end

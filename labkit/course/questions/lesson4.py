@@ -135,3 +135,31 @@ question(
         },
     ],
 )
+
+
+question(
+    "lesson4.slow_link_order",
+    answer="c",
+    sealed=True,
+    hint={
+        "en": "Count what each strategy sends across the slow link, not what each rank holds: which collectives "
+        "does HSDP keep inside a node, and which all-gathers does SHARD_GRAD_OP not run in backward?",
+        "ro": "Numărați ce trimite fiecare strategie peste legătura lentă, nu ce ține fiecare rang: ce operații "
+        "colective păstrează HSDP în interiorul unui nod și ce colectări nu mai rulează SHARD_GRAD_OP în "
+        "trecerea inversă?",
+    },
+    mistakes={
+        "a": {
+            "en": "FULL_SHARD holds the least per rank, but every one of its collectives runs on a ring that "
+            "crosses the link, and it gathers each block twice.",
+            "ro": "FULL_SHARD ține cel mai puțin pe rang, dar fiecare operație colectivă a lui rulează pe un inel "
+            "care traversează legătura, iar fiecare bloc este colectat de două ori.",
+        },
+        "d": {
+            "en": "On CPU every FSDP1 collective blocks the rank, so each one's time adds to the step: the "
+            "strategies differ in how many bytes those collectives send across the link.",
+            "ro": "Pe procesor fiecare operație colectivă FSDP1 blochează rangul, așa că durata fiecăreia se "
+            "adaugă la pas: strategiile diferă prin câți octeți trimit acele operații peste legătură.",
+        },
+    },
+)
