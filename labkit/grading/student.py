@@ -38,8 +38,8 @@ from labkit.i18n import all_messages
 from labkit.wire import env as envvars
 
 # the lessons' MyST sources hold every solution (and the rank exercises' solutions, inline); the
-# questions hold the references; the snippets are lesson source too
-INSTRUCTOR_ONLY = ("labkit/course/lessons", "labkit/course/snippets", "labkit/course/questions")
+# questions hold the references
+INSTRUCTOR_ONLY = ("labkit/course/lessons", "labkit/course/questions")
 SKIP_NAMES = ("__pycache__",)
 SKIP_SUFFIXES = (".pyc", ".pyo")
 DIST, VERSION_LABEL = "fsdp_labkit", "student"
