@@ -46,10 +46,9 @@ lint
 if [ "$#" -gt 0 ]; then
   exec "${pytest[@]}" "$@"
 fi
-# Everything but the lesson notebooks, one test at a time: these tests time interrupts and
-# teardowns. Then the notebooks, two at a time: each spends much of its time waiting for its
-# kernel and its ranks, so two share the cores about 1.4x faster than one after the other.
-status=0
-"${pytest[@]}" --durations=25 --ignore=tests/test_notebooks.py || status=$?
-"${pytest[@]}" --durations=10 -n 2 tests/test_notebooks.py || status=$?
-exit "$status"
+# Everything in one run on two workers (pytest-xdist): tests/conftest.py keeps each file on one
+# worker (its module fixtures are made once), the Slurm and hub files together (machine-wide users
+# and daemons), and spreads the lesson notebooks one by one. Much of the suite waits on kernels,
+# ranks, browsers and timeouts, so two workers share the two cores well; every leftover check
+# sees its own worker's processes only.
+exec "${pytest[@]}" -n 2 --durations=30

@@ -16,16 +16,30 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 mark_session()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup``, a file's tests run on one worker, in order, unless the file names a group.
+# Files that share something machine-wide (the Slurm test cluster, the class hub's users and their
+# PAM passwords): under xdist they run on one worker, one after the other.
+MACHINE_WIDE = ("tests/test_slurm_live.py", "tests/test_hub_live.py", "tests/browser/test_hub_browser.py")
 
-    Module fixtures (a sandbox, a gradebook, a Slurm cluster) are then set up once; files that share
-    something machine-wide (the Slurm test cluster, the class hub's users) name one group between them.
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under ``-n``, a file's tests run on one worker, in order (module fixtures such as a sandbox, a
+    gradebook or a Slurm cluster are set up once), the machine-wide files together, and each lesson
+    notebook test on its own (they are long, and independent).
+
+    (xdist's ``--dist loadgroup`` would say this with marks, but it groups by rewriting node ids,
+    which pytest 9 no longer reads.)
     """
-    for item in items:
-        if not any(item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            if path in MACHINE_WIDE:
+                return "machine"
+            return nodeid if path == "tests/test_notebooks.py" else path
+
+    return ByFile(config, log)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from labkit.hub import homes
 from labkit.hub.settings import HubSettings
 from labkit.testing import hub as live
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("machine")]  # the hub's users and Slurm are machine-wide
+pytestmark = pytest.mark.slow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -26,7 +26,7 @@ import pytest
 from labkit import export
 from labkit.testing import processes, slurm
 
-pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(240), pytest.mark.xdist_group("machine")]
+pytestmark = [pytest.mark.slow, pytest.mark.slurm, pytest.mark.timeout(240)]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FROM_SLURM = "launch/slurm/torchrun-from-slurm.sh"

@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SHOTS = os.path.join(ROOT, "docs", "screenshots")
 LESSON = "00_setup.ipynb"
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("machine")]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 # what the instructor runs: the submissions as labkit grade finds them, from ~/submissions
