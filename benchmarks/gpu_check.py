@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
@@ -457,6 +458,10 @@ def one_fault(plan: Plan, fault: str, expect: type, timeout: float | None, pg_ti
     if fault != "hang-pg":  # the killed or hung rank itself must be named
         ok = ok and victim in (named or [])
     how = f", {err.signal}" if getattr(err, "signal", None) else ""  # NCCL's watchdog may abort a rank
+    if err is not None and not isinstance(err, expect):  # not the fault's error: say what it was, and where
+        how += f": {err!r} at " + " < ".join(
+            f"{f.name}:{f.lineno}" for f in traceback.extract_tb(err.__traceback__)[::-1][:4]
+        )
     return ok, f"{fault}: {type(err).__name__} naming rank(s) {named}{how} in {took:.1f} s (bound {bound:.0f} s)"
 
 
