@@ -11,7 +11,7 @@ import pytest
 
 from labkit.launch.logs import RankLog
 from labkit.launch.run import Run
-from labkit.views import dashboard
+from labkit.views import dashboard, output
 from labkit.wire.protocol import Msg, Status
 
 
@@ -134,7 +134,7 @@ def kernel_like(monkeypatch):
     monkeypatch.setattr("IPython.get_ipython", lambda: Shell())
     monkeypatch.setattr("IPython.display.display", display)
     # the kernel's streams, as the dashboard reads them (pytest's capture owns the real sys.stdout)
-    monkeypatch.setattr(dashboard, "sys", types.SimpleNamespace(stdout=FakeStream(False), stderr=FakeStream(False)))
+    monkeypatch.setattr(output, "sys", types.SimpleNamespace(stdout=FakeStream(False), stderr=FakeStream(False)))
     return pub, shown
 
 
@@ -174,7 +174,7 @@ def test_a_longer_run_opens_the_live_widgets(tmp_path, kernel_like, monkeypatch)
 
 def test_publish_flushes_when_printed_text_waits(kernel_like, monkeypatch):
     pub, shown = kernel_like
-    dashboard.sys.stdout = FakeStream(True)
-    dashboard.publish({"text/plain": "x"})
+    output.sys.stdout = FakeStream(True)
+    output.publish({"text/plain": "x"})
     assert pub.flushes == 1 and shown == [{"text/plain": "x"}]  # printed text goes out before the display
     assert "_flush_streams" not in pub.__dict__, "the publisher is left as it was"

@@ -19,7 +19,6 @@ what an executed notebook keeps.
 from __future__ import annotations
 
 import html
-import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -28,6 +27,7 @@ from typing import Any
 from labkit.fmt import fmt_bytes, fmt_number
 from labkit.i18n import get_lang, language, t
 from labkit.views import runview
+from labkit.views.output import publish
 from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import ELAPSED, Msg, Status
 from labkit.wire.records import RunRecord
@@ -102,40 +102,6 @@ def show(extra: dict[str, Any] | None) -> None:
     """``extra``, a mime bundle, as an output of its own that text readers see as empty."""
     if extra and in_kernel():
         publish({**extra, "text/plain": ""})
-
-
-def publish(bundle: dict[str, Any]) -> None:
-    """``display(bundle, raw=True)``, without its wait on the kernel's output thread when there is
-    nothing to wait for.
-
-    ipykernel flushes stdout and stderr before each display, so that what was printed comes
-    first; each flush is a round trip to its output thread, even with nothing printed (about
-    a third of a millisecond per display on a busy machine, a warm cell's end has one). When
-    neither stream holds unsent text (ipykernel's ``_flush_pending``), there is nothing to
-    order, and the display goes out without them. Anything else (another kernel, a stream
-    replaced by a capture, an ipykernel without that flag) flushes as usual.
-    """
-    from IPython import get_ipython
-    from IPython.display import display
-
-    pub = getattr(get_ipython(), "display_pub", None)
-    idle = all(getattr(stream, "_flush_pending", None) is False for stream in (sys.stdout, sys.stderr))
-    if pub is None or not idle or not callable(getattr(pub, "_flush_streams", None)):
-        display(bundle, raw=True)
-        return
-    own = pub.__dict__.get("_flush_streams")  # one set on the instance already (a test's, a tool's)
-    pub._flush_streams = _no_flush  # on the instance, for this one display
-    try:
-        display(bundle, raw=True)
-    finally:
-        if own is None:
-            del pub._flush_streams
-        else:
-            pub._flush_streams = own
-
-
-def _no_flush() -> None:
-    pass
 
 
 class TextView(QuietView):
