@@ -9,8 +9,9 @@ and at least 100x faster than cold.
 
 With ``--kernel`` the same comparison also runs through a real Jupyter kernel:
 ``%%ranks`` against ``%%torchrun``, timed from sending the cell to its reply with
-every output delivered: once with the dashboard (live widgets, and the final static
-figure), once with ``--quiet`` (no dashboard), to show what the dashboard costs, and an
+every output delivered: once with the dashboard (a cold cell's live widgets, summary and
+static figure; a warm cell shorter than the dashboard's ``SHOW_AFTER`` gets its final
+dashboard as one output instead of widgets), once with ``--quiet`` (no dashboard), to show what the dashboard costs, and an
 empty cell (``pass``): what the kernel and the client cost with no labkit at all.
 Targets through the kernel: a warm cell with the dashboard under 10 ms.
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 import time
+import types
 
 import pytest
 
 from labkit.launch.logs import RankLog
 from labkit.launch.run import Run
-from labkit.views import dashboard
-from labkit.wire.protocol import Msg
+from labkit.views import dashboard, output
+from labkit.wire.protocol import Msg, Status
 
 
 def fake_run(nproc: int, tmp_path) -> Run:
@@ -97,3 +98,83 @@ def test_steps_as_i_of_n_with_the_time_left(tmp_path, monkeypatch):
     run.ranks[0].status = "done"
     assert runview.steps_label(run, 0) == "6/100"
     assert runview.rows(run)[0]["steps"] == "6/100"
+
+
+# -- a short run, a long run: what the kernel is sent ---------------------------------------
+
+
+class FakePub:
+    """The parts of ipykernel's display publisher that ``dashboard.publish`` touches."""
+
+    def __init__(self) -> None:
+        self.flushes = 0
+
+    def _flush_streams(self) -> None:
+        self.flushes += 1
+
+
+class FakeStream:
+    def __init__(self, pending: bool) -> None:
+        self._flush_pending = pending
+
+
+@pytest.fixture
+def kernel_like(monkeypatch):
+    """A kernel as the dashboard sees one: displays recorded, the publisher's flushes counted."""
+    pub, shown = FakePub(), []
+
+    class Shell:
+        display_pub = pub
+
+    def display(obj, raw=False):
+        pub._flush_streams()  # what ipykernel's publisher does first
+        shown.append(obj)
+
+    monkeypatch.setattr(dashboard, "in_kernel", lambda: True)
+    monkeypatch.setattr("IPython.get_ipython", lambda: Shell())
+    monkeypatch.setattr("IPython.display.display", display)
+    # the kernel's streams, as the dashboard reads them (pytest's capture owns the real sys.stdout)
+    monkeypatch.setattr(output, "sys", types.SimpleNamespace(stdout=FakeStream(False), stderr=FakeStream(False)))
+    return pub, shown
+
+
+def test_a_run_over_before_the_widgets_open_shows_its_end_in_one_output(tmp_path, kernel_like, monkeypatch):
+    pub, shown = kernel_like
+    run = fake_run(2, tmp_path)
+    run.step_times = {0: [], 1: []}  # no curve: no matplotlib figure
+    run.memory = {0: run.memory[0][:1], 1: run.memory[1][:1]}
+    for state in run.ranks.values():  # as a warm cell ends: every rank answered
+        state.status, state.exit_code = Status.DONE, 0
+    view = dashboard.make_view(run, lambda: None)
+    assert isinstance(view, dashboard.LiveView)
+    view.update(run)  # within SHOW_AFTER: nothing opened, nothing sent
+    assert view.widgets is None and shown == []
+    view.finish(run, {"application/x-extra": {"a": 1}})
+    ((bundle,),) = [shown]
+    assert set(bundle) == {"application/x-extra", "text/html", "text/plain"}, "one output carries it all"
+    assert bundle["text/plain"] == dashboard.runview.summary(run)  # what text readers (papermill) keep
+    page = bundle["text/html"]
+    assert page.startswith("<div class='labkit-dashboard'>") and page.count("<tr class='labkit-rank'") == 2
+    assert "labkit-memplot" in page and page.count("<details class='labkit-log'") == 2  # each rank's output
+    assert dashboard.t("views.run.status.done") in page
+    assert pub.flushes == 0, "nothing was printed: no wait on the kernel's output thread"
+
+
+def test_a_longer_run_opens_the_live_widgets(tmp_path, kernel_like, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    pub, shown = kernel_like
+    run = fake_run(2, tmp_path)
+    view = dashboard.make_view(run, lambda: None)
+    monkeypatch.setattr(dashboard.time, "monotonic", lambda: time.monotonic_ns() / 1e9 + dashboard.SHOW_AFTER)
+    monkeypatch.setattr(dashboard.WidgetView, "_ui_poller", lambda self: None)
+    view.update(run)
+    assert view.widgets is not None
+    assert "application/vnd.jupyter.widget-view+json" in shown[0]
+
+
+def test_publish_flushes_when_printed_text_waits(kernel_like, monkeypatch):
+    pub, shown = kernel_like
+    output.sys.stdout = FakeStream(True)
+    output.publish({"text/plain": "x"})
+    assert pub.flushes == 1 and shown == [{"text/plain": "x"}]  # printed text goes out before the display
+    assert "_flush_streams" not in pub.__dict__, "the publisher is left as it was"

@@ -110,17 +110,19 @@ def test_the_notebook_record_counts_cells_as_in_the_source_notebook():
 
 def test_the_record_output_shows_nothing_to_text_readers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """nbval and a plain notebook view read text/plain: the record's is empty; the JSON lands in the folder too."""
+    from labkit.views import dashboard
+
     shown = []
     monkeypatch.setattr("labkit.views.dashboard.in_kernel", lambda: True)
     monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append((obj, raw)))
     monkeypatch.setenv("LABKIT_RECORD_DIR", str(tmp_path))
-    record.emit(fake_run())
+    bundle = record.emit(fake_run())  # what the run's view shows with its own last output, or alone:
+    dashboard.QuietView().finish(fake_run(), bundle)
     ((bundle, raw),) = shown
     assert raw and bundle["text/plain"] == "" and bundle[record.MIME]["schema"] == record.SCHEMA
     assert json.loads((tmp_path / "run-test.json").read_text())["run_id"] == "run-test"
     monkeypatch.setenv("LABKIT_RECORD", "0")
-    record.emit(fake_run())
-    assert len(shown) == 1
+    assert record.emit(fake_run()) is None
 
 
 # -- the comparison -------------------------------------------------------------------------

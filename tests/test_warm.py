@@ -306,8 +306,11 @@ def test_magics_in_a_notebook(no_orphans):
 
     cells = [
         "%load_ext labkit",
-        "%torchrun_start -n 2 --pg-timeout 30",
+        # a short cell shows its end only, a longer one the live widgets (dashboard.SHOW_AFTER): both are
+        # seen here, whatever the machine's load, by moving the limit
+        "%torchrun_start -n 2 --pg-timeout 30\nfrom labkit.views import dashboard\ndashboard.SHOW_AFTER = 60",
         "%%ranks\nfrom labkit import rank\nimport torch\nw = torch.full((2,), float(rank.rank()))\nprint('made', rank.rank())",
+        "dashboard.SHOW_AFTER = 0",
         "%%ranks --timeout 60\nrank.report(total=float(w.sum()))\nprint('used w')",
         "print(_.values, _.ok, _.logs[1].stdout)",
         "%%ranks\nif rank.rank() == 1:\n    raise KeyError('missing')",
@@ -334,14 +337,19 @@ def test_magics_in_a_notebook(no_orphans):
         return "\n".join(parts)
 
     assert "2 warm ranks (gloo) ready" in text(1)
-    kinds = {mime for out in nb.cells[2].outputs for mime in out.get("data", {})}
+    # a cell over within the dashboard's SHOW_AFTER: its end as one output, the dashboard's HTML,
+    # the summary for text readers, the run's record; a longer one: the live dashboard of %%torchrun
+    (out,) = [out for out in nb.cells[2].outputs if "data" in out]
+    assert "<div class='labkit-dashboard'>" in out.data["text/html"] and "made 1" in out.data["text/html"]
+    assert "all ranks finished" in out.data["text/plain"] and "application/vnd.labkit.run+json" in out.data
+    kinds = {mime for out in nb.cells[4].outputs for mime in out.get("data", {})}
     assert "application/vnd.jupyter.widget-view+json" in kinds, "the same live dashboard as %%torchrun"
-    assert "all ranks finished" in text(3)
-    assert text(4).strip() == "{0: {'total': 0.0}, 1: {'total': 2.0}} True used w"
-    assert "RankError" in text(5) and "rank 1 failed (cell line 3): KeyError: 'missing'" in text(5)
-    assert "stopped" in text(6)
-    assert "SessionEnded" in text(7) and "not running" in text(7)
-    assert "ready" in text(8)
-    values, run_id = text(10).strip().rsplit(" ", 1)
+    assert "all ranks finished" in text(4)
+    assert text(5).strip() == "{0: {'total': 0.0}, 1: {'total': 2.0}} True used w"
+    assert "RankError" in text(6) and "rank 1 failed (cell line 3): KeyError: 'missing'" in text(6)
+    assert "stopped" in text(7)
+    assert "SessionEnded" in text(8) and "not running" in text(8)
+    assert "ready" in text(9)
+    values, run_id = text(11).strip().rsplit(" ", 1)
     assert values == "{0: {'has_w': False}, 1: {'has_w': False}}"
     assert left(run_id) == [], "the warm ranks ended with their kernel"

@@ -87,7 +87,7 @@ class Launch:
         return self.group.run_id
 
     def run(self, raise_on_error: bool = True) -> Run:
-        from labkit.views.dashboard import make_view
+        from labkit.views.dashboard import make_view, show
 
         try:
             run = self.group.start()  # it may wait for the prefork server's import: a Ctrl-C there ends it all
@@ -123,9 +123,11 @@ class Launch:
             run.error = error
             run.ended = time.time()
             after_run(run, self.cfg, self.group)
+            extra = finished.notify(run)
             if view is not None:
-                view.finish(run)
-            finished.notify(run)
+                view.finish(run, extra)
+            else:
+                show(extra)
         if error is not None and (raise_on_error or isinstance(error, RunInterrupted)):
             raise error
         return run

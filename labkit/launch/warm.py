@@ -300,8 +300,7 @@ class Session:
         with sigint_deferred():  # a second Ctrl-C must not abandon the ranks half-interrupted
             error = self._conclude(group, run, n, code, outcome, timeout)
             run.error, run.ended = error, time.time()
-            view.finish(run)
-            finished.notify(run)
+            view.finish(run, finished.notify(run))
         if error is not None and (raise_on_error or isinstance(error, RunInterrupted)):
             raise error
         return run

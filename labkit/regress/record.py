@@ -8,9 +8,10 @@ those the cell counted per step itself (``labkit.comm``), the FSDP units the tim
 the step times, the values the ranks reported, and any private torch API found missing;
 then the run's outcome and ``fingerprint()``.
 
-In a kernel (``%load_ext labkit`` subscribes ``emit``), every run ends with the record as a
-display output of type ``MIME`` (with an empty ``text/plain``, so a notebook shows nothing
-and nbval, which compares text, sees nothing either), and, when ``LABKIT_RECORD_DIR`` is set,
+In a kernel (``%load_ext labkit`` subscribes ``emit``), every run's output carries the record
+under ``MIME``: in the display output the run's view ends with (a short warm cell's final
+dashboard), or in one of its own with an empty ``text/plain``, so a notebook shows nothing
+and nbval, which compares text, sees nothing either; and, when ``LABKIT_RECORD_DIR`` is set,
 as ``<run id>.json`` there. ``LABKIT_RECORD=0`` turns both off.
 
 A notebook's record (``notebook_record(executed)``) gathers the run records from an executed
@@ -184,10 +185,11 @@ def enabled() -> bool:
     return envvars.get("LABKIT_RECORD") != "0"
 
 
-def emit(run: Run) -> None:
-    """Leave ``run``'s record in the notebook (a display output) and in ``$LABKIT_RECORD_DIR``."""
+def emit(run: Run) -> dict[str, Any] | None:
+    """Write ``run``'s record to ``$LABKIT_RECORD_DIR``; in a kernel, return it as the mime bundle
+    that the run's output carries (``labkit.launch.finished``: the launcher's view shows it)."""
     if not enabled():
-        return
+        return None
     rec = run_record(run)
     folder = envvars.get("LABKIT_RECORD_DIR")
     if folder:
@@ -195,10 +197,9 @@ def emit(run: Run) -> None:
         Path(folder, f"{run.run_id}.json").write_text(json.dumps(rec, indent=1, default=repr))
     from labkit.views.dashboard import in_kernel
 
-    if in_kernel():
-        from IPython.display import display
-
-        display({MIME: json.loads(json.dumps(rec, default=repr)), "text/plain": ""}, raw=True)
+    if not in_kernel():
+        return None
+    return {MIME: json.loads(json.dumps(rec, default=repr))}
 
 
 def subscribe() -> None:

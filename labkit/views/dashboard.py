@@ -4,6 +4,13 @@ All updates happen on the cell's main thread (the launcher's loop calls
 ``update``), by setting widget traits, batched and throttled to a few per
 second: no thread ever touches a widget, and the iopub rate limit is never hit.
 
+The widgets appear once a run has lasted ``SHOW_AFTER`` seconds. A run that ends
+sooner (most warm ``%%ranks`` cells take milliseconds) would show its first state
+for a blink and then its last: it shows its last at once instead, as one HTML
+output with the same header, table, figures and per-rank output. Opening widgets
+is most of what such a cell would cost (a comm message per widget, and their
+models in the frontend), and a static output also survives in a saved notebook.
+
 With no frontend (papermill, nbval, nbconvert) the widgets are inert, so the
 view always ends with a plain-text summary and one static figure, which is
 what an executed notebook keeps.
@@ -20,6 +27,7 @@ from typing import Any
 from labkit.fmt import fmt_bytes, fmt_number
 from labkit.i18n import get_lang, language, t
 from labkit.views import runview
+from labkit.views.output import publish
 from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import ELAPSED, Msg, Status
 from labkit.wire.records import RunRecord
@@ -54,6 +62,7 @@ RANK_COLORS = [
 MANY_RANKS = 8  # above: short tab titles, a scrolled table
 TABLE_PERIOD = 0.25  # seconds between table refreshes (4 per second at most)
 PLOT_PERIOD = 1.0  # seconds between plot refreshes
+SHOW_AFTER = 0.2  # seconds a run lasts before its live widgets open; a shorter one shows only its end
 LOG_LINES_SHOWN = 80
 
 
@@ -74,31 +83,72 @@ def make_view(run: RunRecord, on_stop: Callable[[], None], *, display: str = "au
     if display == "text" or (display == "auto" and not in_kernel()):
         return TextView()
     try:
-        return WidgetView(run, on_stop)
+        import ipywidgets  # noqa: F401  (imported once per kernel; the widgets themselves come later)
     except ImportError:
         return TextView()
+    return LiveView(on_stop)
 
 
 class QuietView:
     def update(self, run: RunRecord) -> None:
         pass
 
-    def finish(self, run: RunRecord) -> None:
-        pass
+    def finish(self, run: RunRecord, extra: dict[str, Any] | None = None) -> None:
+        """The run is over: show ``extra`` (what ``labkit.launch.finished``'s subscribers add), if any."""
+        show(extra)
+
+
+def show(extra: dict[str, Any] | None) -> None:
+    """``extra``, a mime bundle, as an output of its own that text readers see as empty."""
+    if extra and in_kernel():
+        publish({**extra, "text/plain": ""})
 
 
 class TextView(QuietView):
     """No widgets: the summary and one figure at the end."""
 
-    def finish(self, run: RunRecord) -> None:
+    def finish(self, run: RunRecord, extra: dict[str, Any] | None = None) -> None:
         # in a kernel, no flush: the kernel sends the cell's output before it says the cell is done,
         # and a flush here is one more wait on its output thread
         print(runview.summary(run), flush=not in_kernel())
-        # a figure only when there is a curve to see: drawing it costs seconds, a warm cell milliseconds
-        if in_kernel() and (any(len(m) > 1 for m in run.memory.values()) or any(run.step_times.values())):
-            from IPython.display import display
+        figure(run)
+        show(extra)
 
-            display(runview.plot(run))
+
+def figure(run: RunRecord) -> None:
+    """The static figure, in a kernel, when there is a curve to see: drawing it costs a good part
+    of a second, a warm cell milliseconds."""
+    if in_kernel() and (any(len(m) > 1 for m in run.memory.values()) or any(run.step_times.values())):
+        from IPython.display import display
+
+        display(runview.plot(run))
+
+
+class LiveView:
+    """The dashboard in a kernel: the live widgets once the run has lasted ``SHOW_AFTER`` seconds,
+    or, for a run that ended sooner, its final state as one static output (``final_html``)."""
+
+    def __init__(self, on_stop: Callable[[], None]) -> None:
+        self._on_stop = on_stop
+        self._open_at = time.monotonic() + SHOW_AFTER
+        self.widgets: WidgetView | None = None
+
+    def update(self, run: RunRecord) -> None:
+        if self.widgets is None:
+            if time.monotonic() < self._open_at:
+                return
+            self.widgets = WidgetView(run, self._on_stop)
+        self.widgets.update(run)
+
+    def finish(self, run: RunRecord, extra: dict[str, Any] | None = None) -> None:
+        if self.widgets is not None:
+            self.widgets.finish(run, extra)
+            return
+        # one output: the dashboard for the browser, the summary for text readers (what
+        # TextView prints), the subscribers' bundles; each display waits on the kernel's output thread
+        with language(get_lang()):
+            publish({**(extra or {}), "text/html": final_html(run), "text/plain": runview.summary(run)})
+        figure(run)
 
 
 _SHARED: dict[str, Any] = {}  # the default Layout and styles every dashboard widget of this kernel uses
@@ -266,18 +316,38 @@ class WidgetView:
             self._log_sizes[r] = sizes[r]
             self.logs[r].value = log_html(log)
 
-    def finish(self, run: RunRecord) -> None:
+    def finish(self, run: RunRecord, extra: dict[str, Any] | None = None) -> None:
         self._ui.close()
         with language(get_lang()):
             self._update(run, force=True)
             self._finished = True
-            stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
             with self.stop.hold_sync():  # one message for both
                 self.stop.disabled = True
-                self.stop.description = t(
-                    f"views.run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}"
-                )
-            TextView().finish(run)
+                self.stop.description = end_label(run)
+            TextView().finish(run, extra)
+
+
+def end_label(run: RunRecord) -> str:
+    """What the Stop button says once the run is over: done, stopped or failed."""
+    stopped = isinstance(run.error, (RunInterrupted, RunStopped, RunTimeout))
+    return t(f"views.run.status.{'done' if run.ok else 'stopped' if stopped else 'failed'}")
+
+
+def final_html(run: RunRecord) -> str:
+    """The dashboard of an ended run as one piece of HTML: what the widgets show at the end (the
+    header, the spent Stop button's word, the table, the figures) and each rank's output, folded."""
+    badge = (
+        f"<span class='labkit-end' style='padding:2px 10px;border:1px solid {LINES};border-radius:2px;"
+        f"color:{MUTED}'>{html.escape(end_label(run))}</span>"
+    )
+    top = f"<div style='display:flex;align-items:center;gap:12px;color:{TEXT}'><span>{header_html(run)}</span>{badge}</div>"
+    logs = "".join(
+        f"<details class='labkit-log' data-rank='{r}'><summary style='color:{TEXT}'>"
+        f"{html.escape(tab_title(run, r))}</summary>{log_html(log)}</details>"
+        for r, log in run.logs.items()
+        if any(_log_size(log))
+    )
+    return f"<div class='labkit-dashboard'>{top}{body_html(run, figures_html(run))}{logs}</div>"
 
 
 def _log_size(log: Any) -> tuple[int, int]:
