@@ -49,7 +49,9 @@ from labkit.wire.protocol import TYPE, Msg, Outcome, Status, retyped
 
 ERROR_GRACE = 2.0  # after one rank fails, seconds the others get to finish the cell before they are interrupted
 INTERRUPT_WAIT = 1.0  # seconds ranks get to answer SIGINT; then their collective connections are cut
-CUT_WAIT = 2.0  # seconds after the cut; a rank still busy then is stuck for good and the session ends
+# seconds after the cut; a rank still busy then is stuck for good and the session ends.
+# Not less: on a loaded 2-core CI machine a cut rank once took over 2 s to answer.
+CUT_WAIT = 5.0
 STOP_WAIT = 5.0  # seconds for a clean stop: the ranks exit 0, then torchrun does
 
 
