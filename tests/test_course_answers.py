@@ -137,6 +137,19 @@ def test_a_measured_answer_in_an_earlier_runs_table_is_found():
     assert answers.leaks(before) == []  # asked first, shown after: a prediction
 
 
+def test_a_prediction_is_asked_where_it_is_defined_not_where_it_is_checked():
+    """Lessons 2 and 7: the student writes the prediction, the run shows the measured figure, the check compares
+    them. The figure sits between the definition and the check, after the question: no leak. Above the
+    definition it would be one."""
+    registry.load_questions()
+    table = nbformat.v4.new_markdown_cell("Measured: 60.94 GB per GPU.")
+    nb = _notebook(_pure("paper_params, paper_gpus = 7.5e9, 64"), _zero1_cell(), table, CHECK)
+    assert answers.asked_at(nb, next(answers.check_calls(CHECK.source)), 3) == 1
+    assert answers.leaks(nb) == []
+    shown_first = _notebook(_pure("paper_params, paper_gpus = 7.5e9, 64"), table, _zero1_cell(), CHECK)
+    assert [(leak.cell, leak.check_cell) for leak in answers.leaks(shown_first)] == [(1, 3)]
+
+
 def test_the_run_a_check_reads_is_the_one_its_name_was_set_from():
     first, second = SimpleNamespace(values={0: 1}), SimpleNamespace(values={0: 2})
     nb = _notebook(
@@ -149,3 +162,30 @@ def test_the_run_a_check_reads_is_the_one_its_name_was_set_from():
     calls = list(answers.check_calls(nb.cells[3].source))
     assert answers.run_of(nb, calls[0], 3, records) is first
     assert answers.run_of(nb, calls[1], 3, records) is second
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked"),
+    [
+        ("The answer is b.", True),
+        ("Răspunsul corect: (b).", True),
+        ("**b** is correct: the collective averages them.", True),
+        ("a. its own gradient\nb. the mean of the ranks' gradients\nc. rank 0's gradient", False),
+        ("The answer is a trade-off between memory and time.", False),
+    ],
+)
+def test_a_letter_is_shown_when_a_cell_above_says_it_is_the_answer(text: str, leaked: bool):
+    """A multiple-choice letter: its options name every letter, so only a statement that one is right counts."""
+    registry.load_questions()
+    ask = nbformat.v4.new_code_cell('answer = ...\n### BEGIN SOLUTION\nanswer = "b"\n### END SOLUTION')
+    check = nbformat.v4.new_code_cell('labkit.check("lesson0.step_gradient", answer)')
+    nb = _notebook(nbformat.v4.new_markdown_cell(text), ask, check)
+    assert [leak.cell for leak in answers.leaks(nb)] == ([0] if leaked else [])
+
+
+def test_code_above_the_question_that_sets_the_answer_is_a_leak():
+    registry.load_questions()
+    ask = nbformat.v4.new_code_cell('### BEGIN SOLUTION\nanswer = "b"\n### END SOLUTION')
+    check = nbformat.v4.new_code_cell('labkit.check("lesson0.step_gradient", answer)')
+    nb = _notebook(nbformat.v4.new_code_cell('answer = "b"  # left in by mistake'), ask, check)
+    assert [(leak.cell, leak.shown) for leak in answers.leaks(nb)] == [(0, 'answer = "b"')]

@@ -126,7 +126,7 @@ def test_a_stub_is_unanswered_and_a_crash_is_reported():
 
 
 def test_multiple_choice_counts_the_first_answer(capsys):
-    qid = "lesson0.why_losses_differ"
+    qid = "lesson0.step_gradient"
     first_wrong = [(5, _record(qid, "a")), (6, _record(qid, "b"))]
     row = next(r for r in score("lesson0", first_wrong, {}, {}) if r.id == qid)
     assert (row.status, row.attempts) == ("wrong", 2)

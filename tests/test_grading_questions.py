@@ -232,7 +232,7 @@ def _record(qid: str, value: Any) -> dict[str, Any]:
 
 def test_multiple_choice_is_recorded_without_a_verdict(capsys: pytest.CaptureFixture[str]):
     sealed = [q for q in questions() if q.sealed]
-    assert {q.id for q in sealed} >= {"lesson0.why_losses_differ", "lesson2.same_rest_full_peak"}
+    assert {q.id for q in sealed} >= {"lesson0.step_gradient", "lesson4.prefetched_unit"}
     for q in sealed:
         right, wrong = checks.check(q.id, q.answer), checks.check(q.id, "z")
         assert right.status == wrong.status == "recorded"
@@ -241,7 +241,7 @@ def test_multiple_choice_is_recorded_without_a_verdict(capsys: pytest.CaptureFix
 
 
 def test_multiple_choice_is_graded_on_the_first_answer(capsys: pytest.CaptureFixture[str]):
-    qid = "lesson0.why_losses_differ"
+    qid = "lesson0.step_gradient"
     first_wrong = [(5, _record(qid, "a")), (6, _record(qid, "b"))]
     first_right = [(5, _record(qid, "b")), (6, _record(qid, "a"))]
     by_id = {s.id: s for s in score("lesson0", first_wrong)}

@@ -177,7 +177,7 @@ def attack_notebooks(
                 "lesson0.allreduce_sum": {{"kind": "formula", "function": {{"name": "f", "source": "def f(world_size):\\n    return 0\\n", "env": {{}}}}}},
                 "lesson0.mean_on_ranks": {{"kind": "run", "run": "run-000000-abcdef"}},
                 "lesson0.peak_ratio": {{"kind": "formula"}},
-                "lesson0.why_losses_differ": {{"kind": "sealed", "value": "a"}},
+                "lesson0.step_gradient": {{"kind": "sealed", "value": "a"}},
             }}
             for qid, report in reports.items():
                 record = {{"id": qid, "status": "correct", "correct": True, "points": 2, "max_points": 2, "lang": "en",

@@ -142,7 +142,7 @@ def zero1_bytes(n_params, world_size):
     return 8 * n_params + 8 * n_params / world_size
 out["right"] = labkit.check("lesson2.zero1_bytes", zero1_bytes).status
 out["mistake"] = labkit.check("lesson2.zero1_bytes", lambda n_params, world_size: 16 * n_params / world_size).key
-out["mcq"] = labkit.check("lesson0.why_losses_differ", "b").status
+out["mcq"] = labkit.check("lesson0.step_gradient", "b").status
 out["file"] = labkit.__file__
 print(json.dumps(out))
 """

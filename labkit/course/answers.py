@@ -8,8 +8,10 @@ each such answer in the markdown or the outputs of an earlier cell, in the forms
 number (plain, with thousands separators, scaled to any byte unit, with 0 to 3 decimals, in
 either edition's format) or states a mapping (a table row with the key and the value).
 
-Numbers with fewer than three significant digits are not looked for (a "2" is in every cell);
-nor are strings (a multiple-choice option is named in the question itself). A built notebook
+Numbers with fewer than three significant digits are not looked for (a "2" is in every cell). A
+multiple-choice letter is named in its own question among the other options, so what counts as showing
+it is a statement of it: "the answer is b", "(b) is correct", "răspunsul corect: b", or code above the
+question that sets the checked name to it (``answer = "b"`` outside the student's own cell). A built notebook
 carries the outputs of its pure cells, so a static check covers the formula tables; the outputs
 of runs need an executed notebook (``tests/test_notebooks.py``'s papermill run passes its own).
 """
@@ -69,6 +71,31 @@ def found(forms: set[str], text: str) -> str | None:
     for form in sorted(forms, key=len, reverse=True):
         if re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d]|[.,]\d)", text):
             return form
+    return None
+
+
+def _letter_patterns(letter: str, name: str | None) -> list[re.Pattern[str]]:
+    """The ways a lesson could state that option ``letter`` is the right one (both editions)."""
+    # quoted or bracketed, or bare before punctuation: "the answer is a trade-off" does not name option a
+    opt = rf"(?:[\"'(`*]+{re.escape(letter)}[\"')`*]+|{re.escape(letter)}(?=\s*(?:[.,;:!?]|$)))"
+    said = r"(?:answer|option|choice|răspuns(?:ul)?|varianta|opțiunea)"
+    verb = r"(?:is|are|este|e|:|=)"
+    right = r"(?:right|correct|true|corect[ăa]?|adevărat[ăa]?|bun[ăa]?)"
+    patterns = [
+        rf"\b{said}\b(?:\s+{right})?\s*{verb}\s*{opt}",  # the answer is b, răspunsul corect: b
+        rf"(?<![\w])[\"'(`*]*{re.escape(letter)}[\"')`*]*\s+{verb}\s+(?:the\s+|cel\s+|cea\s+)?{right}\b",  # (b) is correct
+    ]
+    if name:
+        patterns.append(rf"^\s*{re.escape(name)}\s*=\s*[\"']{re.escape(letter)}[\"']")  # answer = "b" in code
+    return [re.compile(p, re.I | re.M) for p in patterns]
+
+
+def letter_stated(letter: str, text: str, name: str | None = None) -> str | None:
+    """Where ``text`` says that option ``letter`` is the answer (see the module docstring), else None."""
+    for pattern in _letter_patterns(letter, name):
+        m = pattern.search(text)
+        if m:
+            return m.group(0).strip()
     return None
 
 
@@ -239,9 +266,22 @@ def run_of(nb: Any, call: ast.Call, check_cell: int, records: list[tuple[int, An
     return before[-1] if before else None
 
 
+def asked_at(nb: Any, call: ast.Call, check_cell: int) -> int:
+    """The cell where the student answers: the solution cell above the check that defines the name it checks
+    (``def name(`` or ``name =``), else the check itself. A prediction is asked there, before the run that
+    the check then compares it with: that run's outputs come after the question, not before it."""
+    arg = call.args[1] if len(call.args) > 1 else None
+    if not isinstance(arg, ast.Name):
+        return check_cell
+    defines = re.compile(rf"^(def {re.escape(arg.id)}\(|{re.escape(arg.id)}\s*=)", re.M)
+    cells = [j for j in range(check_cell) if SOLUTION in nb.cells[j].source and defines.search(nb.cells[j].source)]
+    return cells[0] if cells else check_cell
+
+
 def leaks(nb: Any, ns: dict[str, Any] | None = None) -> list[Leak]:
-    """Every question of ``nb`` whose answer an earlier cell's markdown or outputs show (an executed notebook:
-    with its runs' outputs, and the answers of questions judged against a run)."""
+    """Every question of ``nb`` whose answer a cell above the one that asks it (``asked_at``) shows in its
+    markdown or outputs (an executed notebook: with its runs' outputs, and the answers of questions judged
+    against a run)."""
     ns = namespace(nb) if ns is None else ns
     records = run_records(nb)
     lang = nb.metadata.get("labkit", {}).get("lang", "en")
@@ -250,13 +290,21 @@ def leaks(nb: Any, ns: dict[str, Any] | None = None) -> list[Leak]:
         if cell.cell_type != "code":
             continue
         for call in check_calls(cell.source):
+            asked = asked_at(nb, call, i)
             for answer in answers(nb, call, ns, run_of(nb, call, i, records)):
                 forms = renderings(answer, lang)
-                for j in range(i):
+                name = call.args[1].id if isinstance(call.args[1], ast.Name) else None
+                for j in range(asked):
                     if SOLUTION in nb.cells[j].source:  # the student's own cell: its output is their answer
                         continue
                     text = cell_text(nb.cells[j])
-                    shown = mapping_rows(answer, text) if isinstance(answer, Mapping) else found(forms, text)
+                    if isinstance(answer, Mapping):
+                        shown = mapping_rows(answer, text)
+                    elif isinstance(answer, str):
+                        code = nb.cells[j].source if nb.cells[j].cell_type == "code" else ""
+                        shown = letter_stated(answer, text + "\n" + code, name)
+                    else:
+                        shown = found(forms, text)
                     if shown:
                         out.append(Leak(call.args[0].value, i, j, shown))
                         break

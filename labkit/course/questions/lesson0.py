@@ -88,13 +88,15 @@ def _peak_ratio(world_size: int) -> float:
 
 
 question(
-    "lesson0.why_losses_differ",
+    "lesson0.step_gradient",
     answer="b",
     sealed=True,
     hint={
-        "en": "All ranks start from the same seed, so the same weights. What does "
-        "synthetic_batch(cfg, batch, step, rank) depend on?",
-        "ro": "Toate rangurile pornesc de la aceeași sămânță, deci de la aceleași ponderi. "
-        "De ce depinde synthetic_batch(cfg, batch, step, rank)?",
+        "en": "Exercise 2 made every rank end with the same mean. If each rank applied a different gradient, "
+        "could the weights stay one model? And with AdamW, is averaging weights after a step the same as "
+        "averaging gradients before it?",
+        "ro": "Exercițiul 2 a făcut ca fiecare rang să rămână cu aceeași medie. Dacă fiecare rang ar aplica alt "
+        "gradient, ar mai rămâne ponderile un singur model? Și cu AdamW, media ponderilor după pas este totuna "
+        "cu media gradienților dinaintea lui?",
     },
 )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from labkit.grading import exercises
 from labkit.grading.registry import question
+from labkit.wire.records import RunRecord
 
 
 @question(
@@ -65,27 +68,50 @@ def _hsdp_rank_bytes(n_params: float, world_size: int, gpus_per_node: int) -> fl
     return 12 * n_params / gpus_per_node  # the optimizer state: 16 would equal n_params at 16 GPUs per node
 
 
-question(
-    "lesson2.same_rest_full_peak",
-    answer="SHARD_GRAD_OP",
-    sealed=True,
+def _sgo_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
+    v = run.values[0]["SHARD_GRAD_OP"]
+    units = dict(v["units"])  # padded elements per unit, as gathered
+    root = units.pop("root")
+    return {"root_params": root, "block_params": max(units.values()), "n_blocks": len(units)}, v["peak"]
+
+
+@question(
+    "lesson2.sgo_peak",
+    points=2,
+    formula=True,
+    at_run=_sgo_measured,
     hint={
-        "en": "Look in the table for a strategy whose state column matches FULL_SHARD's while its peak column "
-        "matches NO_SHARD's.",
-        "ro": "Căutați în tabel o strategie a cărei coloană de stare este egală cu a lui FULL_SHARD, în timp ce "
-        "coloana ei de vârf este egală cu a lui NO_SHARD.",
+        "en": "Under SHARD_GRAD_OP a unit gathered for its forward stays gathered until its backward. Walk one "
+        "step: which units are gathered at the moment forward ends and backward begins? Count fp32 bytes.",
+        "ro": "Cu SHARD_GRAD_OP, o unitate colectată pentru trecerea directă rămâne colectată până la trecerea "
+        "ei inversă. Parcurgeți un pas: ce unități sunt colectate în clipa în care se termină trecerea directă "
+        "și începe cea inversă? Numărați octeți fp32.",
     },
     mistakes={
-        "NO_SHARD": {
-            "en": "NO_SHARD holds the whole model at the peak, but also between steps.",
-            "ro": "NO_SHARD ține întregul model la vârf, dar și între pași.",
+        lambda root_params, block_params, n_blocks: 4 * (root_params + block_params): {
+            "en": "Root plus one block is FULL_SHARD's peak without prefetch: it frees each block after its "
+            "forward. SHARD_GRAD_OP does not.",
+            "ro": "Rădăcina plus un bloc este vârful lui FULL_SHARD fără preîncărcare: acesta eliberează fiecare "
+            "bloc după trecerea lui directă. SHARD_GRAD_OP nu face asta.",
         },
-        "FULL_SHARD": {
-            "en": "FULL_SHARD frees each unit after using it, so its peak is a few units, not the model.",
-            "ro": "FULL_SHARD eliberează fiecare unitate după folosire, deci vârful lui înseamnă câteva unități, nu modelul.",
+        lambda root_params, block_params, n_blocks: 4 * (root_params + 2 * block_params): {
+            "en": "Root plus two blocks is FULL_SHARD's peak with prefetch. SHARD_GRAD_OP keeps every block it "
+            "has gathered until that block's backward.",
+            "ro": "Rădăcina plus două blocuri este vârful lui FULL_SHARD cu preîncărcare. SHARD_GRAD_OP păstrează "
+            "fiecare bloc colectat până la trecerea lui inversă.",
+        },
+        lambda root_params, block_params, n_blocks: 4 * n_blocks * block_params: {
+            "en": "The root is a unit too (embeddings, final norm, output), and it is gathered first.",
+            "ro": "Și rădăcina este o unitate (încorporările, normalizarea finală, ieșirea) și este colectată prima.",
+        },
+        lambda root_params, block_params, n_blocks: 2 * (root_params + n_blocks * block_params): {
+            "en": "2 bytes per element is bf16; these runs gather fp32 parameters.",
+            "ro": "2 octeți pe element înseamnă bf16; aceste rulări colectează parametri fp32.",
         },
     },
 )
+def _sgo_peak(root_params: int, block_params: int, n_blocks: int) -> float:
+    return 4 * (root_params + n_blocks * block_params)
 
 
 @question(
