@@ -373,10 +373,10 @@ def test_glossary_entries_are_complete_and_sorted_in_romanian_order():
 
 
 def course_romanian_texts() -> dict[str, str]:
-    """The course's own Romanian: lesson prose, the glossary and the lessons' table labels."""
+    """The course's own Romanian: lesson prose, the glossary, the lessons' table labels and the questions' hints."""
     texts = {where: text for where, text in romanian_texts().items() if not where.startswith("message ")}
-    for key, entry in all_messages().items():
-        if key.startswith("course."):
+    for key, entry in all_messages().items():  # romanian_texts() loaded the questions: their hints are here
+        if key.startswith(("course.", "grading.q.")):
             texts[f"message {key}"] = entry.get("ro", "")
     return texts
 

@@ -166,7 +166,7 @@ question(
         "rank keeps only its own shard of the mean gradient: a collective that sums across the ranks and hands "
         "each rank one piece.",
         "ro": "Fiecare rang păstrează un fragment din vectorul plat al parametrilor. Înainte de trecerea directă "
-        "fiecare rang are nevoie de tot vectorul: o operație colectivă care adună fragmentele tuturor rangurilor "
+        "fiecare rang are nevoie de tot vectorul: o operație colectivă care colectează fragmentele tuturor rangurilor "
         "într-un tensor pe fiecare rang. După trecerea inversă fiecare rang păstrează doar fragmentul lui din "
         "gradientul mediu: o operație colectivă care însumează pe ranguri și dă fiecărui rang o bucată.",
     },

@@ -26,7 +26,7 @@ PLAN = {"precision": "bf16", "convention": "torch", "checkpointing": True, "micr
         "always keeps. Add the two, 4 bytes per fp32 element.",
         "ro": "Între trecerea directă și cea inversă, o unitate cu reshard_after_forward întreg nu este nici "
         "întreagă, nici înapoi la fragmentul ei de 1/world_size: păstrează un fragment pe un grup de atâtea "
-        "ranguri, alături de fragmentul pe care fiecare rang îl ține mereu. Adunați-le, 4 octeți pe element fp32.",
+        "ranguri, alături de fragmentul pe care fiecare rang îl ține mereu. Însumați-le, 4 octeți pe element fp32.",
     },
     mistakes={
         lambda n_params, world_size, gpus_per_node: 4 * n_params / world_size: {
