@@ -446,3 +446,10 @@ def test_min_num_params_is_graded_on_a_large_vocabulary_too():
     probe = {"model": {"$model": large[0]}}
     assert exercises.policy_units(probe, rule).correct
     assert not exercises.policy_units(probe, numel(model.tok_embeddings) + 1).correct  # blocks no longer units
+
+
+def test_a_lesson_that_names_its_own_notebook_names_it_right(lesson):
+    """Lesson 7 reads its own notebook back (the export cell); after the lessons were renumbered it looked for
+    the old name, and failed wherever JupyterLab did not name the file for it (papermill from another folder)."""
+    names = {m for c in lesson.cells if isinstance(c, Code) for m in re.findall(r"\b\d\d_\w+\.ipynb\b", c.source)}
+    assert names <= {lesson.path.stem + ".ipynb"}, names
