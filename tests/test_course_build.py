@@ -453,3 +453,23 @@ def test_a_lesson_that_names_its_own_notebook_names_it_right(lesson):
     the old name, and failed wherever JupyterLab did not name the file for it (papermill from another folder)."""
     names = {m for c in lesson.cells if isinstance(c, Code) for m in re.findall(r"\b\d\d_\w+\.ipynb\b", c.source)}
     assert names <= {lesson.path.stem + ".ipynb"}, names
+
+
+def test_a_sentence_the_kernel_prints_goes_through_the_catalog(lesson):
+    """The code is the same in both editions, so a sentence a kernel cell prints must come from the catalog
+    (``show.say``), not from a string in the code, or the Romanian edition prints English. (Code on the ranks,
+    ``%%torchrun`` cells, is the student's own example code and prints what it says.)"""
+    printed = re.compile(r"print\(\s*f?(?:\"([^\"]*)\"|'([^']*)')")  # the string printed, either quote
+
+    def words(ln: str) -> bool:
+        text = "".join(m.group(1) or m.group(2) or "" for m in printed.finditer(ln))
+        return bool(re.search(r"[A-Za-z]{2,} [A-Za-z]{2,}", re.sub(r"\{[^{}]*\}", " ", text)))
+
+    bad = [
+        ln.strip()
+        for c in lesson.cells
+        if isinstance(c, Code) and not c.source.startswith("%%")
+        for ln in c.source.splitlines()
+        if words(ln)
+    ]
+    assert bad == [], bad

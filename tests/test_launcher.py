@@ -6,11 +6,13 @@ rank process, listening socket or file descriptor is left behind.
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -85,6 +87,10 @@ def test_steps_timed_and_logs_kept_per_rank():
         assert len(r.step_times[i]) == 3 and all(0.04 < dt < 2 for dt in r.step_times[i])
         assert r.logs[i].stdout.splitlines() == [f"rank {i} step {s}" for s in range(3)]
     assert r.wall_time > 0.15
+    # torchrun's own files (the ranks' error files) are in the run folder, pruned with it: not in a
+    # /tmp/torchelastic_* folder of their own that nothing removes (one was left per cold cell)
+    assert glob.glob(os.path.join(r.run_dir, "torchelastic", f"{r.run_id}_*"))
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), "torchelastic_*", f"{r.run_id}_*"))
 
 
 @pytest.mark.slow

@@ -222,6 +222,18 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the FSDP2 run's timeline, to open at ui.perfetto.dev: {path}",
         "ro": "cronologia rulării FSDP2, de deschis la ui.perfetto.dev: {path}",
     },
+    "course.say.checkpoint_written": {
+        "en": "checkpoint written by {ranks:@rank|ranks}; the next cell reads it on {other:@rank|ranks}",
+        "ro": "punct de control scris de {ranks:@rang|ranguri}; celula următoare îl citește pe {other:@rang|ranguri}",
+    },
+    "course.say.script_written": {
+        "en": "wrote {path}: {lines:@line|lines}; its head:\n",
+        "ro": "am scris {path}: {lines:@linie|linii}; începutul lui:\n",
+    },
+    "course.say.timeline_saved": {
+        "en": "the {setting} timeline, to open at ui.perfetto.dev: {path}",
+        "ro": "cronologia {setting}, de deschis la ui.perfetto.dev: {path}",
+    },
     "course.col.prefetch_extra": {"en": "one block in bf16", "ro": "un bloc în bf16"},
     "course.col.params_unsharded": {"en": "gathered", "ro": "colectați"},
     "course.col.optimizer": {"en": "optimizer", "ro": "optimizator"},

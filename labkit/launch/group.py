@@ -190,6 +190,9 @@ class RankGroup:
             f"--rdzv-id={self.run_id}",
             "--max-restarts=0",
             "--monitor-interval=0.02",  # how soon torchrun sees its ranks end (a check costs microseconds)
+            # torchrun's own files (the ranks' error files) go in the run folder, pruned with it; by default
+            # each agent made a /tmp/torchelastic_* folder that nothing removed, one per cold cell
+            f"--log-dir={os.path.join(self.run_dir, 'torchelastic')}",
             *rank_entry(self.cfg.start_method),
         ]
 
