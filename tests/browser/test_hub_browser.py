@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -285,3 +286,4 @@ def test_two_students_two_languages(spawner, shots):
             assert cluster.active_jobs() == [], "a student's Slurm job outlived the hub"
             cluster.stop()
         live.remove_users(users)
+    shutil.rmtree(folder, ignore_errors=True)  # kept only when the test failed: its screenshots and logs
