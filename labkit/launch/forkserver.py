@@ -43,10 +43,13 @@ ROOM_VAR = "LABKIT_PREFORK_ROOM"  # padding in the server's environment: the spa
 OWNER_VAR = (
     "LABKIT_PREFORK_OF"  # the kernel's pid: finds a kernel's server in /proc (and only the server: agents rewrite it)
 )
-# what each cold cell would otherwise import: torch, torchrun's agent, the rank's bootstrap
+# what each cold cell would otherwise import: torch, torchrun's agent, the rank's bootstrap, and FSDP
+# (every lesson's cells import it: 0.7 s per rank after fork, torch._dynamo and sympy among it; no thread)
 PRELOAD = (
     "torch",
     "torch.distributed",
+    "torch.distributed.fsdp",
+    "torch.distributed.fsdp.wrap",
     "torch.distributed.run",
     "torch.distributed.elastic.agent.server.local_elastic_agent",
     "torch.distributed.elastic.rendezvous.c10d_rendezvous_backend",
