@@ -29,6 +29,7 @@ def run_script(
         full_env.update(env or {})
         cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}"]
         cmd += ["--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:0", "--start-method=fork"]
+        cmd += ["--log-dir", os.path.join(out, "torchelastic")]  # not /tmp/torchelastic_*, left behind
         cmd += ["--run-path", str(HERE / script), *args]
         proc = subprocess.Popen(
             cmd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True

@@ -19,6 +19,8 @@ torch's ``FSDPMemTracker`` ("fsdpmemtracker" messages).
 
 from __future__ import annotations
 
+import gc
+import importlib
 import sys
 from datetime import timedelta
 
@@ -138,6 +140,9 @@ def reference(
 
 def main() -> None:
     torch.set_num_threads(1)  # ranks share 2 cores
+    importlib.import_module("torch._dynamo")  # the first optimizer imports it
+
+    gc.freeze()  # as labkit's fork server does: memtrack's gc.collect() then walks only this job's objects
     dist.init_process_group("gloo", timeout=timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
     steps = int(sys.argv[2])
