@@ -92,7 +92,8 @@ def run_torchrun(script: str, report_dir: str, extra_env: dict | None = None) ->
     mark = "exporttest-" + secrets.token_hex(4)  # found in /proc by the sweep below
     env = {**os.environ, "LABKIT_REPORT_DIR": report_dir, "LABKIT_RUN_ID": mark, **(extra_env or {})}
     cmd = [PY, "-m", "torch.distributed.run", "--nproc-per-node=2", "--rdzv-backend=c10d"]
-    cmd += ["--rdzv-endpoint=127.0.0.1:0", "--max-restarts=0", script]
+    cmd += ["--rdzv-endpoint=127.0.0.1:0", "--max-restarts=0", "--log-dir", os.path.join(report_dir, "torchelastic")]
+    cmd += [script]
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
