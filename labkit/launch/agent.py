@@ -107,7 +107,24 @@ def main() -> None:
         sys.argv[1:1] = agent_args()
     else:  # its lines name local ranks, which are the ranks on one node only
         report_every_failed_rank()
+    if "--start-method=fork" in sys.argv:
+        preload()
     torchrun_main()
+
+
+def preload() -> None:
+    """Import here, once, what each forked rank would import (FSDP, dynamo: about 1.2 s a rank), and
+    freeze the collector (see ``forkserver.main``). An agent forked from the prefork server has done
+    it already; this serves a node's own agent (several nodes, emulated or real). Still one thread:
+    torchrun starts its own threads later."""
+    import gc
+    import importlib
+
+    from labkit.launch.forkserver import PRELOAD
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    gc.freeze()
 
 
 def run() -> NoReturn:
