@@ -40,18 +40,18 @@ import sys
 import traceback
 from typing import Any
 
+from labkit.launch.agent import RANK_IMPORTS
+
 ROOM_VAR = "LABKIT_PREFORK_ROOM"  # padding in the server's environment: the space a forked agent writes its own into
 OWNER_VAR = (
     "LABKIT_PREFORK_OF"  # the kernel's pid: finds a kernel's server in /proc (and only the server: agents rewrite it)
 )
-# what each cold cell would otherwise import: torch, torchrun's agent, the rank's bootstrap, and FSDP
-# (every lesson's cells import it: 0.7 s per rank after fork, torch._dynamo and sympy among it; no thread)
+# what each cold cell would otherwise import: torch, torchrun's agent, the rank's bootstrap, and
+# what the ranks import (FSDP, dynamo: agent.RANK_IMPORTS; none of it starts a thread)
 PRELOAD = (
     "torch",
     "torch.distributed",
-    "torch.distributed.fsdp",
-    "torch.distributed.fsdp.wrap",
-    "torch._dynamo",  # torch.optim's first optimizer imports it: 0.5 s per rank
+    *RANK_IMPORTS,
     "torch.distributed.run",
     "torch.distributed.elastic.agent.server.local_elastic_agent",
     "torch.distributed.elastic.rendezvous.c10d_rendezvous_backend",
