@@ -145,6 +145,10 @@ def test_a_run_over_before_the_widgets_open_shows_its_end_in_one_output(tmp_path
     run.memory = {0: run.memory[0][:1], 1: run.memory[1][:1]}
     for state in run.ranks.values():  # as a warm cell ends: every rank answered
         state.status, state.exit_code = Status.DONE, 0
+    now = time.monotonic()
+    monkeypatch.setattr(
+        dashboard.time, "monotonic", lambda: now
+    )  # the clock stands still: a loaded machine can't pass SHOW_AFTER
     view = dashboard.make_view(run, lambda: None)
     assert isinstance(view, dashboard.LiveView)
     view.update(run)  # within SHOW_AFTER: nothing opened, nothing sent

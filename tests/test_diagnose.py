@@ -132,6 +132,13 @@ def test_gloo_peer_lost_is_recognised_in_recorded_stderr():
     assert diagnose.broken_collective(run) == 0
 
 
+def test_a_store_connection_lost_with_its_node_is_an_effect_not_a_cause():
+    """c10d's TCPStore client, when the node that hosted the store died (a live Slurm run, node n2's
+    agent killed): the rank that reports it is told after the rank that vanished with the node."""
+    message = "Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?"
+    assert diagnose.PEER_LOST.search(message) and diagnose.BROKEN.search(message)
+
+
 def test_a_rank_that_never_joined_is_named_by_the_key_the_others_waited_for():
     # gloo's wording on torch 2.13 when rank 3 never reached init_process_group (seen once in 8 loaded runs)
     error = {"type": "DistStoreError", "message": "wait timeout after 120000ms, keys: /default_pg/0//cpu//0/3"}

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 # a collective failed because the other side is gone (gloo's wording, and the OS's)
 PEER_LOST = re.compile(
-    r"Connection closed by peer|Connection reset by peer|remote process exited|Broken pipe|ECONNRESET", re.I
+    r"Connection closed by peer|Connection reset by peer|remote process exited|Broken pipe|ECONNRESET"
+    r"|Failed to recv, got 0 bytes|Connection was likely closed",  # the latter two: c10d's TCPStore client
+    re.I,
 )
 # init_process_group waited for ranks that never wrote their address: "keys: /default_pg/0//cpu//0/3"
 STORE_WAIT = re.compile(r"DistStoreError: wait timeout after \d+ms, keys: (.+)")
