@@ -44,6 +44,8 @@ class RankLog:
         grew = False
         for name, path in (("stdout", self.stdout_path), ("stderr", self.stderr_path)):
             try:
+                if os.stat(path).st_size <= self._offset[name]:
+                    continue  # nothing new: one stat, not an open (the kernel polls several times a cell)
                 with open(path, "rb") as f:
                     f.seek(self._offset[name])
                     data = f.read(max_bytes)

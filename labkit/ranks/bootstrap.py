@@ -363,7 +363,9 @@ def serve(job: JobSpec, run_dir: str, namespace: dict[str, Any], inbox: queue.Si
         return 1
     default_pg_timeout(job.pg_timeout)  # a cell that destroys the group and makes its own keeps the timeout
     signal.signal(signal.SIGINT, on_sigint)  # whatever torchrun left us, SIGINT interrupts a cell
-    interval = job.sample_interval
+    sampler = Sampler(
+        rank_api.send, namespace, job.sample_interval
+    )  # one for every cell: its thread sleeps between them
     rank_api.send(Msg.READY)
     while True:
         msg = inbox.get()
@@ -371,12 +373,12 @@ def serve(job: JobSpec, run_dir: str, namespace: dict[str, Any], inbox: queue.Si
             return 0
         if msg.get(TYPE) == Msg.EXEC:
             try:
-                run_cell(msg, run_dir, namespace, interval)
+                run_cell(msg, run_dir, namespace, sampler)
             except KeyboardInterrupt:  # landed in our own code after the cell ended; it had nothing to stop
                 pass
 
 
-def run_cell(msg: dict[str, Any], run_dir: str, namespace: dict[str, Any], interval: float) -> None:
+def run_cell(msg: dict[str, Any], run_dir: str, namespace: dict[str, Any], sampler: Sampler) -> None:
     """One cell: its output flushed and its end (``cell_done`` or ``cell_error``) sent, whatever happens."""
     global _in_cell
     cell = msg["cell"]
@@ -384,7 +386,6 @@ def run_cell(msg: dict[str, Any], run_dir: str, namespace: dict[str, Any], inter
     source = msg["code"]
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     rank_api.reset_steps()
-    sampler = Sampler(rank_api.send, namespace, interval)
     sampler.start()
     failure: BaseException | None = None
     try:

@@ -101,14 +101,22 @@ def cuda_sample() -> dict[str, int] | None:
 
 
 class Sampler:
-    """Sends one ``mem`` message every ``interval`` seconds until stopped."""
+    """Sends one ``mem`` message every ``interval`` seconds between ``start()`` and ``stop()``.
+
+    A warm session's rank keeps one sampler for all its cells. Its thread, made once, ticks every
+    ``interval`` and samples when a cell is on; ``start`` and ``stop`` only set a flag, and wake
+    nothing: making, waking and joining a thread for each cell cost more than a short cell itself
+    (about 0.8 ms of a 2 ms warm cell, on ranks that idled between cells). The first sample of a
+    cell comes within ``interval`` of its start.
+    """
 
     def __init__(self, send: Callable[..., None], namespace: dict[str, Any], interval: float = 0.2) -> None:
         self.send = send
         self.namespace = namespace
         self.interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="labkit-sampler", daemon=True)
+        self._on = threading.Lock()  # guards _running; a sample is sent holding it
+        self._running = False
+        self._thread: threading.Thread | None = None
         self._unhook: Callable[[], None] | None = None
 
     def start(self) -> None:
@@ -116,7 +124,11 @@ class Sampler:
             from labkit.ranks import rank
 
             self._unhook = rank.on_step(self._after_step)
-            self._thread.start()
+            with self._on:
+                self._running = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="labkit-sampler", daemon=True)
+                self._thread.start()
 
     def sample(self, tensors: bool = True) -> dict[str, int]:
         """RSS and CUDA counters; with ``tensors`` (main thread only), the CPU tensor bytes too."""
@@ -132,9 +144,9 @@ class Sampler:
         return sample
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=1.0)
+        """The cell is over: no background sample after this returns (one being sent is waited for)."""
+        with self._on:
+            self._running = False
         if self._unhook is not None:
             self._unhook()
             self._unhook = None
@@ -144,6 +156,8 @@ class Sampler:
         self.send(Msg.MEM, **self.sample())
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.send(Msg.MEM, **self.sample(tensors=False))
-            time.sleep(0)
+        while True:
+            time.sleep(self.interval)
+            with self._on:
+                if self._running:
+                    self.send(Msg.MEM, **self.sample(tensors=False))
