@@ -26,6 +26,7 @@ Everything else is torchrun's own ``main``.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -69,7 +70,8 @@ def report_every_failed_rank() -> None:
 
 
 # what every lesson's rank imports after the fork (0.7 s for FSDP, 0.5 s more for dynamo, which the
-# first optimizer imports): imported before it, once, by the prefork server or a node's agent
+# first optimizer imports): the prefork server imports it before it forks agents (one node). A node's
+# own agent (several nodes) does not: a cell that never uses FSDP would pay for it on every node.
 RANK_IMPORTS = ("torch.distributed.fsdp", "torch.distributed.fsdp.wrap", "torch._dynamo")
 
 
@@ -113,21 +115,10 @@ def main() -> None:
     else:  # its lines name local ranks, which are the ranks on one node only
         report_every_failed_rank()
     if several and "--start-method=fork" in sys.argv:
-        preload()
+        # what torch's import made lives as long as the process: out of the collector's sight, a
+        # rank's gc.collect() (memtrack, each phase) walks less (see forkserver.main)
+        gc.freeze()
     torchrun_main()
-
-
-def preload() -> None:
-    """Import here, once, what each forked rank would import (FSDP, dynamo: about 1.2 s a rank), and
-    freeze the collector (see ``forkserver.main``). For a node's own agent (several nodes, emulated
-    or real); on one node the prefork server has done it. Still one thread: torchrun starts its own
-    threads later."""
-    import gc
-    import importlib
-
-    for name in RANK_IMPORTS:
-        importlib.import_module(name)
-    gc.freeze()
 
 
 def run() -> NoReturn:
