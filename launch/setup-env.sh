@@ -19,6 +19,9 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 source "$repo/launch/lib.sh"
 venv=${LABKIT_VENV:-$repo/.venv}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+# --no-compile: Python compiles a module's bytecode on its first import instead, so only what is
+# used (most files of the 130 packages never are): a fresh set-up 69 -> about 50 s on 2 cores
+pip_install=("$venv/bin/python" -m pip install --no-compile)
 
 if [ ! -x "$venv/bin/python" ]; then
     say "labkit: creating the environment in %s" "labkit: creez mediul în %s" "$venv"
@@ -31,9 +34,9 @@ if ! "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("to
     spec=${TORCH_SPEC:-torch==2.13.0}
     say "labkit: installing %s" "labkit: instalez %s" "$spec"
     if [ -n "${TORCH_INDEX_URL:-}" ]; then
-        "$py" -m pip install --index-url "$TORCH_INDEX_URL" "$spec"
+        "${pip_install[@]}" --index-url "$TORCH_INDEX_URL" "$spec"
     else
-        "$py" -m pip install "$spec"
+        "${pip_install[@]}" "$spec"
     fi
 fi
 
@@ -44,6 +47,6 @@ have=$(cat "$stamp" 2>/dev/null || true)
 where=$(cd / && "$py" -c 'import os, labkit; print(os.path.dirname(os.path.dirname(os.path.realpath(labkit.__file__))))' 2>/dev/null) || where=
 if [ "$where" != "$repo" ] || [ "$have" != "$want" ]; then
     say "labkit: installing labkit from %s" "labkit: instalez labkit din %s" "$repo"
-    "$py" -m pip install -e "${repo}[lab,grade,test,browser,hub]"
+    "${pip_install[@]}" -e "${repo}[lab,grade,test,browser,hub]"
     echo "$want" >"$stamp"
 fi

@@ -19,9 +19,9 @@ Then: the seed's Example 1 cell, run directly, reports each rank's loss; and a s
 edition (lesson 1, in English and in Romanian) with one planted wrong answer scores 0 and gets
 that answer's hint.
 
-`launch/test.sh` runs them two at a time (`-n 2`, pytest-xdist). Each kernel gets a tag in its
-environment, which its ranks inherit, so a test can check that nothing it started
-outlives it, without touching processes of other runs on the machine.
+`launch/test.sh` runs them beside the other tests, on one pytest-xdist worker more than there
+are cores. Each kernel gets a tag in its environment, which its ranks inherit, so a test can
+check that nothing it started outlives it, without touching processes of other runs on the machine.
 """
 
 from __future__ import annotations
