@@ -19,9 +19,10 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 source "$repo/launch/lib.sh"
 venv=${LABKIT_VENV:-$repo/.venv}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
-# --no-compile: Python compiles a module's bytecode on its first import instead, so only what is
-# used (most files of the 130 packages never are): a fresh set-up 69 -> about 50 s on 2 cores
-pip_install=("$venv/bin/python" -m pip install --no-compile)
+# pip compiles every module's bytecode at install (a third of the set-up's time) and must: the
+# grading sandbox and the hub's students import from this venv read-only, so a module without its
+# .pyc is compiled again by every such process (tried --no-compile: sandboxed runs slowed so much
+# that the suite took 18 minutes and judges timed out)
 
 if [ ! -x "$venv/bin/python" ]; then
     say "labkit: creating the environment in %s" "labkit: creez mediul în %s" "$venv"
@@ -34,9 +35,9 @@ if ! "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("to
     spec=${TORCH_SPEC:-torch==2.13.0}
     say "labkit: installing %s" "labkit: instalez %s" "$spec"
     if [ -n "${TORCH_INDEX_URL:-}" ]; then
-        "${pip_install[@]}" --index-url "$TORCH_INDEX_URL" "$spec"
+        "$py" -m pip install --index-url "$TORCH_INDEX_URL" "$spec"
     else
-        "${pip_install[@]}" "$spec"
+        "$py" -m pip install "$spec"
     fi
 fi
 
@@ -47,6 +48,6 @@ have=$(cat "$stamp" 2>/dev/null || true)
 where=$(cd / && "$py" -c 'import os, labkit; print(os.path.dirname(os.path.dirname(os.path.realpath(labkit.__file__))))' 2>/dev/null) || where=
 if [ "$where" != "$repo" ] || [ "$have" != "$want" ]; then
     say "labkit: installing labkit from %s" "labkit: instalez labkit din %s" "$repo"
-    "${pip_install[@]}" -e "${repo}[lab,grade,test,browser,hub]"
+    "$py" -m pip install -e "${repo}[lab,grade,test,browser,hub]"
     echo "$want" >"$stamp"
 fi
