@@ -23,18 +23,42 @@ def test_ring_crosses_each_node_boundary_once_each_way():
 
 
 def test_link_bound_all_gather_by_hand():
-    """2 nodes x 1 rank, 1 MB gathered over 1 MB/s each direction (efficiency 1): one step of 0.5 MB
-    = 0.5 s, plus the link's latency once; loopback's CPU cost (1 ns/B) is hidden under it."""
+    """2 nodes x 1 rank, 1 MB gathered over 1 MB/s each direction (efficiency 1): one step of 0.5 MB,
+    sent as two halves of 0.25 s, the first of which waits one half for the peer's notification
+    behind the peer's data (gloo's protocol): 0.75 s, plus the link's latency once; loopback's CPU
+    cost (1 ns/B) is hidden under it."""
     costs = GlooCosts(0.0, dict(COSTS.beta), 2, efficiency=1.0)
     topo = Topology(nodes=2, per_node=1, rate=1e6, latency=1 * MS)
-    assert gloo.collective_time(costs, topo, "all_gather", 1e6) == pytest.approx(0.5 + 1 * MS)
+    assert gloo.head_of_line("all_gather", 2) == 1.5 and gloo.head_of_line("all_reduce", 2) == 1.0
+    assert gloo.collective_time(costs, topo, "all_gather", 1e6) == pytest.approx(0.75 + 1 * MS)
     # per direction: the all-reduce's 2 steps each move 0.5 MB one way, 0.5 MB the other, at full rate;
     # gloo's reduce-scatter is an all-reduce of the whole tensor
     assert gloo.collective_time(costs, topo, "all_reduce", 1e6) == pytest.approx(2 * (0.5 + 1 * MS))
     assert gloo.collective_time(costs, topo, "reduce_scatter", 1e6) == pytest.approx(2 * (0.5 + 1 * MS))
-    # 4 ranks on 2 nodes: 3 steps of 0.25 MB, each through one uplink per direction
+    # 4 ranks on 2 nodes: 3 steps of 0.25 MB, each through one uplink per direction, 6 halves and
+    # one more for the first notification, queued behind another rank's first half
     four = Topology(nodes=2, per_node=2, rate=1e6)
-    assert gloo.collective_time(costs, four, "all_gather", 1e6) == pytest.approx(3 * 0.25)
+    assert gloo.collective_time(costs, four, "all_gather", 1e6) == pytest.approx(3 * 0.25 * 7 / 6)
+
+
+def test_a_slow_link_hides_the_wait_for_the_slowest_rank():
+    """The calibration's wait per blocking collective (``skew``) is CPU time: it counts where the
+    collective is CPU-bound (one node), and a link slower than the CPU work hides it."""
+    costs = GlooCosts(0.0, dict(COSTS.beta), 2, efficiency=1.0, skew=2 * MS)
+    one = Topology(nodes=1, per_node=2)
+    slow = Topology(nodes=2, per_node=1, rate=1e6)
+    fast = Topology(nodes=2, per_node=1, rate=1e9)
+    assert gloo.link_slack(costs, one, "all_gather", 1e6) == 0.0
+    assert predict.GlooLink(costs, one, "world", 1.0, costs.skew).time("all_gather", 1e6, 2) == pytest.approx(
+        0.5 * MS + 2 * MS
+    )
+    assert predict.GlooLink(costs, slow, "world", 1.0, costs.skew).time("all_gather", 1e6, 2) == pytest.approx(0.75)
+    # 1 GB/s: the link's 0.75 ms hides 0.25 ms of the 2 ms wait
+    slack = gloo.link_slack(costs, fast, "all_gather", 1e6)
+    assert slack == pytest.approx(0.25 * MS)
+    assert predict.GlooLink(costs, fast, "world", 1.0, costs.skew).time("all_gather", 1e6, 2) == pytest.approx(
+        0.75 * MS + 1.75 * MS
+    )
 
 
 def test_hsdp_replica_groups_share_the_uplink():

@@ -24,7 +24,18 @@ slowest transfer ends, so a step costs
   ``lo`` with a ``tbf``, would halve each). Several groups at once (HSDP's replica groups,
   one per rank of a node, all-reduce together) share a node's uplink: ``flows``. TCP gets
   ``efficiency`` of the shaped rate (measured: 97-98% with tbf at 50-200 Mbit/s);
-* ``latency``: the link's one-way latency, paid once per ring step that crosses nodes.
+* ``latency``: the link's one-way latency, paid once per ring step that crosses nodes;
+* an all-gather between two ranks over a link takes 3/2 of its bytes' time (``head_of_line``):
+  gloo sends each rank's chunk as two halves, and a half may go only once the peer has said it
+  is ready to receive it (a 48-byte notification). With two ranks, the peer's notification and
+  the peer's own data share one TCP stream, so a rank that arrives after its peer has written
+  its first half before its notification, and the peer's first half waits for it: three half
+  times instead of two. Measured (docs/netem.md, strace of both ranks): a rank arriving more than
+  the link's latency after the other always does this, and then ends one half time after the
+  other, so it arrives that much later at the next collective: in FSDP's chain of gathers the
+  slow order is the steady state (2.93 half times from the later arrival, 50 Mbit/s). With three
+  or more ranks a rank's notifications go to the rank it receives from, on another stream, but
+  through the uplink that carries another rank's data: one half time more per all-gather.
 
 The costs of the CPU side and the link side overlap within a step (TCP streams the chunk
 while it is copied), hence the max. This is a model of the measurements in
@@ -82,7 +93,7 @@ class GlooCosts:
     beta: dict[str, float]  # CPU seconds per chunk byte, per kind
     ranks: int = 2  # ranks that shared the cores while these were measured
     efficiency: float = 0.97
-    skew: float = 0.0  # a blocking collective waits for the slowest rank: this fraction of the compute before it
+    skew: float = 0.0  # seconds a blocking collective waits for the slowest rank, on average (one node)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -135,8 +146,36 @@ def collective_time(
     link = 0.0
     if cross and math.isfinite(topo.rate):
         flows = max(cross.values()) * concurrent  # TCP flows through the busiest uplink in one step
-        link = chunk * flows / (costs.efficiency * topo.rate) + topo.latency
+        link = chunk * flows * head_of_line(kind, g) / (costs.efficiency * topo.rate) + topo.latency
     return steps(kind, g) * (costs.alpha * speed + max(cpu, link))
+
+
+def head_of_line(kind: str, g: int) -> float:
+    """How many times its bytes' time an all-gather over a link takes, from gloo's protocol: one
+    half chunk more than its 2(g-1) halves, (2(g-1) + 1) / (2(g-1)): 3/2 for two ranks (see the
+    module's docstring); for more, the first notification crosses an uplink queue that holds
+    another rank's first half (4 ranks on 2 nodes, 50 Mbit/s: 6.9-7.5 half times for 6, measured).
+    1 for an all-reduce (it moves many small pieces, and a notification behind one waits
+    little: measured x1.02-1.09)."""
+    if kind != "all_gather" or g < 2:
+        return 1.0
+    halves = 2 * (g - 1)
+    return (halves + 1) / halves
+
+
+def link_slack(costs: GlooCosts, topo: Topology, kind: str, payload: float, channel: str = "world") -> float:
+    """How much longer the link makes this collective than the CPU work alone (0 on one node).
+
+    A blocking collective waits for the slowest rank (``GlooCosts.skew``); that wait is CPU time
+    (the other rank still computing, or its copies queued behind compute on the shared cores), so
+    it adds to the collective's CPU side, under the same max as its copies: a link that takes
+    longer than the CPU work hides it. Measured: over 50 Mbit/s to 1 Gbit/s between two nodes
+    the steps show none of the waiting that loopback shows (2.6 ms per collective on this machine)."""
+    local = Topology(topo.nodes, topo.per_node, math.inf, 0.0, topo.cores)
+    return max(
+        0.0,
+        collective_time(costs, topo, kind, payload, channel) - collective_time(costs, local, kind, payload, channel),
+    )
 
 
 def contention(ranks: int, cores: int, base_ranks: int) -> float:

@@ -40,7 +40,7 @@ from typing import Any
 
 from labkit.i18n import t
 from labkit.timing.calibrate import Profile, profile_from_run, spans_messages, typical
-from labkit.timing.gloo import GlooCosts, Topology, collective_time, contention, steps
+from labkit.timing.gloo import GlooCosts, Topology, collective_time, contention, link_slack, steps
 from labkit.timing.links import Link
 from labkit.timing.simulate import Result, simulate
 from labkit.wire.records import Source
@@ -209,10 +209,11 @@ def fit_spans(
     * ``beta`` per kind, seconds per chunk byte: the fastest fifth of the run's collectives, those
       that waited least for the other ranks (one model's units are all about the same size, so
       size against time cannot separate alpha from beta);
-    * ``skew``: what the collectives took beyond that, as a fraction of the compute the rank did
-      before each. A blocking collective starts when the slowest rank arrives; on a shared CPU the
-      ranks' compute differs from step to step, so every collective waits some. On loopback that
-      wait is most of a collective's time; over a slow link it adds to the link's.
+    * ``skew``: what a blocking collective took beyond that, on average: the wait for the slowest
+      rank. A collective starts when the slowest rank arrives; on a shared CPU the ranks' compute
+      and gloo's threads differ from one collective to the next, so every collective waits some.
+      On loopback that wait is most of a collective's time; a slow link hides it
+      (``gloo.link_slack``).
     """
     alpha = 50e-6
     if bare:
@@ -223,31 +224,31 @@ def fit_spans(
     for kind in sorted({r[0] for r in rows}):
         per = sorted((s / steps(k, g) - alpha) / (b / g) for k, g, b, s, _ in rows if k == kind and b > 0)
         beta[kind] = max(per[len(per) // 5], 0.0) if per else 0.0
-    waited = computed = 0.0
-    for k, g, b, s, c in rows:
-        waited += max(s - steps(k, g) * (alpha + b / g * beta.get(k, 0.0)), 0.0)
-        computed += c
-    return GlooCosts(alpha, beta, ranks, skew=waited / computed if computed > 0 else 0.0)
+    waited = math.fsum(max(s - steps(k, g) * (alpha + b / g * beta.get(k, 0.0)), 0.0) for k, g, b, s, _ in rows)
+    return GlooCosts(alpha, beta, ranks, skew=waited / len(rows) if rows else 0.0)
 
 
 class GlooLink(Link):
     """A ``Link`` whose collectives cost what ``gloo.collective_time`` says on a topology and channel."""
 
-    def __init__(self, costs: GlooCosts, topo: Topology, channel: str, speed: float) -> None:
+    def __init__(self, costs: GlooCosts, topo: Topology, channel: str, speed: float, wait: float = 0.0) -> None:
         rate = "no link" if math.isinf(topo.rate) else f"{topo.rate * 8 / 1e6:g} Mbit/s"
         super().__init__(f"{topo.nodes}x{topo.per_node} ranks, {rate}", topo.rate, topo.latency)
-        object.__setattr__(self, "_gloo", (costs, topo, channel, speed))
+        object.__setattr__(self, "_gloo", (costs, topo, channel, speed, wait))
 
     def time(self, kind: str, payload: float, group_size: int) -> float:
-        costs, topo, channel, speed = self._gloo
-        return collective_time(costs, topo, kind, payload, channel, speed)
+        """The collective, and the wait for the slowest rank (``wait`` seconds at the calibration's
+        CPU speed) where the link does not hide it (``gloo.link_slack``)."""
+        costs, topo, channel, speed, wait = self._gloo
+        hidden = link_slack(costs, topo, kind, payload, channel) if wait else 0.0
+        return collective_time(costs, topo, kind, payload, channel, speed) + max(0.0, wait * speed - hidden)
 
     def cpu_time(self, kind: str, payload: float, group_size: int) -> float:
         """What an asynchronous collective takes from the rank's compute: its per-byte CPU work
         (``beta``: the copies and the TCP stack, on gloo's thread), not ``alpha`` (mostly waiting for
         the peer), times the share of it that has to take a core from a computing rank: all of it
         when the ranks already keep every core busy, none when a core is idle."""
-        costs, topo, channel, speed = self._gloo
+        costs, topo, channel, speed, _ = self._gloo
         group, _ = topo.group(channel)
         g = len(group)
         if g <= 1 or payload <= 0:
@@ -287,16 +288,15 @@ def predict(cal: Calibration, spec: str, topo: Topology, speed: float | None = N
     if cfg.key not in cal.profiles:
         raise ValueError(t("timing.predict.no_flavor", flavor=cfg.key, have=", ".join(cal.profiles)))
     factor = speed if speed is not None else contention(topo.world, topo.cores, cal.ranks)
-    prof = slowed(cal.profiles[cfg.key], factor)
-    if cfg.flavor != "ddp":  # a blocking collective waits for the slowest rank (DDP's buckets wait in the background)
-        prof = prof.scaled(1 / (1 + cal.gloo.skew))
-    prof = replace(prof, world_size=topo.world)
+    prof = replace(slowed(cal.profiles[cfg.key], factor), world_size=topo.world)
     if cfg.bf16:
         prof = halved_params(prof)
     hybrid = cfg.strategy == "HYBRID_SHARD" and topo.nodes > 1
-    main = GlooLink(cal.gloo, topo, "shard" if hybrid else "world", factor)
-    inter = GlooLink(cal.gloo, topo, "replicate", factor)
+    wait = 0.0 if cfg.flavor == "ddp" else cal.gloo.skew  # DDP's buckets wait for the slowest rank in the background
+    main = GlooLink(cal.gloo, topo, "shard" if hybrid else "world", factor, wait)
+    inter = GlooLink(cal.gloo, topo, "replicate", factor, wait)
     strategy = cfg.strategy if cfg.strategy != "HYBRID_SHARD" or hybrid else "FULL_SHARD"
+
     return simulate(
         prof,
         main,
