@@ -43,7 +43,7 @@ from labkit.timing.calibrate import Profile, profile_from_run, spans_messages, t
 from labkit.timing.gloo import GlooCosts, Topology, collective_time, contention, link_slack, steps
 from labkit.timing.links import Link
 from labkit.timing.simulate import Result, simulate
-from labkit.wire.records import Source
+from labkit.wire.records import Source, Stream, on
 
 __all__ = ["CALIBRATION_CONFIGS", "Calibration", "Topology", "calibrate", "measured_step", "predict"]
 
@@ -244,11 +244,14 @@ class GlooLink(Link):
         return collective_time(costs, topo, kind, payload, channel, speed) + max(0.0, wait * speed - hidden)
 
     def cpu_time(self, kind: str, payload: float, group_size: int) -> float:
-        """What an asynchronous collective takes from the rank's compute: its per-byte CPU work
-        (``beta``: the copies and the TCP stack, on gloo's thread), not ``alpha`` (mostly waiting for
-        the peer), times the share of it that has to take a core from a computing rank: all of it
-        when the ranks already keep every core busy, none when a core is idle."""
-        costs, topo, channel, speed, _ = self._gloo
+        """What an asynchronous collective takes from the rank's compute: its CPU work on gloo's
+        thread (``alpha`` and ``beta``: the copies and the TCP stack), times the share of it that has
+        to take a core from a computing rank (all of it when the ranks already keep every core busy,
+        none when a core is idle); and the wait for the slowest rank where the link does not hide
+        it: the gather was issued early, but its data still comes when the late rank sends it, and
+        the rank needs it for the next unit (measured: explicit prefetch gains nothing on one node)."""
+        costs, topo, channel, speed, wait = self._gloo
+        waited = max(0.0, wait * speed - link_slack(costs, topo, kind, payload, channel)) if wait else 0.0
         group, _ = topo.group(channel)
         g = len(group)
         if g <= 1 or payload <= 0:
@@ -256,7 +259,7 @@ class GlooLink(Link):
         fallback = "reduce_scatter" if kind == "all_reduce" else "all_gather"
         beta = costs.beta.get(kind) or costs.beta.get(fallback, 0.0)
         busy = min(1.0, topo.world / max(topo.cores, 1))
-        return steps(kind, g) * payload / g * beta * speed * busy
+        return steps(kind, g) * (costs.alpha + payload / g * beta) * speed * busy + waited
 
 
 def slowed(prof: Profile, factor: float) -> Profile:
@@ -281,13 +284,57 @@ def predict(cal: Calibration, spec: str, topo: Topology, speed: float | None = N
     """The step of ``spec`` on ``topo``, predicted from ``cal`` (the result is labelled simulated).
 
     ``speed``: how much slower the CPU is than during the calibration (a probe's ratio); default
-    the contention of ``topo.world`` ranks on ``topo.cores`` cores against the calibration's ranks,
-    as on a machine that runs nothing else.
+    ``shared_cpu``: what ``topo.world`` ranks on ``topo.cores`` cores make of each other's CPU
+    work, on a machine that runs nothing else.
     """
     cfg = Config.parse(spec)
     if cfg.key not in cal.profiles:
         raise ValueError(t("timing.predict.no_flavor", flavor=cfg.key, have=", ".join(cal.profiles)))
-    factor = speed if speed is not None else contention(topo.world, topo.cores, cal.ranks)
+    if speed is not None:
+        return _simulate(cal, cfg, topo, speed)
+    return shared_cpu(cal, cfg, topo)
+
+
+def shared_cpu(cal: Calibration, cfg: Config, topo: Topology, rounds: int = 6) -> Result:
+    """The step with more ranks than cores: each rank's CPU work slows by how many ranks want a
+    core at once, and a rank that waits for the link wants none. From the contention of every rank
+    always busy (``gloo.contention``), each round simulates the step, takes the share of it a rank
+    spends on the CPU (compute, host work, and the CPU side of its collectives: their copies, not
+    the link) and slows the CPU work by ``max(1, world · share / cores)`` for the next round.
+    Relative to the calibration's own share of the CPU (``Calibration.share``: its ranks were not
+    alone either, gloo's and labkit's threads run beside them)."""
+    base = max(cal.share or 1.0, 1.0)
+
+    def slower(ranks: float) -> float:
+        return max(base, ranks / max(topo.cores, 1)) / base
+
+    factor = slower(topo.world) if topo.world > topo.cores else contention(topo.world, topo.cores, cal.ranks)
+    result = _simulate(cal, cfg, topo, factor)
+    if factor <= 1.0:
+        return result
+    local = replace(topo, rate=math.inf, latency=0.0)
+    hybrid = cfg.strategy == "HYBRID_SHARD" and topo.nodes > 1
+    for _ in range(rounds):
+        copies = math.fsum(
+            collective_time(
+                cal.gloo, local, s["kind"], float(s.get("bytes") or 0.0), _channel(s["kind"], hybrid), factor
+            )
+            for s in on(result.spans, Stream.COMM)
+        )
+        busy = result.compute_time * factor + result.host_time + copies
+        share = min(1.0, busy / result.step_time) if result.step_time > 0 else 1.0
+        factor = (factor + slower(topo.world * share)) / 2  # halfway: the share and the factor move together
+        result = _simulate(cal, cfg, topo, factor)
+    return result
+
+
+def _channel(kind: str, hybrid: bool) -> str:
+    if not hybrid:
+        return "world"
+    return "replicate" if kind == "all_reduce" else "shard"
+
+
+def _simulate(cal: Calibration, cfg: Config, topo: Topology, factor: float) -> Result:
     prof = replace(slowed(cal.profiles[cfg.key], factor), world_size=topo.world)
     if cfg.bf16:
         prof = halved_params(prof)
@@ -296,7 +343,6 @@ def predict(cal: Calibration, spec: str, topo: Topology, speed: float | None = N
     main = GlooLink(cal.gloo, topo, "shard" if hybrid else "world", factor, wait)
     inter = GlooLink(cal.gloo, topo, "replicate", factor, wait)
     strategy = cfg.strategy if cfg.strategy != "HYBRID_SHARD" or hybrid else "FULL_SHARD"
-
     return simulate(
         prof,
         main,
