@@ -116,7 +116,7 @@ def test_async_gathers_take_cpu_from_compute_when_every_core_is_busy():
     busy = Topology(nodes=2, per_node=1, rate=5e9, cores=2)  # a fast link: the step is compute
     spare = Topology(nodes=2, per_node=1, rate=5e9, cores=8)  # the same contention (none), idle cores
     link = predict.GlooLink(cal.gloo, busy, "world", 1.0)
-    assert link.cpu_time("all_gather", 1e6, 2) == pytest.approx(0.5e6 * 1e-9)  # beta per chunk byte, no alpha
+    assert link.cpu_time("all_gather", 1e6, 2) == pytest.approx(0.5e6 * 1e-9)  # beta per chunk byte (alpha is 0 here)
     assert predict.GlooLink(cal.gloo, spare, "world", 1.0).cpu_time("all_gather", 1e6, 2) == pytest.approx(
         0.25 * 0.5e6 * 1e-9
     )
@@ -127,6 +127,56 @@ def test_async_gathers_take_cpu_from_compute_when_every_core_is_busy():
         predict.predict(cal, "fsdp2:implicit", busy).step_time
         == predict.predict(cal, "fsdp2:implicit", spare).step_time
     )
+
+
+def test_an_async_gather_still_waits_for_the_slowest_rank_unless_a_link_hides_it():
+    """Issued early, a gather's data still comes when the late rank sends it: the rank pays the
+    calibration's wait per collective (and gloo's fixed cost), except what a slow link hides."""
+    costs = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, efficiency=1.0, skew=1 * MS)
+    one = Topology(nodes=1, per_node=2, cores=2)
+    slow = Topology(nodes=2, per_node=1, rate=1e6, cores=2)
+    assert predict.GlooLink(costs, one, "world", 1.0, costs.skew).cpu_time("all_gather", 1e6, 2) == pytest.approx(
+        0.1 * MS + 0.5 * MS + 1 * MS
+    )
+    assert predict.GlooLink(costs, slow, "world", 1.0, costs.skew).cpu_time("all_gather", 1e6, 2) == pytest.approx(
+        0.1 * MS + 0.5 * MS
+    )
+
+
+def test_more_ranks_than_cores_slow_each_other_relative_to_the_calibrations_own_share():
+    """4 ranks on 2 cores: each rank's CPU work takes twice the core time it would alone, but the
+    calibration's 2 ranks already waited for a core part of the time (gloo's and labkit's threads
+    beside them), so the slowdown is 2 over that share, not 2."""
+    cal = hand_calibration()
+    compute = cal.profiles["fsdp2"].compute_time
+    four, two = Topology(nodes=1, per_node=4, cores=2), Topology(nodes=1, per_node=2, cores=2)
+    assert predict.shared_cpu(cal, four) == 2.0 and predict.shared_cpu(cal, two) == 1.0
+    assert predict.predict(cal, "fsdp2:implicit", four).compute_time == pytest.approx(2 * compute)
+    cal.share = 1.25  # the calibration's ranks waited a quarter of their running time for a core
+    assert predict.shared_cpu(cal, four) == pytest.approx(2 / 1.25)
+    assert predict.predict(cal, "fsdp2:implicit", four).compute_time == pytest.approx(2 / 1.25 * compute)
+    assert predict.predict(cal, "fsdp2:implicit", two).compute_time == pytest.approx(compute)
+
+
+def test_ddp_buckets_reduce_in_the_background_but_on_the_same_cores():
+    """DDP's bucket all-reduces do not block the rank, yet their copies take CPU from the backward
+    they overlap when every core is busy: the step grows with the bytes, not by the collectives."""
+    prof = simulate.Profile(
+        forward=[("a", 1 * MS), ("b", 1 * MS)],
+        backward=[("b", 2 * MS), ("a", 2 * MS)],
+        param_bytes={"a": 1e6, "b": 1e6},
+        grad_bytes={"a": 4e6, "b": 4e6},
+        world_size=2,
+        flavor="ddp",
+    )
+    costs = GlooCosts(alpha=0.0, beta={"all_reduce": 1e-9, "reduce_scatter": 1e-9}, ranks=2)
+    cal = predict.Calibration({"ddp": prof}, costs, ranks=2)
+    busy, spare = Topology(nodes=1, per_node=2, cores=2), Topology(nodes=1, per_node=2, cores=8)
+    loaded = predict.predict(cal, "ddp", busy)
+    idle = predict.predict(cal, "ddp", spare)
+    assert loaded.step_time > idle.step_time
+    link = predict.GlooLink(costs, busy, "world", 1.0)
+    assert link.cpu_time("all_reduce", 4e6, 2) == pytest.approx(2 * 2e6 * 1e-9)  # 2 steps of a 2 MB chunk
 
 
 def test_bf16_gathers_half_the_bytes():

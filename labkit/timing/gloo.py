@@ -9,7 +9,7 @@ all-gather, 2(N-1) steps; reduce-scatter: as an all-reduce, see ``steps``): in e
 rank sends 1/N of the payload to the next rank and receives 1/N from the previous one. A step ends when its
 slowest transfer ends, so a step costs
 
-    alpha + max(chunk · beta_kind,  chunk · flows / (efficiency · rate) + latency)
+    alpha + max(chunk · beta_kind,  chunk · flows · hol / (efficiency · rate) + latency)
             (CPU: copies, the TCP stack   (the link, when the ring crosses nodes)
              and the reduction, per byte)
 
@@ -25,7 +25,7 @@ slowest transfer ends, so a step costs
   one per rank of a node, all-reduce together) share a node's uplink: ``flows``. TCP gets
   ``efficiency`` of the shaped rate (measured: 97-98% with tbf at 50-200 Mbit/s);
 * ``latency``: the link's one-way latency, paid once per ring step that crosses nodes;
-* an all-gather between two ranks over a link takes 3/2 of its bytes' time (``head_of_line``):
+* ``hol``: an all-gather between two ranks over a link takes 3/2 of its bytes' time (``head_of_line``):
   gloo sends each rank's chunk as two halves, and a half may go only once the peer has said it
   is ready to receive it (a 48-byte notification). With two ranks, the peer's notification and
   the peer's own data share one TCP stream, so a rank that arrives after its peer has written

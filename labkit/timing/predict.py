@@ -15,14 +15,17 @@ What is calibrated, once per machine, from one run on one node with no link (``c
 * how busy the shared CPU was while it ran (``share``: from the scheduler's statistics, the time
   the rank's thread waited for a core against the time it ran; ``probe``: a fixed amount of
   matrix work every rank times before each step);
-* ``skew``: how long a blocking collective waits for the slowest rank, as a fraction of the
-  compute before it (``fit_spans``).
+* ``skew``: how long a blocking collective waits for the slowest rank, on average, on one node
+  (``fit_spans``).
 
-What a prediction assumes: the ring algorithm over the topology (``gloo.collective_time``);
-per-direction links; FSDP's order of collectives (``labkit.timing.simulate``), blocking on CPU
-except DDP's buckets and FSDP2's asynchronous unshards, whose CPU work is taken from the
-compute; compute and host overhead the calibration's, slowed by contention when more ranks
-share the cores (``gloo.contention``) or, given ``speed``, by how much busier the CPU was.
+What a prediction assumes: the ring algorithm over the topology, with gloo's protocol where it
+costs time (``gloo.collective_time``: a two-rank all-gather over a link takes 3/2 of its bytes'
+time); per-direction links; FSDP's order of collectives (``labkit.timing.simulate``), blocking
+on CPU except DDP's buckets and FSDP2's asynchronous unshards, whose CPU work (and wait for the
+slowest rank) is taken from the compute; each collective's wait for the slowest rank where a
+link slower than the CPU work does not hide it (``gloo.link_slack``); compute and host overhead
+the calibration's, slowed, when more ranks than cores share the machine, by the share of the
+step they spend on the CPU (``shared_cpu``) or, given ``speed``, by how much busier the CPU was.
 
 A configuration is a string, as ``labkit.testing.link_job`` takes it: ``ddp``,
 ``fsdp1:FULL_SHARD[:BACKWARD_PRE|BACKWARD_POST|NONE]``, ``fsdp1:SHARD_GRAD_OP``,
@@ -43,7 +46,7 @@ from labkit.timing.calibrate import Profile, profile_from_run, spans_messages, t
 from labkit.timing.gloo import GlooCosts, Topology, collective_time, contention, link_slack, steps
 from labkit.timing.links import Link
 from labkit.timing.simulate import Result, simulate
-from labkit.wire.records import Source, Stream, on
+from labkit.wire.records import Source
 
 __all__ = ["CALIBRATION_CONFIGS", "Calibration", "Topology", "calibrate", "measured_step", "predict"]
 
@@ -284,54 +287,28 @@ def predict(cal: Calibration, spec: str, topo: Topology, speed: float | None = N
     """The step of ``spec`` on ``topo``, predicted from ``cal`` (the result is labelled simulated).
 
     ``speed``: how much slower the CPU is than during the calibration (a probe's ratio); default
-    ``shared_cpu``: what ``topo.world`` ranks on ``topo.cores`` cores make of each other's CPU
-    work, on a machine that runs nothing else.
+    ``shared_cpu``: what ``topo.world`` ranks on ``topo.cores`` cores make of each other, on a
+    machine that runs nothing else.
     """
     cfg = Config.parse(spec)
     if cfg.key not in cal.profiles:
         raise ValueError(t("timing.predict.no_flavor", flavor=cfg.key, have=", ".join(cal.profiles)))
-    if speed is not None:
-        return _simulate(cal, cfg, topo, speed)
-    return shared_cpu(cal, cfg, topo)
+    return _simulate(cal, cfg, topo, speed if speed is not None else shared_cpu(cal, topo))
 
 
-def shared_cpu(cal: Calibration, cfg: Config, topo: Topology, rounds: int = 6) -> Result:
-    """The step with more ranks than cores: each rank's CPU work slows by how many ranks want a
-    core at once, and a rank that waits for the link wants none. From the contention of every rank
-    always busy (``gloo.contention``), each round simulates the step, takes the share of it a rank
-    spends on the CPU (compute, host work, and the CPU side of its collectives: their copies, not
-    the link) and slows the CPU work by ``max(1, world · share / cores)`` for the next round.
-    Relative to the calibration's own share of the CPU (``Calibration.share``: its ranks were not
-    alone either, gloo's and labkit's threads run beside them)."""
+def shared_cpu(cal: Calibration, topo: Topology) -> float:
+    """How much slower each rank's CPU work runs with ``topo.world`` ranks on ``topo.cores`` cores
+    than in the calibration: ``max(base, world / cores) / base``, where ``base`` is the calibration's
+    own share of the CPU (``Calibration.share``: its ranks were not alone either, gloo's and labkit's
+    threads run beside them; 1.09 here). Every rank counts as busy all the step: on one node a
+    collective is copies, CPU work; over a 1 Gbit/s link the kernel's work for the packets keeps
+    the cores as busy (measured: 1.6-1.9 times the calibration's wait for a core, 4 ranks on 2
+    cores, either way). Only over a slow link do the ranks leave the cores idle while they wait
+    (1.0-1.2 at 50 Mbit/s), and there the compute is a small part of the step."""
+    if topo.world <= topo.cores:
+        return contention(topo.world, topo.cores, cal.ranks)
     base = max(cal.share or 1.0, 1.0)
-
-    def slower(ranks: float) -> float:
-        return max(base, ranks / max(topo.cores, 1)) / base
-
-    factor = slower(topo.world) if topo.world > topo.cores else contention(topo.world, topo.cores, cal.ranks)
-    result = _simulate(cal, cfg, topo, factor)
-    if factor <= 1.0:
-        return result
-    local = replace(topo, rate=math.inf, latency=0.0)
-    hybrid = cfg.strategy == "HYBRID_SHARD" and topo.nodes > 1
-    for _ in range(rounds):
-        copies = math.fsum(
-            collective_time(
-                cal.gloo, local, s["kind"], float(s.get("bytes") or 0.0), _channel(s["kind"], hybrid), factor
-            )
-            for s in on(result.spans, Stream.COMM)
-        )
-        busy = result.compute_time * factor + result.host_time + copies
-        share = min(1.0, busy / result.step_time) if result.step_time > 0 else 1.0
-        factor = (factor + slower(topo.world * share)) / 2  # halfway: the share and the factor move together
-        result = _simulate(cal, cfg, topo, factor)
-    return result
-
-
-def _channel(kind: str, hybrid: bool) -> str:
-    if not hybrid:
-        return "world"
-    return "replicate" if kind == "all_reduce" else "shard"
+    return max(base, topo.world / max(topo.cores, 1)) / base
 
 
 def _simulate(cal: Calibration, cfg: Config, topo: Topology, factor: float) -> Result:

@@ -167,13 +167,15 @@ class _Schedule:
         end = start + ln.time(kind, payload, group)
         self.comm_free[channel] = end
         self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload))
-        if self.o.get("async_gather") and kind == "all_gather":
-            # FSDP2's asynchronous unshard: gloo's thread gathers while this one goes on, but its
-            # copies run on the same cores: a link that knows its CPU cost (predict.GlooLink) charges it
+        ddp = self.o["strategy"] == "DDP"
+        if (self.o.get("async_gather") and kind == "all_gather") or (ddp and self.o["sync_comm"]):
+            # FSDP2's asynchronous unshard, DDP's bucket all-reduce: gloo's thread moves the bytes
+            # while this one goes on, but its copies run on the same cores: a link that knows its
+            # CPU cost (predict.GlooLink) charges it
             cpu_time = getattr(ln, "cpu_time", None)
             if cpu_time is not None:
                 self.cpu += cpu_time(kind, payload, group)
-        elif self.o["sync_comm"] and self.o["strategy"] != "DDP":  # DDP's reducer never waits for a bucket
+        elif self.o["sync_comm"] and not ddp:  # DDP's reducer never waits for a bucket
             self.cpu = end
         return end
 
