@@ -77,6 +77,19 @@ def test_loopback_is_cpu_bound_and_contention_scales_it():
     assert gloo.collective_time(COSTS, topo, "all_gather", 1e6, speed=2.0) == pytest.approx(2 * base)
 
 
+def test_alpha_is_the_fastest_small_bare_collective_per_ring_step():
+    """One bare 4 KB collective is as often 1 ms as 0.4 ms on a busy core: alpha is the fastest per
+    ring step of every bare collective whose bytes cost little (up to 256 KB), not the 4 KB one."""
+    bare = {
+        "all_gather": {"4096": 1.1 * MS, "65536": 2.7 * MS, "262144": 0.66 * MS, "4194304": 7.7 * MS},
+        "all_reduce": {"4096": 3.6 * MS, "65536": 0.66 * MS, "262144": 3.5 * MS, "4194304": 11.2 * MS},
+    }
+    rows = [("all_gather", 2, 1e6, 1.0 * MS, 5 * MS)]
+    costs = predict.fit_spans(rows, 2, bare)
+    assert costs.alpha == pytest.approx(0.33 * MS)  # the 64 KB all-reduce, in 2 ring steps
+    assert costs.beta["all_gather"] == pytest.approx((1.0 - 0.33) * MS / 0.5e6)
+
+
 def test_configs_parsed_and_refused():
     assert predict.Config.parse("fsdp1:FULL_SHARD:NONE").prefetch is None
     assert predict.Config.parse("fsdp2:explicit").key == "fsdp2" and predict.Config.parse("fsdp2:explicit").explicit

@@ -54,6 +54,7 @@ __all__ = ["CALIBRATION_CONFIGS", "Calibration", "Topology", "calibrate", "measu
 # the calibration run's configurations: one per flavor, each the flavor's plainest (FSDP1's
 # other prefetch modes and strategies, HSDP and FSDP2's explicit prefetch are predicted)
 CALIBRATION_CONFIGS = ("ddp", "fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp2:implicit")
+SMALL = 2**18  # bytes: a bare collective this small times gloo's fixed cost, not its copies
 STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD")
 PREFETCHES = ("BACKWARD_PRE", "BACKWARD_POST", "NONE")
 
@@ -207,8 +208,8 @@ def fit_spans(
 ) -> GlooCosts:
     """gloo's costs from a run's own collectives.
 
-    * ``alpha``, the fixed cost of a ring step: from bare collectives of a few KB (``bare``:
-      ``link_job.gloo_costs``; else 50 µs);
+    * ``alpha``, the fixed cost of a ring step: the fastest per step of the bare collectives up to
+      256 KB (``bare``: ``link_job.gloo_costs``; else 50 µs);
     * ``beta`` per kind, seconds per chunk byte: the fastest fifth of the run's collectives, those
       that waited least for the other ranks (one model's units are all about the same size, so
       size against time cannot separate alpha from beta);
@@ -220,8 +221,11 @@ def fit_spans(
     """
     alpha = 50e-6
     if bare:
-        smallest = [(k, min(sizes, key=float)) for k, sizes in bare.items() if sizes]
-        per_step = [bare[k][size] / steps(k, ranks) for k, size in smallest]
+        # every bare collective whose bytes cost little next to it (up to 256 KB: under 0.1 ms of
+        # copies here), the fastest per step: one of them alone is as often 1 ms as 0.4 on a busy
+        # core, and a 1 ms alpha makes every ring step of 4 ranks too slow
+        small = [(k, size) for k, sizes in bare.items() for size in sizes if float(size) <= SMALL]
+        per_step = [bare[k][size] / steps(k, ranks) for k, size in small]
         alpha = min(per_step) if per_step else alpha
     beta = {}
     for kind in sorted({r[0] for r in rows}):
