@@ -98,16 +98,20 @@ def test_configs_parsed_and_refused():
         predict.Config.parse("fsdp3:FULL_SHARD")
 
 
-def hand_calibration() -> predict.Calibration:
-    prof = simulate.Profile(
+def hand_profile(flavor: str = "fsdp2", grad: float = 1e6) -> simulate.Profile:
+    """Two units, 1 ms forward and 2 ms backward each, 1 MB of parameters, ``grad`` bytes of gradients."""
+    return simulate.Profile(
         forward=[("a", 1 * MS), ("b", 1 * MS)],
         backward=[("b", 2 * MS), ("a", 2 * MS)],
         param_bytes={"a": 1e6, "b": 1e6},
-        grad_bytes={"a": 1e6, "b": 1e6},
+        grad_bytes={"a": grad, "b": grad},
         world_size=2,
-        flavor="fsdp2",
+        flavor=flavor,
     )
-    return predict.Calibration({"fsdp2": prof}, COSTS, ranks=2, probe=0.01)
+
+
+def hand_calibration() -> predict.Calibration:
+    return predict.Calibration({"fsdp2": hand_profile()}, COSTS, ranks=2, probe=0.01)
 
 
 def test_explicit_async_prefetch_hides_the_gathers_under_compute():
@@ -174,16 +178,8 @@ def test_more_ranks_than_cores_slow_each_other_relative_to_the_calibrations_own_
 def test_ddp_buckets_reduce_in_the_background_but_on_the_same_cores():
     """DDP's bucket all-reduces do not block the rank, yet their copies take CPU from the backward
     they overlap when every core is busy: the step grows with the bytes, not by the collectives."""
-    prof = simulate.Profile(
-        forward=[("a", 1 * MS), ("b", 1 * MS)],
-        backward=[("b", 2 * MS), ("a", 2 * MS)],
-        param_bytes={"a": 1e6, "b": 1e6},
-        grad_bytes={"a": 4e6, "b": 4e6},
-        world_size=2,
-        flavor="ddp",
-    )
     costs = GlooCosts(alpha=0.0, beta={"all_reduce": 1e-9, "reduce_scatter": 1e-9}, ranks=2)
-    cal = predict.Calibration({"ddp": prof}, costs, ranks=2)
+    cal = predict.Calibration({"ddp": hand_profile("ddp", grad=4e6)}, costs, ranks=2)
     busy, spare = Topology(nodes=1, per_node=2, cores=2), Topology(nodes=1, per_node=2, cores=8)
     loaded = predict.predict(cal, "ddp", busy)
     idle = predict.predict(cal, "ddp", spare)
