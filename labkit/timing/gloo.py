@@ -63,6 +63,7 @@ class Topology:
     rate: float = math.inf
     latency: float = 0.0
     cores: int = field(default_factory=lambda: os.cpu_count() or 1)
+    burst: float = 0.0  # bytes an idle link passes at once (an emulated link's token bucket; 0 for a real one)
 
     @property
     def world(self) -> int:
@@ -128,11 +129,13 @@ def collective_time(
     payload: float,
     channel: str = "world",
     speed: float = 1.0,
+    idle: float = math.inf,
 ) -> float:
     """Seconds for one collective of ``payload`` bytes (the full tensor) on rank 0's group of ``channel``.
 
     ``speed``: how much slower the CPU is than when ``costs`` were measured (contention from more
     ranks on the cores, or from other work: ``contention``); it scales ``alpha`` and ``beta``, not the link.
+    ``idle``: seconds the link has been idle before it (an emulated link's bucket refills meanwhile).
     """
     group, concurrent = topo.group(channel)
     g = len(group)
@@ -144,10 +147,30 @@ def collective_time(
     cpu = chunk * beta * speed
     cross = crossings(group, topo)
     link = 0.0
+    n = steps(kind, g)
     if cross and math.isfinite(topo.rate):
         flows = max(cross.values()) * concurrent  # TCP flows through the busiest uplink in one step
-        link = chunk * flows * head_of_line(kind, g) / (costs.efficiency * topo.rate) + topo.latency
-    return steps(kind, g) * (costs.alpha * speed + max(cpu, link))
+        rate = costs.efficiency * topo.rate
+        link = chunk * flows * head_of_line(kind, g) / rate + topo.latency
+        # the link's bucket: bytes an idle uplink passes at once, once per collective (the link is
+        # idle between collectives, while the ranks compute; busy from one ring step to the next)
+        bucket = min(topo.burst, idle * topo.rate)  # tbf's bucket refills at the link's rate
+        saved = burst_saved(bucket, chunk * flows, kind, g, n) / rate
+        return n * costs.alpha * speed + max(n * cpu, n * link - saved)
+    return n * (costs.alpha * speed + cpu)
+
+
+def burst_saved(burst: float, step_bytes: float, kind: str, g: int, n: int) -> float:
+    """Bytes of one collective's path over the link that an idle link's bucket (``Topology.burst``)
+    lets through at once. Each uplink on the path gives up to ``burst`` once: the one the
+    collective's bytes go through (``n`` steps of ``step_bytes``); for a two-rank all-gather also
+    the late rank's, whose first half goes before its notification (``head_of_line``)."""
+    if burst <= 0:
+        return 0.0
+    if kind == "all_gather" and g == 2:
+        half = step_bytes / 2
+        return min(burst, half) + min(burst, step_bytes)
+    return min(burst, n * step_bytes)
 
 
 def head_of_line(kind: str, g: int) -> float:
@@ -163,7 +186,9 @@ def head_of_line(kind: str, g: int) -> float:
     return (halves + 1) / halves
 
 
-def link_slack(costs: GlooCosts, topo: Topology, kind: str, payload: float, channel: str = "world") -> float:
+def link_slack(
+    costs: GlooCosts, topo: Topology, kind: str, payload: float, channel: str = "world", idle: float = math.inf
+) -> float:
     """How much longer the link makes this collective than the CPU work alone (0 on one node).
 
     A blocking collective waits for the slowest rank (``GlooCosts.skew``); that wait is CPU time
@@ -174,7 +199,8 @@ def link_slack(costs: GlooCosts, topo: Topology, kind: str, payload: float, chan
     local = Topology(topo.nodes, topo.per_node, math.inf, 0.0, topo.cores)
     return max(
         0.0,
-        collective_time(costs, topo, kind, payload, channel) - collective_time(costs, local, kind, payload, channel),
+        collective_time(costs, topo, kind, payload, channel, idle=idle)
+        - collective_time(costs, local, kind, payload, channel),
     )
 
 

@@ -243,14 +243,14 @@ class GlooLink(Link):
         super().__init__(f"{topo.nodes}x{topo.per_node} ranks, {rate}", topo.rate, topo.latency)
         object.__setattr__(self, "_gloo", (costs, topo, channel, speed, wait))
 
-    def time(self, kind: str, payload: float, group_size: int) -> float:
+    def time(self, kind: str, payload: float, group_size: int, idle: float = math.inf) -> float:
         """The collective, and the wait for the slowest rank (``wait`` seconds at the calibration's
         CPU speed) where the link does not hide it (``gloo.link_slack``)."""
         costs, topo, channel, speed, wait = self._gloo
-        hidden = link_slack(costs, topo, kind, payload, channel) if wait else 0.0
-        return collective_time(costs, topo, kind, payload, channel, speed) + max(0.0, wait * speed - hidden)
+        hidden = link_slack(costs, topo, kind, payload, channel, idle) if wait else 0.0
+        return collective_time(costs, topo, kind, payload, channel, speed, idle) + max(0.0, wait * speed - hidden)
 
-    def cpu_time(self, kind: str, payload: float, group_size: int) -> float:
+    def cpu_time(self, kind: str, payload: float, group_size: int, idle: float = math.inf) -> float:
         """What an asynchronous collective takes from the rank's compute: its CPU work on gloo's
         thread (``alpha`` and ``beta``: the copies and the TCP stack), times the share of it that has
         to take a core from a computing rank (all of it when the ranks already keep every core busy,
@@ -258,7 +258,7 @@ class GlooLink(Link):
         it: the gather was issued early, but its data still comes when the late rank sends it, and
         the rank needs it for the next unit (measured: explicit prefetch gains nothing on one node)."""
         costs, topo, channel, speed, wait = self._gloo
-        waited = max(0.0, wait * speed - link_slack(costs, topo, kind, payload, channel)) if wait else 0.0
+        waited = max(0.0, wait * speed - link_slack(costs, topo, kind, payload, channel, idle)) if wait else 0.0
         group, _ = topo.group(channel)
         g = len(group)
         if g <= 1 or payload <= 0:

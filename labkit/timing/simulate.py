@@ -164,7 +164,8 @@ class _Schedule:
         ln = self.inter if channel == "replicate" else self.link
         self.host(kind, self.prof.hook.get(kind, 0.0))  # FSDP's work around the collective, on the CPU
         start = max(self.cpu, self.comm_free.get(channel, 0.0), ready)
-        end = start + ln.time(kind, payload, group)
+        idle = start - self.comm_free[channel] if channel in self.comm_free else math.inf
+        end = start + ln.time(kind, payload, group, idle)
         self.comm_free[channel] = end
         self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload))
         ddp = self.o["strategy"] == "DDP"
@@ -174,7 +175,7 @@ class _Schedule:
             # CPU cost (predict.GlooLink) charges it
             cpu_time = getattr(ln, "cpu_time", None)
             if cpu_time is not None:
-                self.cpu += cpu_time(kind, payload, group)
+                self.cpu += cpu_time(kind, payload, group, idle)
         elif self.o["sync_comm"] and not ddp:  # DDP's reducer never waits for a bucket
             self.cpu = end
         return end
