@@ -1,17 +1,17 @@
 """Predicted against measured step time, per configuration, from ONE calibration (emulated nodes and links).
 
-    .venv/bin/python benchmarks/link_prediction.py                 # the whole matrix (10-20 min, 2 loaded cores)
+    .venv/bin/python benchmarks/link_prediction.py                 # the whole matrix (about 15 min, idle)
     .venv/bin/python benchmarks/link_prediction.py --quick         # 2 nodes x 1 rank, 2 links
     .venv/bin/python benchmarks/link_prediction.py --save DIR      # keep every run's messages
     .venv/bin/python benchmarks/link_prediction.py --load DIR      # predict again from kept runs
 
-First one calibration run: 2 ranks on one node, no link, each of ``predict.CALIBRATION_CONFIGS``
+First the calibration: 2 ranks on one node, no link, each of ``predict.CALIBRATION_CONFIGS``
 (DDP, FSDP1 FULL_SHARD BACKWARD_PRE, FSDP2 with implicit prefetch) trained a few steps, and
-bare collectives timed (``labkit.testing.link_job``). Then,
+bare collectives timed (``labkit.testing.link_job``), in 3 launches pooled. Then,
 for each topology of the matrix (2 and 4 ranks on 1 and 2 emulated nodes, links from 50 Mbit/s
-to 5 Gbit/s, ``labkit.launch.netem``; ``MATRIX``), one run of every configuration: DDP, FSDP1 FULL_SHARD
-with each backward prefetch, SHARD_GRAD_OP, HYBRID_SHARD (4 ranks: sharded within a node,
-replicated across), FSDP2 implicit and explicit. Each configuration is predicted *before* its
+to 5 Gbit/s, ``labkit.launch.netem``; ``MATRIX``), a run (3 over 1 Gbit/s and faster) of every
+configuration: DDP, FSDP1 FULL_SHARD with each backward prefetch, SHARD_GRAD_OP, HYBRID_SHARD
+(4 ranks: sharded within a node, replicated across), FSDP2 implicit and explicit. Each configuration is predicted *before* its
 run starts, from the calibration alone (``labkit.timing.predict``), then measured.
 
 Two predictions per row:
@@ -33,7 +33,11 @@ the last runs, which do not meet them on a 2-core machine shared with other work
 The measured step is the mean of a configuration's typical steps (the first, and any over 1.5
 times the median, left out), as the calibration's. On this 2-core machine, idle, one step of the
 same configuration varies by 20% from the next (100-165 ms at 5 Gbit/s): 12 steps put the mean
-within about 3%, and the calibration, which every prediction inherits, runs twice as many.
+within about 3%, and the calibration, which every prediction inherits, runs twice as many. And a
+new process moves it again: the same configuration on one node came out 114, 135 and 130 ms in
+three launches a minute apart, each within 2% over its own steps. So the calibration and every
+topology whose link is 1 Gbit/s or faster run ``--launches`` times (3), pooled (``pool``); over
+a slower link a step is the link's and moves 1% from one launch to the next, and runs once.
 Rows of the calibration's own configurations on its own topology are replays, marked
 ``(cal.)`` and left out of the error summary. The 1-node, 2-rank run trains them again minutes
 later; a line after the table says how far those steps moved from the calibration's (the same
@@ -163,7 +167,11 @@ def configs_for(world: int) -> tuple[str, ...]:
 def rows_for(cal: predict.Calibration, data: dict, calibration: bool) -> list[dict[str, Any]]:
     kept = Kept(data)
     topo = Topology(
-        data["nodes"], data["world"] // data["nodes"], rate_of(data["link"]), data.get("latency", 0.0), burst=burst_of(data["link"])
+        data["nodes"],
+        data["world"] // data["nodes"],
+        rate_of(data["link"]),
+        data.get("latency", 0.0),
+        burst=burst_of(data["link"]),
     )
     out = []
     for spec in configs_for(data["world"]):

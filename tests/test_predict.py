@@ -41,6 +41,41 @@ def test_link_bound_all_gather_by_hand():
     assert gloo.collective_time(costs, four, "all_gather", 1e6) == pytest.approx(3 * 0.25 * 7 / 6)
 
 
+def test_an_emulated_links_bucket_passes_at_once_after_idle():
+    """tbf lets an idle uplink send its bucket (``Topology.burst``) at once; the bucket refills at
+    the link's rate while idle. 2 nodes x 1 rank, 1 MB/s, a 0.1 MB bucket: the all-gather's path
+    (the late rank's first half, then the early rank's two halves, each through its own idle
+    uplink) saves 0.1 MB twice; the all-reduce's, once; a real link (no bucket) nothing."""
+    costs = GlooCosts(0.0, dict(COSTS.beta), 2, efficiency=1.0)
+    real = Topology(nodes=2, per_node=1, rate=1e6)
+    tbf = Topology(nodes=2, per_node=1, rate=1e6, burst=0.1e6)
+    assert gloo.collective_time(costs, real, "all_gather", 1e6) == pytest.approx(0.75)
+    assert gloo.collective_time(costs, tbf, "all_gather", 1e6) == pytest.approx(0.75 - 2 * 0.1)
+    assert gloo.collective_time(costs, tbf, "all_reduce", 1e6) == pytest.approx(1.0 - 0.1)
+    # idle 50 ms: half the bucket back; right after another collective: none of it
+    assert gloo.collective_time(costs, tbf, "all_gather", 1e6, idle=0.05) == pytest.approx(0.75 - 2 * 0.05)
+    assert gloo.collective_time(costs, tbf, "all_gather", 1e6, idle=0.0) == pytest.approx(0.75)
+    # a bucket larger than the bytes: the link costs nothing, the CPU work remains
+    big = Topology(nodes=2, per_node=1, rate=1e6, burst=10e6)
+    assert gloo.collective_time(costs, big, "all_gather", 1e6) == pytest.approx(0.5e6 * 1e-9)
+
+
+def test_the_simulator_refills_the_bucket_only_while_the_link_is_idle():
+    """FSDP1's forward gathers each unit after the previous unit's compute (the link idle 1 ms,
+    the bucket back in full); the step on a link with a bucket is shorter by what it refilled."""
+    prof = hand_profile("fsdp1")
+    costs = GlooCosts(0.0, dict(COSTS.beta), 2, efficiency=1.0)
+    cal = predict.Calibration({"fsdp1": prof}, costs, ranks=2)
+    real = Topology(nodes=2, per_node=1, rate=1e6, cores=2)
+    tbf = Topology(nodes=2, per_node=1, rate=1e6, burst=500.0, cores=2)  # refilled in 0.5 ms
+    plain = predict.predict(cal, "fsdp1:FULL_SHARD:NONE", real)
+    bucket = predict.predict(cal, "fsdp1:FULL_SHARD:NONE", tbf)
+    gathers = [s for s in bucket.spans if s["kind"] == "all_gather"]
+    assert len(gathers) == 3  # a, b, and a again in backward (b is kept from its forward)
+    # each collective saves at most the bucket twice (all-gathers) or once (reduce-scatters)
+    assert 0 < plain.step_time - bucket.step_time <= 5 * 2 * 500 / 1e6 + 1e-12
+
+
 def test_a_slow_link_hides_the_wait_for_the_slowest_rank():
     """The calibration's wait per blocking collective (``skew``) is CPU time: it counts where the
     collective is CPU-bound (one node), and a link slower than the CPU work hides it."""
@@ -219,7 +254,8 @@ def test_one_calibration_predicts_a_slow_link_it_has_not_seen():
     cal = predict.calibrate(labkit.torchrun(job(predict.CALIBRATION_CONFIGS), nproc=2, **quiet))
     specs = ("fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp1:SHARD_GRAD_OP")
     run = labkit.torchrun(job(specs, steps=3), nproc=1, nodes=2, link="50mbit", **quiet)
-    topo = Topology(nodes=2, per_node=1, rate=50e6 / 8, latency=run.emulation.latency_s)
+    link = netem.parse_link("50mbit")
+    topo = Topology(nodes=2, per_node=1, rate=link.bytes_per_s, latency=run.emulation.latency_s, burst=link.burst())
     measured, predicted = {}, {}
     for spec in specs:
         msgs = spans_messages(run, 0, spec)

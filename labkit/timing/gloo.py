@@ -13,6 +13,8 @@ slowest transfer ends, so a step costs
             (CPU: copies, the TCP stack   (the link, when the ring crosses nodes)
              and the reduction, per byte)
 
+less, once per collective, what the link's bucket lets through at once (``burst``, below).
+
 * ``alpha``: the fixed cost of a step (a message each way, gloo's bookkeeping, waking the
   thread), fitted with ``beta`` on one machine's loopback (``fit``);
 * ``beta``: CPU seconds per byte of a chunk, per kind (a reduce-scatter also sums): on
@@ -36,6 +38,16 @@ slowest transfer ends, so a step costs
   slow order is the steady state (2.93 half times from the later arrival, 50 Mbit/s). With three
   or more ranks a rank's notifications go to the rank it receives from, on another stream, but
   through the uplink that carries another rank's data: one half time more per all-gather.
+
+* ``burst``: an emulated link is a ``tbf``, a token bucket: an uplink idle long enough sends
+  its bucket (``Topology.burst``: a millisecond at the link's rate, see
+  ``labkit.launch.linkspec``) at once, and only then at the rate. The bucket refills at the
+  rate while the link is idle (between collectives, while the ranks compute), so each
+  collective gets it once, on the first step, and a collective right behind another gets
+  what refilled in between (``idle``). A two-rank all-gather gets it twice: the late rank's
+  first half and the early rank's two halves each cross an uplink that was idle
+  (``burst_saved``). At 1 Gbit/s a millisecond is half of a 1 MB all-gather's half time;
+  at 50 Mbit/s it is 2% of it. A real link has no bucket: ``burst=0``.
 
 The costs of the CPU side and the link side overlap within a step (TCP streams the chunk
 while it is copied), hence the max. This is a model of the measurements in

@@ -20,7 +20,8 @@ What is calibrated, once per machine, from one run on one node with no link (``c
 
 What a prediction assumes: the ring algorithm over the topology, with gloo's protocol where it
 costs time (``gloo.collective_time``: a two-rank all-gather over a link takes 3/2 of its bytes'
-time); per-direction links; FSDP's order of collectives (``labkit.timing.simulate``), blocking
+time); per-direction links, an emulated link's token bucket (``Topology.burst``: an idle
+uplink sends it at once); FSDP's order of collectives (``labkit.timing.simulate``), blocking
 on CPU except DDP's buckets and FSDP2's asynchronous unshards, whose CPU work (and wait for the
 slowest rank) is taken from the compute; each collective's wait for the slowest rank where a
 link slower than the CPU work does not hide it (``gloo.link_slack``); compute and host overhead
