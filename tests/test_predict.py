@@ -181,18 +181,27 @@ def test_async_gathers_take_cpu_from_compute_when_every_core_is_busy():
     )
 
 
-def test_an_async_gather_still_waits_for_the_slowest_rank_unless_a_link_hides_it():
-    """Issued early, a gather's data still comes when the late rank sends it: the rank pays the
-    calibration's wait per collective (and gloo's fixed cost), except what a slow link hides."""
+def test_an_async_gather_waits_for_the_slowest_rank_only_past_the_compute_it_runs_under():
+    """Issued early, a gather's data still comes when the late rank sends it: the wait is in the
+    gather's time, not in the CPU work it takes from the rank, so the next unit waits for it only
+    where the compute the gather was issued under is shorter than the wait."""
     costs = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, efficiency=1.0, skew=1 * MS)
     one = Topology(nodes=1, per_node=2, cores=2)
-    slow = Topology(nodes=2, per_node=1, rate=1e6, cores=2)
-    assert predict.GlooLink(costs, one, "world", 1.0, costs.skew).cpu_time("all_gather", 1e6, 2) == pytest.approx(
-        0.1 * MS + 0.5 * MS + 1 * MS
-    )
-    assert predict.GlooLink(costs, slow, "world", 1.0, costs.skew).cpu_time("all_gather", 1e6, 2) == pytest.approx(
-        0.1 * MS + 0.5 * MS
-    )
+    link = predict.GlooLink(costs, one, "world", 1.0, costs.skew)
+    assert link.cpu_time("all_gather", 1e6, 2) == pytest.approx(0.1 * MS + 0.5 * MS)
+    assert link.time("all_gather", 1e6, 2) == pytest.approx(0.1 * MS + 0.5 * MS + 1 * MS)
+
+    def step(skew: float, spec: str = "fsdp2:explicit") -> float:
+        c = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, efficiency=1.0, skew=skew)
+        cal = predict.Calibration({"fsdp2": hand_profile()}, c, ranks=2)
+        return predict.predict(cal, spec, one).step_time
+
+    # blocking (implicit): all six collectives wait; explicit: a 0.5 ms wait hides under the
+    # compute each gather was issued under, and only the two blocking reduce-scatters pay it
+    assert step(0.5 * MS, "fsdp2:implicit") - step(0.0, "fsdp2:implicit") == pytest.approx(6 * 0.5 * MS)
+    assert step(0.5 * MS) - step(0.0) == pytest.approx(2 * 0.5 * MS)
+    # a 20 ms wait outlasts every 1-2 ms unit: the gathers' waits show in the step too
+    assert step(20 * MS) - step(0.0) > 2 * 20 * MS + 2 * 20 * MS
 
 
 def test_more_ranks_than_cores_slow_each_other_relative_to_the_calibrations_own_share():
