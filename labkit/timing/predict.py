@@ -258,8 +258,8 @@ class GlooLink(Link):
         to take a core from a computing rank (all of it when the ranks already keep every core busy,
         none when a core is idle). Not the wait for the slowest rank: that is in the collective's
         time (``time``), so the schedule makes the rank wait for the gather only where the compute
-        it was issued under does not cover it (measured: explicit prefetch 9-11% faster than
-        implicit on one node, three launches pooled, two matrices; charging the wait here as
+        it was issued under does not cover it (measured: explicit prefetch 5-11% faster than
+        implicit on one node, three launches pooled, three matrices; charging the wait here as
         well predicted no gain)."""
         costs, topo, channel, speed, _ = self._gloo
         group, _ = topo.group(channel)
