@@ -212,6 +212,29 @@ def test_hand_schedule_on_cpu():
         assert r.step_time == pytest.approx(12 * MS) and r.hidden_comm == pytest.approx(0.0)
 
 
+def test_shard_grad_op_pays_the_pre_backward_hook_without_the_gather():
+    """FSDP1 SHARD_GRAD_OP keeps each unit gathered from forward to backward: no gather in
+    backward, but the pre-backward hook's host work (charged to the gather's hook by a FULL_SHARD
+    calibration) still runs, once per unit that FULL_SHARD would have gathered again."""
+    prof = hand_profile()
+    prof.flavor, prof.hook = "fsdp1", {"all_gather": 0.5 * MS}
+    fs = simulate.simulate(prof, SLOW, strategy="FULL_SHARD", backward_prefetch=None, cpu_bound=True, sync_comm=True)
+    sgo = simulate.simulate(
+        prof, SLOW, strategy="SHARD_GRAD_OP", backward_prefetch=None, cpu_bound=True, sync_comm=True
+    )
+
+    def host(r: simulate.Result) -> list[tuple[str, float]]:
+        return sorted((s["unit"], round((s["end"] - s["start"]) / MS, 6)) for s in r.spans if s["stream"] == "host")
+
+    # FULL_SHARD: forward gathers a and b, backward gathers b again (a, the root, stays gathered)
+    assert host(fs) == [("all_gather", 0.5)] * 3
+    # SHARD_GRAD_OP: the two forward gathers, and b's pre-backward hook without its gather
+    assert host(sgo) == [("all_gather", 0.5), ("all_gather", 0.5), ("b", 0.5)]
+    assert [k for k, *_ in comm_spans(sgo)].count("all_gather") == 2
+    # the gather's 1 ms is saved, its hook is not
+    assert fs.step_time - sgo.step_time == pytest.approx(1 * MS)
+
+
 def test_labelled_simulated():
     r = simulate.simulate(hand_profile(), "pcie4")
     assert r.simulated and repr(r).startswith("SIMULATED")
