@@ -27,10 +27,13 @@ class Link:
     bandwidth: float
     latency: float = 0.0
 
-    def time(self, kind: str, payload: float, group_size: int, idle: float = math.inf) -> float:
+    def time(
+        self, kind: str, payload: float, group_size: int, idle: float = math.inf, background: bool = False
+    ) -> float:
         """Ring algorithm: (N-1) steps (2(N-1) for an all-reduce), each moving payload/N:
         ``(N-1)·latency + (N-1)/N·payload/bandwidth`` (twice that for an all-reduce).
-        ``idle``: how long the link was idle before (a real link's cost does not depend on it)."""
+        ``idle``: how long the link was idle before; ``background``: whether the rank computes
+        meanwhile (neither changes a device link's cost: its collectives have their own engine)."""
         if group_size <= 1 or payload <= 0:
             return 0.0
         steps = 2 * (group_size - 1) if kind == "all_reduce" else group_size - 1

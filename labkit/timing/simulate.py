@@ -165,11 +165,12 @@ class _Schedule:
         self.host(kind, self.prof.hook.get(kind, 0.0))  # FSDP's work around the collective, on the CPU
         start = max(self.cpu, self.comm_free.get(channel, 0.0), ready)
         idle = start - self.comm_free[channel] if channel in self.comm_free else math.inf
-        end = start + ln.time(kind, payload, group, idle)
+        ddp = self.o["strategy"] == "DDP"
+        background = bool(self.o.get("async_gather") and kind == "all_gather") or (ddp and self.o["sync_comm"])
+        end = start + ln.time(kind, payload, group, idle, background=background)
         self.comm_free[channel] = end
         self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload))
-        ddp = self.o["strategy"] == "DDP"
-        if (self.o.get("async_gather") and kind == "all_gather") or (ddp and self.o["sync_comm"]):
+        if background:
             # FSDP2's asynchronous unshard, DDP's bucket all-reduce: gloo's thread moves the bytes
             # while this one goes on, but its copies run on the same cores: a link that knows its
             # CPU cost (predict.GlooLink) charges it
