@@ -255,8 +255,8 @@ class GlooLink(Link):
         unshard, DDP's bucket all-reduce). Its CPU work (copies, the TCP stack) then shares the
         cores with that compute: 1 + ``busy`` times slower, the share of a core that ``cpu_time``
         charges the compute for it (with as many busy ranks as cores, two threads on a core, each
-        at half speed). Five kept matrices re-predicted with it: mean |error| 0.2-0.6 points lower
-        each, FSDP2 explicit 1.5-3 points and DDP on one node 4-8 points closer."""
+        at half speed). Five kept matrices re-predicted with it: mean |error| 0.3 points lower
+        each, FSDP2 explicit 1.4-3.1 points and DDP on one node x 4 5-8 points closer."""
         costs, topo, channel, speed, wait = self._gloo
         hidden = link_slack(costs, topo, kind, payload, channel, idle) if wait else 0.0
         shared = speed * (1.0 + busy(topo)) if background else speed
