@@ -282,3 +282,48 @@ def test_one_calibration_predicts_a_slow_link_it_has_not_seen():
     assert (
         measured["fsdp1:SHARD_GRAD_OP"] < measured[specs[0]] and predicted["fsdp1:SHARD_GRAD_OP"] < predicted[specs[0]]
     )
+
+
+def test_the_calibration_keeps_the_waits_distribution_not_only_its_mean():
+    """fit_spans keeps the wait for the slowest rank as equally likely values whose mean is the skew."""
+    rows = [("all_gather", 2, 1e6, 0.6 * MS + w * MS, 1.0 * MS) for w in (0, 0, 0, 0, 1, 1, 2, 3, 5, 8) * 30]
+    costs = predict.fit_spans(rows, 2)
+    assert 0 < len(costs.waits) <= predict.WAIT_QUANTILES
+    assert list(costs.waits) == sorted(costs.waits) and costs.waits[0] >= 0.0
+    assert sum(costs.waits) / len(costs.waits) == pytest.approx(costs.skew)
+    assert costs.waits[-1] > 2 * costs.skew  # the tail is kept
+
+
+def test_a_link_hides_each_wait_not_their_mean():
+    """A link that takes 0.25 ms longer than the CPU work hides up to 0.25 ms of each wait: waits of
+    0, 0, 2 and 6 ms (mean 2) show 0, 0, 1.75 and 5.75, more than the 2 - 0.25 of the mean alone."""
+    costs = GlooCosts(0.0, dict(COSTS.beta), 2, efficiency=1.0, skew=2 * MS, waits=(0.0, 0.0, 2 * MS, 6 * MS))
+    fast = Topology(nodes=2, per_node=1, rate=1e9)
+    assert gloo.link_slack(costs, fast, "all_gather", 1e6) == pytest.approx(0.25 * MS)
+    link = predict.GlooLink(costs, fast, "world", 1.0, costs.skew)
+    samples = link.time_samples("all_gather", 1e6, 2)
+    assert samples == pytest.approx([0.75 * MS, 0.75 * MS, 2.5 * MS, 6.5 * MS])
+    assert link.time("all_gather", 1e6, 2) == pytest.approx(0.75 * MS + (1.75 + 5.75) / 4 * MS)
+    # on one node nothing hides it: the mean is the skew, as before
+    one = predict.GlooLink(costs, Topology(nodes=1, per_node=2), "world", 1.0, costs.skew)
+    assert one.time("all_gather", 1e6, 2) == pytest.approx(0.5 * MS + 2 * MS)
+
+
+def test_an_async_gather_that_sometimes_outlasts_its_compute_costs_its_expected_wait():
+    """The same mean wait, spread (mostly none, sometimes long) or not: a blocking step pays the mean
+    either way; an asynchronous gather's rank waits only for the long ones past the compute it runs
+    under, which the mean alone (under the compute) never shows."""
+    one = Topology(nodes=1, per_node=2, cores=2)
+    prof = hand_profile()
+    prof.forward = [("a", 4 * MS), ("b", 4 * MS)]  # a gather (1.2 ms of CPU under compute) + 2 ms fits
+    prof.backward = [("b", 8 * MS), ("a", 8 * MS)]
+
+    def step(waits: tuple[float, ...], spec: str) -> float:
+        c = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, efficiency=1.0, skew=2 * MS, waits=waits)
+        cal = predict.Calibration({"fsdp2": prof}, c, ranks=2)
+        return predict.predict(cal, spec, one).step_time
+
+    even, spread = (2 * MS,) * 4, (0.0, 0.0, 0.0, 8 * MS)
+    assert step(spread, "fsdp2:implicit") == pytest.approx(step(even, "fsdp2:implicit"))
+    # forward: b's gather runs under a's 4 ms; one time in four it takes 9.2 ms: 5.2 ms late
+    assert step(spread, "fsdp2:explicit") - step(even, "fsdp2:explicit") >= 5.2 / 4 * MS - 1e-9

@@ -107,6 +107,7 @@ class GlooCosts:
     ranks: int = 2  # ranks that shared the cores while these were measured
     efficiency: float = 0.97
     skew: float = 0.0  # seconds a blocking collective waits for the slowest rank, on average (one node)
+    waits: tuple[float, ...] = ()  # that wait's distribution: equally likely values (quantiles), mean skew
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -115,6 +116,7 @@ class GlooCosts:
             "ranks": self.ranks,
             "efficiency": self.efficiency,
             "skew": self.skew,
+            "waits": list(self.waits),
         }
 
 

@@ -40,6 +40,14 @@ class Link:
         wire = payload * ring_factor(kind, group_size)
         return steps * self.latency + (0.0 if math.isinf(self.bandwidth) else wire / self.bandwidth)
 
+    def time_samples(
+        self, kind: str, payload: float, group_size: int, idle: float = math.inf, background: bool = False
+    ) -> list[float]:
+        """Equally likely durations of the collective, whose mean is ``time``: one here (a device
+        link's collective takes the same time each step); ``predict.GlooLink`` spreads the wait
+        for the slowest rank over the calibration's measured waits."""
+        return [self.time(kind, payload, group_size, idle, background)]
+
 
 # Bandwidths: per GPU and direction, what NCCL typically reaches (not the marketing peak).
 # Latencies per ring step are assumptions of the right order; pass your own with link(bw, latency).

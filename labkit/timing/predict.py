@@ -233,8 +233,24 @@ def fit_spans(
     for kind in sorted({r[0] for r in rows}):
         per = sorted((s / steps(k, g) - alpha) / (b / g) for k, g, b, s, _ in rows if k == kind and b > 0)
         beta[kind] = max(per[len(per) // 5], 0.0) if per else 0.0
-    waited = math.fsum(max(s - steps(k, g) * (alpha + b / g * beta.get(k, 0.0)), 0.0) for k, g, b, s, _ in rows)
-    return GlooCosts(alpha, beta, ranks, skew=waited / len(rows) if rows else 0.0)
+    waited = sorted(max(s - steps(k, g) * (alpha + b / g * beta.get(k, 0.0)), 0.0) for k, g, b, s, _ in rows)
+    skew = math.fsum(waited) / len(waited) if waited else 0.0
+    return GlooCosts(alpha, beta, ranks, skew=skew, waits=quantiles(waited, WAIT_QUANTILES, skew))
+
+
+WAIT_QUANTILES = 40  # values kept of the wait's distribution (the calibration times 2000 or so)
+
+
+def quantiles(values: list[float], n: int, mean: float) -> tuple[float, ...]:
+    """``n`` equally likely values standing for sorted ``values``: the mean of each n-th, scaled to
+    keep their mean ``mean`` exactly."""
+    if not values:
+        return ()
+    n = min(n, len(values))
+    parts = [values[len(values) * i // n : len(values) * (i + 1) // n] for i in range(n)]
+    out = [math.fsum(p) / len(p) for p in parts]
+    total = math.fsum(out) / n
+    return tuple(x * mean / total for x in out) if total > 0 else tuple(out)
 
 
 class GlooLink(Link):
@@ -249,7 +265,8 @@ class GlooLink(Link):
         self, kind: str, payload: float, group_size: int, idle: float = math.inf, background: bool = False
     ) -> float:
         """The collective, and the wait for the slowest rank (``wait`` seconds at the calibration's
-        CPU speed) where the link does not hide it (``gloo.link_slack``).
+        CPU speed, on average) where the link does not hide it (``gloo.link_slack``): the mean of
+        ``time_samples``.
 
         ``background``: it runs on gloo's thread while the rank computes (FSDP2's asynchronous
         unshard, DDP's bucket all-reduce). Its CPU work (copies, the TCP stack) then shares the
@@ -257,10 +274,24 @@ class GlooLink(Link):
         charges the compute for it (with as many busy ranks as cores, two threads on a core, each
         at half speed). Five kept matrices re-predicted with it: mean |error| 0.3 points lower
         each, FSDP2 explicit 1.4-3.1 points and DDP on one node x 4 5-8 points closer."""
+        samples = self.time_samples(kind, payload, group_size, idle, background)
+        return math.fsum(samples) / len(samples)
+
+    def time_samples(
+        self, kind: str, payload: float, group_size: int, idle: float = math.inf, background: bool = False
+    ) -> list[float]:
+        """Equally likely durations of the collective: its work (``time``) and, in turn, each of the
+        calibration's measured waits for the slowest rank (``GlooCosts.waits``), less what the link
+        hides. The wait is spread: a quarter of the calibration's collectives waited nothing, one in
+        ten over 5 ms (mean 1.9 ms); what hides it or runs beside it has to be set against each
+        wait, not their mean (a link that hides 2 ms of a 1.9 ms mean still shows the waits above
+        2 ms)."""
         costs, topo, channel, speed, wait = self._gloo
         hidden = link_slack(costs, topo, kind, payload, channel, idle) if wait else 0.0
         shared = speed * (1.0 + busy(topo)) if background else speed
-        return collective_time(costs, topo, kind, payload, channel, shared, idle) + max(0.0, wait * speed - hidden)
+        work = collective_time(costs, topo, kind, payload, channel, shared, idle)
+        waits = [w * wait / costs.skew for w in costs.waits] if costs.waits and costs.skew > 0 else [wait]
+        return [work + max(0.0, w * speed - hidden) for w in waits]
 
     def cpu_time(self, kind: str, payload: float, group_size: int, idle: float = math.inf) -> float:
         """What an asynchronous collective takes from the rank's compute: its CPU work on gloo's

@@ -153,6 +153,7 @@ class _Schedule:
         self.free_events: list[float] = []  # FSDP1's rate limiter queue
         self.reduce_done = 0.0
         self.spans: list[Span] = []
+        self.finishes: dict[str, list[float]] = {}  # unit -> its asynchronous gather's possible ends
         n = prof.world_size
         self.shard = o.get("shard_size") or (
             n if o["strategy"] not in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2") else min(n, 2)
@@ -167,7 +168,12 @@ class _Schedule:
         idle = start - self.comm_free[channel] if channel in self.comm_free else math.inf
         ddp = self.o["strategy"] == "DDP"
         background = bool(self.o.get("async_gather") and kind == "all_gather") or (ddp and self.o["sync_comm"])
-        end = start + ln.time(kind, payload, group, idle, background=background)
+        samples = ln.time_samples(kind, payload, group, idle, background=background)
+        end = start + math.fsum(samples) / len(samples)
+        if background and kind == "all_gather":
+            # the rank waits for this gather only where it is not done: set each of its equally
+            # likely durations against the time the rank needs it (``compute``), not their mean
+            self.finishes[unit] = [start + x for x in samples]
         self.comm_free[channel] = end
         self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload))
         if background:
@@ -206,7 +212,12 @@ class _Schedule:
 
     def compute(self, unit: str, kind: str, seconds: float, ready: float = 0.0, host: float = 0.0) -> float:
         self.host(unit, host)
-        start = max(self.compute_free, self.gathered.get(unit, 0.0), self.cpu, ready)
+        start = max(self.compute_free, self.cpu, ready)
+        finishes = self.finishes.pop(unit, None)
+        if finishes:  # an asynchronous gather: the expected wait over its possible ends
+            start = math.fsum(max(start, f) for f in finishes) / len(finishes)
+        else:
+            start = max(start, self.gathered.get(unit, 0.0))
         end = start + seconds
         self.compute_free = end
         if self.o["cpu_bound"]:
