@@ -327,3 +327,47 @@ def test_an_async_gather_that_sometimes_outlasts_its_compute_costs_its_expected_
     assert step(spread, "fsdp2:implicit") == pytest.approx(step(even, "fsdp2:implicit"))
     # forward: b's gather runs under a's 4 ms; one time in four it takes 9.2 ms: 5.2 ms late
     assert step(spread, "fsdp2:explicit") - step(even, "fsdp2:explicit") >= 5.2 / 4 * MS - 1e-9
+
+
+def test_a_group_waits_for_the_last_of_its_ranks():
+    """The expected largest of g normal draws: 0, 1/sqrt(pi), 1.03 for 1, 2, 4. A wait calibrated
+    on 2 ranks is 1.83 times as long for a group of 4 (measured on 1 node x 4: 1.5-2.1)."""
+    assert gloo.slowest(1) == 0.0
+    assert gloo.slowest(2) == pytest.approx(1 / math.sqrt(math.pi), rel=1e-4)
+    assert gloo.slowest(4) == pytest.approx(1.0294, rel=1e-3)
+    costs = GlooCosts(0.0, dict(COSTS.beta), 2, efficiency=1.0, skew=2 * MS)
+    two = predict.GlooLink(costs, Topology(nodes=1, per_node=2), "world", 1.0, costs.skew)
+    four = predict.GlooLink(costs, Topology(nodes=1, per_node=4), "world", 1.0, costs.skew)
+    assert two.time("all_gather", 1e6, 2) - 0.5 * MS == pytest.approx(2 * MS)
+    assert four.time("all_gather", 1e6, 4) - 3 * 0.25 * MS == pytest.approx(2 * MS * gloo.slowest(4) / gloo.slowest(2))
+
+
+def test_drift_is_the_wait_that_compute_before_a_collective_adds():
+    """Collectives right after another one wait for the other rank to leave it (1.5 ms here);
+    after compute they wait more (2.2 ms): the 0.7 ms is the ranks' compute taking different times."""
+    waits = [(1.5 * MS, 0.1 * MS)] * 10 + [(2.2 * MS, 5 * MS)] * 10
+    assert predict.drift(waits) == pytest.approx(0.7 * MS)
+    rows = [("all_gather", 2, 1e6, 0.6 * MS + w, c) for w, c in waits]  # the same bytes: alpha, beta cancel
+    assert predict.fit_spans(rows, 2).drift == pytest.approx(0.7 * MS)
+    assert predict.drift([(1 * MS, 5 * MS)]) == 0.0  # nothing right after another: no baseline
+
+
+def test_ranks_asleep_in_a_wait_leave_their_cores_to_the_others():
+    """4 ranks on 2 cores: with no drift every rank is busy and the CPU work runs at half speed; a
+    rank that waits, asleep, for one still computing gives its core away, so blocking FSDP runs
+    its compute faster than that, and DDP, whose buckets block nothing, does not."""
+    four = Topology(nodes=1, per_node=4, cores=2)
+    prof = hand_profile()
+    ddp = hand_profile("ddp")
+
+    def compute(spec: str, drift: float) -> float:
+        c = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, skew=1 * MS, drift=drift)
+        cal = predict.Calibration({"fsdp2": prof, "ddp": ddp}, c, ranks=2)
+        return predict.predict(cal, spec, four).compute_time
+
+    assert compute("fsdp2:implicit", 0.0) == pytest.approx(2 * prof.compute_time)
+    assert prof.compute_time < compute("fsdp2:implicit", 0.5 * MS) < 2 * prof.compute_time
+    assert compute("ddp", 0.5 * MS) == pytest.approx(2 * ddp.compute_time)
+    # asleep at most as long as the compute before the wait: a drift longer than every unit leaves
+    # each rank only the compute after its last blocking collective, and itself
+    assert compute("fsdp2:implicit", 1.0) == pytest.approx(prof.compute_time)

@@ -175,7 +175,7 @@ class _Schedule:
             # likely durations against the time the rank needs it (``compute``), not their mean
             self.finishes[unit] = [start + x for x in samples]
         self.comm_free[channel] = end
-        self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload))
+        self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload, blocking=not background))
         if background:
             # FSDP2's asynchronous unshard, DDP's bucket all-reduce: gloo's thread moves the bytes
             # while this one goes on, but its copies run on the same cores: a link that knows its
