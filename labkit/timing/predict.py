@@ -15,8 +15,9 @@ What is calibrated, once per machine, from one run on one node with no link (``c
 * how busy the shared CPU was while it ran (``share``: from the scheduler's statistics, the time
   the rank's thread waited for a core against the time it ran; ``probe``: a fixed amount of
   matrix work every rank times before each step);
-* ``skew``: how long a blocking collective waits for the slowest rank, on average, on one node
-  (``fit_spans``).
+* ``skew``: how long a blocking collective waits for the slowest rank, on average, on one node,
+  ``waits``: that wait's distribution, and ``drift``: the part of it that the compute before the
+  collective adds (``fit_spans``).
 
 What a prediction assumes: the ring algorithm over the topology, with gloo's protocol where it
 costs time (``gloo.collective_time``: a two-rank all-gather over a link takes 3/2 of its bytes'
@@ -25,9 +26,11 @@ uplink sends it at once); FSDP's order of collectives (``labkit.timing.simulate`
 on CPU except DDP's buckets and FSDP2's asynchronous unshards, whose CPU work is taken from the
 compute; each collective's wait for the slowest rank where a link slower than the CPU work does
 not hide it (``gloo.link_slack``; an asynchronous unshard's under the compute it was issued
-under, as far as that compute lasts); compute and host overhead
-the calibration's, slowed, when more ranks than cores share the machine, by the share of the
-step they spend on the CPU (``shared_cpu``) or, given ``speed``, by how much busier the CPU was.
+under, as far as that compute lasts; each of the measured waits, not their mean; a group of g
+ranks waits for the last of g, ``gloo.slowest``); compute and host overhead the calibration's,
+slowed, when more ranks than cores share the machine, by the ranks that have CPU work while one
+has (``runnable``: all but for what each sleeps waiting for one still computing) or, given
+``speed``, by how much busier the CPU was.
 
 A configuration is a string, as ``labkit.testing.link_job`` takes it: ``ddp``,
 ``fsdp1:FULL_SHARD[:BACKWARD_PRE|BACKWARD_POST|NONE]``, ``fsdp1:SHARD_GRAD_OP``,
@@ -417,11 +420,9 @@ def shared_cpu(cal: Calibration, topo: Topology) -> float:
     """How much slower each rank's CPU work runs with ``topo.world`` ranks on ``topo.cores`` cores
     than in the calibration: ``max(base, world / cores) / base``, where ``base`` is the calibration's
     own share of the CPU (``Calibration.share``: its ranks were not alone either, gloo's and labkit's
-    threads run beside them; 1.09 here). Every rank counts as busy all the step: on one node a
-    collective is copies, CPU work; over a 1 Gbit/s link the kernel's work for the packets keeps
-    the cores as busy (measured: 1.6-1.9 times the calibration's wait for a core, 4 ranks on 2
-    cores, either way). Only over a slow link do the ranks leave the cores idle while they wait
-    (1.0-1.2 at 50 Mbit/s), and there the compute is a small part of the step."""
+    threads run beside them; 1.09 here). Every rank counts as busy all the step: where ranks
+    outnumber cores, ``predict`` starts from this and refines it with ``runnable`` (a rank asleep
+    in a wait for one still computing gives its core away)."""
     if topo.world <= topo.cores:
         return contention(topo.world, topo.cores, cal.ranks)
     base = max(cal.share or 1.0, 1.0)
