@@ -79,3 +79,49 @@ def test_the_checkpointed_blocks_question_is_the_formulas_stored_inputs() -> Non
         full = mm.activation_memory(cfg, 4, 32, precision=precision, checkpointing=True).stored
         outside = full - checkpointed_blocks(4, 32, cfg.dim, cfg.n_layers, precision)
         assert outside == mm.labkit_outside_layers(cfg, 4, 32, 4 if precision == "fp32" else 2)
+
+
+HELD_BY_A_COLLECTIVE = """
+import sys, torch, torch.distributed as dist
+from labkit.ranks import memtrack
+dist.init_process_group("gloo", init_method="file://" + sys.argv[1], rank=0, world_size=1)
+held = []  # what gloo's thread does with a finished work's tensors on a busy machine: holds them a while
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(64, 64)
+
+    def forward(self, x):
+        buf = torch.empty(4096)  # a communication buffer made in forward (16 KiB)
+        dist.all_reduce(buf.fill_(1.0))
+        held.append(buf)
+        return self.lin(x).sum()
+
+model = Net()
+tracker = memtrack.track(model, send=False)
+with tracker.step(0):
+    model(torch.ones(8, 64)).backward()
+cats = next(m for m in tracker.results if m["phase"] == "forward")["categories"]
+print(cats["activations"], cats["other"])
+dist.destroy_process_group()
+"""
+
+
+def test_a_collectives_buffer_alive_after_forward_is_not_an_activation(tmp_path) -> None:
+    """A storage a collective used is a communication buffer ("other"), even when forward made it
+    and something still holds it when forward ends (gloo's thread, on a loaded machine, once put
+    FSDP2's 256 KiB all-gather input among the activations)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", HELD_BY_A_COLLECTIVE, str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.split()
+    activations, other = int(out[-2]), int(out[-1])
+    assert other >= 4096 * 4  # the buffer
+    assert activations < 4096 * 4  # the linear layer's input and output only

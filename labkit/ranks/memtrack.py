@@ -183,6 +183,10 @@ def _mode_class() -> Any:
                     for x in tree_leaves(out):
                         if isinstance(x, torch.Tensor):
                             self.tracker._saw(x)
+                    if func.namespace == "c10d":  # a collective: its tensors are communication buffers
+                        for x in tree_leaves((args, kwargs)):
+                            if isinstance(x, torch.Tensor):
+                                self.tracker._communicated(x)
                     self.tracker._check_peak()
                 return out
 
@@ -342,6 +346,17 @@ class Tracker:
             self._add(st, device, origin)
         elif live.nbytes != st.nbytes():
             self._resized(st)
+
+    def _communicated(self, x: Any) -> None:
+        """A storage a collective read or wrote is a communication buffer ("other"), not an
+        activation, even if forward made it: FSDP2's all-gather input, made in forward and
+        normally freed at once, stays alive while gloo's thread still holds the finished work,
+        and a busy machine can delay that past the end of forward (a 256 KiB shard counted as
+        an activation once in a loaded test run). The walk's names (``roles``) still come first."""
+        st, _ = _storage(x)
+        live = self._live.get(st._cdata) if st is not None else None
+        if live is not None:
+            live.origin = "comm"
 
     def _resized(self, st: Any) -> None:
         live = self._live.get(st._cdata)
