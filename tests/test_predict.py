@@ -371,3 +371,26 @@ def test_ranks_asleep_in_a_wait_leave_their_cores_to_the_others():
     # asleep at most as long as the compute before the wait: a drift longer than every unit leaves
     # each rank only the compute after its last blocking collective, and itself
     assert compute("fsdp2:implicit", 1.0) == pytest.approx(prof.compute_time)
+
+
+def test_the_pace_of_a_run_is_the_probes_cpu_time_against_the_calibrations():
+    """A core 20% slower during a run than during the calibration: every CPU cost of the prediction
+    20% longer (on a fast link: the step), whatever number of ranks share the cores; the probe's
+    wall time, which a rank waiting for a core stretches, does not enter it."""
+
+    def msgs(cpu: float, wall: float) -> list[dict]:
+        return [{"start": 0.0, "end": 0.1, "spans": [], "probe": wall, "probe_cpu": cpu} for _ in range(5)]
+
+    cal = hand_calibration()
+    cal.probe_cpu = 0.010
+    assert predict.pace_of(cal, msgs(0.012, 0.030)) == pytest.approx(1.2)
+    assert predict.pace_of(cal, [{"start": 0.0, "end": 0.1, "spans": [], "probe": 0.01}] * 3) is None
+    assert predict.pace_of(hand_calibration(), msgs(0.012, 0.030)) is None  # a calibration without it
+    assert predict.Calibration.from_json(cal.to_json()).probe_cpu == pytest.approx(0.010)
+    cal.gloo = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2)  # no wait: every cost is CPU work
+    two = Topology(nodes=1, per_node=2, cores=2)
+    base = predict.predict(cal, "fsdp2:implicit", two).step_time
+    assert predict.predict(cal, "fsdp2:implicit", two, pace=1.2).step_time == pytest.approx(1.2 * base)
+    four = Topology(nodes=1, per_node=4, cores=2)  # the ranks' share of the cores is the model's, then the pace
+    slow = predict.predict(cal, "fsdp2:implicit", four, pace=1.2)
+    assert slow.compute_time == pytest.approx(1.2 * predict.predict(cal, "fsdp2:implicit", four).compute_time, rel=0.02)

@@ -17,7 +17,7 @@ reduced in fp32).
 
 Each configuration builds a fresh model (seed 0) and records every step with
 ``labkit.timeline.Recorder``; its messages carry ``config``, the speed probe timed before the
-step (``probe``) and how long the rank's thread ran on a CPU and waited for one during it
+step (``probe``, wall seconds, and ``probe_cpu``, the CPU seconds it got) and how long the rank's thread ran on a CPU and waited for one during it
 (``sched``, from the kernel's scheduler statistics). ``gloo_costs`` times bare collectives at a
 few sizes (the calibration's per-message costs).
 """
@@ -134,19 +134,23 @@ def gloo_costs(sizes: tuple[int, ...] = (2**12, 2**16, 2**18, 2**20, 2**22), rep
 _PROBE = None
 
 
-def speed_probe(reps: int = 100) -> float:
+def speed_probe(reps: int = 100) -> tuple[float, float]:
     """Seconds for a fixed amount of matrix work on this rank's thread, every rank at once (after a
-    barrier): how fast the shared CPU is for this run's ranks right now (``labkit.timing.predict``)."""
+    barrier): how fast the shared CPU is for this run's ranks right now (``labkit.timing.predict``).
+    Two numbers: the wall time, and the CPU time the thread got for it (``time.thread_time``). The
+    second leaves out the waits for a core, which four ranks on two cores add to the first: it is
+    how fast a core runs now (on a virtual machine it moves by 10% within a minute, and a new
+    process lands on faster or slower memory), whatever number of ranks share it."""
     global _PROBE
     if _PROBE is None:
         g = torch.Generator().manual_seed(0)
         _PROBE = torch.randn(160, 160, generator=g)
     dist.barrier()
     a = _PROBE
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     for _ in range(reps):
         a = torch.tanh(a @ _PROBE)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.thread_time() - c0
 
 
 def scheduled() -> tuple[float, float]:
@@ -184,9 +188,10 @@ def main(
         first = getattr(model, "_labkit_unshard_first", False)
         for i in range(steps):
             x, y = synthetic_batch(cfg, batch, i, r)
-            probed = speed_probe() if probe else None
+            probed, probed_cpu = speed_probe() if probe else (None, None)
             sched: dict[str, float] = {}  # filled at the step's end, sent with it
-            with rec.step(i, config=spec, num_params=cfg.num_params(), batch=batch, probe=probed, sched=sched):
+            step = {"config": spec, "num_params": cfg.num_params(), "batch": batch, "sched": sched}
+            with rec.step(i, **step, probe=probed, probe_cpu=probed_cpu):
                 ran0, waited0 = scheduled()
                 if first:
                     model.unshard(async_op=True)  # the root's all-gather under nothing: it starts the step

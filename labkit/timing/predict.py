@@ -106,6 +106,7 @@ class Calibration:
     probe: float | None = None  # seconds of the speed probe, mean over the run's typical steps
     measured: dict[str, float] | None = None  # config -> measured step (its own steps)
     share: float | None = None  # cpu_share of the calibration's steps
+    probe_cpu: float | None = None  # CPU seconds the probe got: how fast a core ran (``pace_of``)
 
     def to_json(self) -> str:
         profiles = {}
@@ -121,6 +122,7 @@ class Calibration:
                 "probe": self.probe,
                 "measured": self.measured,
                 "share": self.share,
+                "probe_cpu": self.probe_cpu,
             }
         )
 
@@ -132,7 +134,15 @@ class Calibration:
             p["forward"] = [tuple(x) for x in p["forward"]]
             p["backward"] = [tuple(x) for x in p["backward"]]
             profiles[k] = Profile(**p)
-        return cls(profiles, GlooCosts(**d["gloo"]), d["ranks"], d.get("probe"), d.get("measured"), d.get("share"))
+        return cls(
+            profiles,
+            GlooCosts(**d["gloo"]),
+            d["ranks"],
+            d.get("probe"),
+            d.get("measured"),
+            d.get("share"),
+            d.get("probe_cpu"),
+        )
 
 
 def measured_step(msgs: list[dict[str, Any]]) -> float:
@@ -142,11 +152,26 @@ def measured_step(msgs: list[dict[str, Any]]) -> float:
     return statistics.fmean(m["end"] - m["start"] for m in kept)
 
 
-def probe_of(msgs: list[dict[str, Any]]) -> float | None:
-    """The speed probe's mean over the same typical steps (None: the run had no probe)."""
+def probe_of(msgs: list[dict[str, Any]], field: str = "probe") -> float | None:
+    """The speed probe's mean over the same typical steps (None: the run had no probe). ``field``:
+    ``probe`` (its wall time) or ``probe_cpu`` (the CPU time it got)."""
     kept, _ = typical(msgs[1:] or msgs)
-    probes = [m["probe"] for m in kept if isinstance(m.get("probe"), (int, float))]
+    probes = [m[field] for m in kept if isinstance(m.get(field), (int, float))]
     return statistics.fmean(probes) if probes else None
+
+
+def pace_of(cal: Calibration, msgs: list[dict[str, Any]]) -> float | None:
+    """How much slower a core ran during the steps of ``msgs`` than during the calibration: the CPU
+    time the speed probe got before each step, against the calibration's (None: either has none).
+
+    Not how busy the machine was (the waits for a core are left out, and the model has them):
+    how fast the core itself was. On this 2-core virtual machine that moves by 10% within a
+    minute with nothing else running (other guests share the host's caches and memory), and a new
+    process can land on 5-10% faster or slower memory; the calibration's steps inherit whichever
+    it got. Over three matrices, the probe and the training's own compute moved together
+    (correlation 0.8-0.9 over 84 runs of each configuration)."""
+    run = probe_of(msgs, "probe_cpu")
+    return run / cal.probe_cpu if run and cal.probe_cpu else None
 
 
 def cpu_share(msgs: list[dict[str, Any]]) -> float | None:
@@ -168,7 +193,7 @@ def calibrate(
     ``labels``: the ``config`` label each configuration's steps carry in ``run``, where it is not
     the configuration's own string (e.g. lesson 4's own run, ``{"fsdp1:FULL_SHARD:BACKWARD_PRE":
     "BACKWARD_PRE"}``): any run recorded with ``timeline.Recorder`` calibrates its flavor."""
-    profiles, probes, shares, measured, rows = {}, [], [], {}, []
+    profiles, probes, cpus, shares, measured, rows = {}, [], [], [], {}, []
     ranks = 1
     for spec in configs:
         label = (labels or {}).get(spec, spec)
@@ -180,14 +205,20 @@ def calibrate(
         probe = probe_of(msgs)
         if probe is not None:
             probes.append(probe)
+        cpu = probe_of(msgs, "probe_cpu")
+        if cpu is not None:
+            cpus.append(cpu)
         share = cpu_share(msgs)
         if share is not None:
             shares.append(share)
         rows += _collectives(typical(msgs[1:] or msgs)[0])
     values = run.values if hasattr(run, "events") else {}
     gloo = fit_spans(rows, ranks, (values.get(0) or {}).get("gloo"))
-    probe = statistics.fmean(probes) if probes else None
-    return Calibration(profiles, gloo, ranks, probe, measured, statistics.fmean(shares) if shares else None)
+    return Calibration(profiles, gloo, ranks, _mean(probes), measured, _mean(shares), _mean(cpus))
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
 
 
 def _collectives(msgs: list[dict[str, Any]]) -> list[tuple[str, int, float, float, float]]:
@@ -359,33 +390,34 @@ def halved_params(prof: Profile) -> Profile:
     return out
 
 
-def predict(cal: Calibration, spec: str, topo: Topology, speed: float | None = None) -> Result:
+def predict(cal: Calibration, spec: str, topo: Topology, speed: float | None = None, pace: float = 1.0) -> Result:
     """The step of ``spec`` on ``topo``, predicted from ``cal`` (the result is labelled simulated).
 
     ``speed``: how much slower the CPU is than during the calibration (a probe's ratio); default
     ``shared_cpu``: what ``topo.world`` ranks on ``topo.cores`` cores make of each other, on a
-    machine that runs nothing else.
+    machine that runs nothing else. ``pace``: how much slower each core runs than during the
+    calibration (``pace_of``), on top of what the ranks make of each other.
     """
     cfg = Config.parse(spec)
     if cfg.key not in cal.profiles:
         raise ValueError(t("timing.predict.no_flavor", flavor=cfg.key, have=", ".join(cal.profiles)))
     if speed is not None or topo.world <= topo.cores:
-        return _simulate(cal, cfg, topo, speed if speed is not None else shared_cpu(cal, topo))
-    return _settled(cal, cfg, topo)
+        return _simulate(cal, cfg, topo, pace * (speed if speed is not None else shared_cpu(cal, topo)))
+    return _settled(cal, cfg, topo, pace)
 
 
-def _settled(cal: Calibration, cfg: Config, topo: Topology) -> Result:
+def _settled(cal: Calibration, cfg: Config, topo: Topology, pace: float = 1.0) -> Result:
     """More ranks than cores: the step at the CPU speed its own schedule gives (``runnable``),
     found by iterating from ``shared_cpu`` (every rank busy all the step)."""
     base = max(cal.share or 1.0, 1.0)
     factor = shared_cpu(cal, topo)
-    res = _simulate(cal, cfg, topo, factor)
+    res = _simulate(cal, cfg, topo, factor * pace)
     for _ in range(8):
-        settled = max(base, runnable(res, cal.gloo, topo, factor) / max(topo.cores, 1)) / base
+        settled = max(base, runnable(res, cal.gloo, topo, factor * pace) / max(topo.cores, 1)) / base
         if abs(settled - factor) < 1e-3:
             break
         factor = settled
-        res = _simulate(cal, cfg, topo, factor)
+        res = _simulate(cal, cfg, topo, factor * pace)
     return res
 
 
