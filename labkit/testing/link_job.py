@@ -172,7 +172,7 @@ def main(
     probe: bool = True,
 ) -> None:
     """Train ``steps`` steps of each configuration. ``probe=False`` skips the speed probe before each
-    step (the benchmark's "at run's CPU" column needs it; a lesson does not, and it costs CPU time)."""
+    step (the benchmark's "at run's pace" column needs it; a lesson does not, and it costs CPU time)."""
     torch.set_num_threads(1)  # ranks share the cores: one intra-op thread each
     if not dist.is_initialized():
         dist.init_process_group("gloo")

@@ -30,7 +30,8 @@ under, as far as that compute lasts; each of the measured waits, not their mean;
 ranks waits for the last of g, ``gloo.slowest``); compute and host overhead the calibration's,
 slowed, when more ranks than cores share the machine, by the ranks that have CPU work while one
 has (``runnable``: all but for what each sleeps waiting for one still computing) or, given
-``speed``, by how much busier the CPU was.
+``speed``, by how much busier the CPU was; and, given ``pace`` (``pace_of``: the speed probe's
+CPU time during a run against the calibration's), by how much slower each core ran.
 
 A configuration is a string, as ``labkit.testing.link_job`` takes it: ``ddp``,
 ``fsdp1:FULL_SHARD[:BACKWARD_PRE|BACKWARD_POST|NONE]``, ``fsdp1:SHARD_GRAD_OP``,
