@@ -28,6 +28,11 @@ Two predictions per row:
   the model gets wrong once that is known; the first says what a prediction made ahead gets.
   Runs kept before the probe's CPU time was recorded use its wall time, 2 ranks only.
 
+A third line says what the runs themselves allow (``noise_floor``): the mean and max |error| that
+a model with no error of its own would show, from how far each row's launches (or, run once, its
+steps) and the calibration's put their measured steps (``spreads``). It leaves out the drift
+between the calibration and a row, which the second column takes out.
+
 Targets (issue 23): mean |error| at most 5%, max at most 10%. docs/netem.md has the numbers of
 the last runs, which do not meet them on a 2-core machine shared with other work.
 
@@ -51,13 +56,14 @@ import argparse
 import json
 import math
 import os
+import random
 import statistics
 import time
 from typing import Any
 
 from labkit.fmt import render_table
 from labkit.timing import predict
-from labkit.timing.calibrate import spans_messages
+from labkit.timing.calibrate import spans_messages, typical
 from labkit.timing.gloo import Topology
 from labkit.wire.protocol import TYPE, Msg
 
@@ -169,7 +175,62 @@ def configs_for(world: int) -> tuple[str, ...]:
     return CONFIGS + (("fsdp1:HYBRID_SHARD",) if world == 4 else ())
 
 
-def rows_for(cal: predict.Calibration, data: dict, calibration: bool) -> list[dict[str, Any]]:
+def variance(launches: list[dict], spec: str) -> tuple[float, int] | None:
+    """How much a row's measured step moves, relative to it: (variance, samples). Several launches:
+    their measured steps' variance (what moves from one launch to the next: a process's speed, the
+    machine's minute); one launch: its typical steps' (over a slow link a step moves 1-1.5% from
+    one launch to the next, measured: the steps' own variance is the larger part)."""
+    steps = []
+    for data in launches:
+        msgs = spans_messages(Kept(data), 0, spec)
+        if msgs:
+            steps.append(predict.measured_step(msgs))
+    if len(steps) < 2 and launches:
+        msgs = spans_messages(Kept(launches[0]), 0, spec)
+        kept, _ = typical(msgs[1:] or msgs) if msgs else ([], [])
+        steps = [m["end"] - m["start"] for m in kept]
+    if len(steps) < 2:
+        return None
+    return statistics.variance(steps) / statistics.fmean(steps) ** 2, len(steps)
+
+
+def spreads(rows: list[dict[str, Any]]) -> None:
+    """Each row's ``spread``: the relative standard error of its measured step, from the variance
+    of its topology's rows pooled (three launches give a row's own a factor of two either way;
+    the configurations of one topology run in the same launches)."""
+    by_topology: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    for r in rows:
+        if r["variance"]:
+            by_topology.setdefault((r["topology"], r["link"]), []).append(r["variance"])
+    for r in rows:
+        pooled = by_topology.get((r["topology"], r["link"]))
+        r["spread"] = (
+            math.sqrt(statistics.fmean(v for v, _ in pooled) / r["variance"][1]) if r["variance"] and pooled else None
+        )
+
+
+def noise_floor(rows: list[dict[str, Any]], calibration: dict[str, float], draws: int = 4000) -> tuple[float, ...]:
+    """Mean and max |error| that a model with no error of its own would show on these runs, from
+    their repeatability alone: each row's measured step off by a normal draw of its ``spread`` (``spreads``),
+    and every row of a flavor by the calibration's draw for that flavor (its profile is in all of
+    them). The median over ``draws`` matrices, and the max's 90th percentile. What it leaves out:
+    the machine's drift between the calibration and a row (the line of the calibration's
+    configurations measured again shows it)."""
+    rng = random.Random(0)
+    means, maxes = [], []
+    for _ in range(draws):
+        bias = {flavor: rng.gauss(0.0, se) for flavor, se in calibration.items()}
+        errs = [abs(bias.get(r["flavor"], 0.0) + rng.gauss(0.0, r["spread"])) for r in rows]
+        means.append(statistics.fmean(errs))
+        maxes.append(max(errs))
+    means.sort()
+    maxes.sort()
+    return means[draws // 2], maxes[draws // 2], maxes[int(draws * 0.9)]
+
+
+def rows_for(
+    cal: predict.Calibration, data: dict, calibration: bool, launches: list[dict] | None = None
+) -> list[dict[str, Any]]:
     kept = Kept(data)
     topo = Topology(
         data["nodes"],
@@ -201,12 +262,15 @@ def rows_for(cal: predict.Calibration, data: dict, calibration: bool) -> list[di
                 "at_pace": at_pace,
                 "pace": pace,
                 "load": data["load"],
+                "flavor": predict.Config.parse(spec).key,
+                "variance": variance(launches or [data], spec),
             }
         )
+    spreads(out)
     return out
 
 
-def show(rows: list[dict[str, Any]]) -> None:
+def show(rows: list[dict[str, Any]], calibration: dict[str, float] | None = None) -> None:
     head = [
         "topology",
         "link",
@@ -245,6 +309,13 @@ def show(rows: list[dict[str, Any]]) -> None:
                 f"{label:24s}: mean |error| {statistics.fmean(errs):.1%}, max {max(errs):.1%} "
                 f"over {len(errs)} predicted configurations"
             )
+    spread_known = [r for r in unseen if r["spread"] is not None]
+    if calibration is not None and spread_known:
+        mean, top, top90 = noise_floor(spread_known, calibration)
+        print(
+            f"{'the runs alone (floor)':24s}: mean |error| {mean:.1%}, max {top:.1%} (one matrix in ten: over "
+            f"{top90:.1%}) for a model with no error, from each row's and the calibration's spread"
+        )
     loads = [r["load"] for r in rows]
     print(
         f"load average (1 min) at the end of each run: {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores"
@@ -283,8 +354,9 @@ def main() -> None:
         for f in sorted(os.listdir(args.load)):
             if f.endswith(".json"):
                 kept.setdefault(f.split(".")[0], []).append(json.load(open(os.path.join(args.load, f))))
-        cal_data = pool(kept.pop("calibration"))
-        targets = [pool(launches) for launches in kept.values()]
+        cal_launches = kept.pop("calibration")
+        cal_data = pool(cal_launches)
+        targets = [(pool(launches), launches) for launches in kept.values()]
     else:
         print(
             f"calibration: 2 ranks, 1 node, no link, {args.launches} launches: {', '.join(predict.CALIBRATION_CONFIGS)}",
@@ -304,7 +376,9 @@ def main() -> None:
         + f"; probe {cal.probe * 1e3:.1f} ms",
         flush=True,
     )
-    rows = rows_for(cal, cal_data, calibration=True)
+    rows = rows_for(cal, cal_data, calibration=True, launches=cal_launches)
+    # how far the calibration's own steps could be off, per flavor: every prediction inherits it
+    cal_spread = {r["flavor"]: r["spread"] for r in rows if r["seen"] and r["spread"] is not None}
     if not args.load:
         for world, nodes, link in matrix:
             # over a slow link a step is the link's, the same from one launch to the next within
@@ -315,17 +389,17 @@ def main() -> None:
             for i in range(n):
                 launches.append(launch(world, nodes, link, configs_for(world), args.steps))
                 keep(args.save, f"n{nodes}x{world}_{link or 'lo'}.r{i}", launches[-1])
-            targets.append(pool(launches))
+            targets.append((pool(launches), launches))
     again: list[str] = []
-    for data in targets:
+    for data, launches in targets:
         same_topology = (data["world"], data["nodes"], data["link"]) == (2, 1, None)
-        for r in rows_for(cal, data, calibration=False):
+        for r in rows_for(cal, data, calibration=False, launches=launches):
             if not (same_topology and r["config"] in predict.CALIBRATION_CONFIGS):  # a second run of a calibrated one
                 rows.append(r)
             elif cal.measured:
                 again.append(f"{r['config']} {r['measured'] / cal.measured[r['config']] - 1:+.1%}")
     print()
-    show(rows)
+    show(rows, cal_spread)
     if again:
         # the floor under any prediction: the calibration's own configurations, on its own
         # topology, measured again minutes later (not in the summary above)
