@@ -18,6 +18,12 @@
 #   --max-restarts M       [MAX_RESTARTS]    restarts after a failure (default 0; 3 when elastic)
 #   --rdzv-timeout S       [RDZV_TIMEOUT]    seconds to wait for all nodes to join (torchrun's
 #                                            join_timeout, default 600); then the job fails
+#   --log-dir DIR          [LOG_DIR]         torchrun's folder for its files (each rank's error
+#                                            file): it makes <rdzv-id>_<random>/attempt_N/<rank>/
+#                                            in DIR, so the nodes may share one DIR on a shared
+#                                            filesystem. Default: torchrun's own, as plain torchrun:
+#                                            a new /tmp/torchelastic_* folder per agent, which
+#                                            nothing removes
 #   --dry-run              [LABKIT_DRY_RUN=1] print the torchrun command and stop
 # Then the script and its arguments (or -m MODULE and its arguments). The ranks get
 # PYTHONFAULTHANDLER=1 unless it is set: a rank that crashes natively prints its Python stack.
@@ -38,6 +44,7 @@ rdzv_id=${RDZV_ID:-labkit}
 nproc=${NPROC_PER_NODE:-}
 restarts=${MAX_RESTARTS:-}
 rdzv_timeout=${RDZV_TIMEOUT:-}
+log_dir=${LOG_DIR:-}
 dry=${LABKIT_DRY_RUN:-0}
 needs_value() { [ $# -ge 2 ] || die "labkit: %s needs a value" "labkit: %s are nevoie de o valoare" "$1"; }
 while [ $# -gt 0 ]; do
@@ -49,6 +56,7 @@ while [ $# -gt 0 ]; do
     --nproc-per-node | --nproc_per_node) needs_value "$@" && nproc=$2 && shift 2 ;;
     --max-restarts | --max_restarts) needs_value "$@" && restarts=$2 && shift 2 ;;
     --rdzv-timeout | --rdzv_timeout) needs_value "$@" && rdzv_timeout=$2 && shift 2 ;;
+    --log-dir | --log_dir) needs_value "$@" && log_dir=$2 && shift 2 ;;
     --dry-run) dry=1 && shift ;;
     --) shift && break ;;
     -m) break ;;
@@ -96,6 +104,9 @@ if [ -z "$nproc" ]; then
 fi
 [[ -z $rdzv_timeout || $rdzv_timeout =~ ^[1-9][0-9]*$ ]] || die "labkit: --rdzv-timeout must be a number of seconds, not %s" \
     "labkit: --rdzv-timeout trebuie să fie un număr de secunde, nu %s" "$rdzv_timeout"
+if [ -n "$log_dir" ] && [ -e "$log_dir" ] && [ ! -d "$log_dir" ]; then
+    die "labkit: --log-dir %s is not a folder" "labkit: --log-dir %s nu este un folder" "$log_dir"
+fi
 [[ $nproc =~ ^[1-9][0-9]*$ ]] || die "labkit: --nproc-per-node must be a positive number, not %s" \
     "labkit: --nproc-per-node trebuie să fie un număr pozitiv, nu %s" "$nproc"
 
@@ -112,6 +123,7 @@ if [ -n "$node_rank" ]; then
 else
     cmd+=(--max-restarts="${restarts:-3}")
 fi
+[ -z "$log_dir" ] || cmd+=(--log-dir="$log_dir") # without it torchrun makes a /tmp/torchelastic_* folder
 [ -z "$rdzv_timeout" ] || conf+=("join_timeout=$rdzv_timeout")
 [ ${#conf[@]} -eq 0 ] || cmd+=(--rdzv-conf="$(IFS=, && echo "${conf[*]}")")
 cmd+=("$@")
