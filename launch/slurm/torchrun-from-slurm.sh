@@ -8,6 +8,9 @@
 #   SLURM_NNODES        how many nodes; SLURM_NTASKS must be the same (one task per node)
 #   SLURM_PROCID        this task's number, which is the node rank with one task per node
 #   SLURM_JOB_ID        the rendezvous id, and the port: 29400 + job id % 1000 unless RDZV_PORT is set
+#   SLURM_SUBMIT_DIR    where torchrun's files go unless LOG_DIR is set: $SLURM_SUBMIT_DIR/torchelastic
+#                       ($PWD without it). Each job's per-rank error files land there, beside the
+#                       job's %x-%j.out, under torchelastic/slurm-<jobid>_*, not in /tmp of each node
 # NPROC_PER_NODE, PYTHON and the rest are passed on to launch/torchrun-multinode.sh.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
@@ -34,10 +37,12 @@ head_node=${nodes%%$'\n'*}
 head_addr=$(scontrol show node -o "$head_node" 2>/dev/null | grep -o 'NodeAddr=[^ ]*' || true)
 head_addr=${head_addr#NodeAddr=}
 port=${RDZV_PORT:-$((29400 + SLURM_JOB_ID % 1000))} # two jobs sharing a head node get two ports
+log_dir=${LOG_DIR:-${SLURM_SUBMIT_DIR:-$PWD}/torchelastic} # torchrun makes slurm-<jobid>_<random>/ in it
 
 exec bash "$repo/launch/torchrun-multinode.sh" \
     --nnodes "$SLURM_NNODES" \
     --node-rank "$SLURM_PROCID" \
     --rdzv-endpoint "${head_addr:-$head_node}:$port" \
     --rdzv-id "slurm-$SLURM_JOB_ID" \
+    --log-dir "$log_dir" \
     "$@"
