@@ -8,6 +8,7 @@ environment, and is killed by that marker when the test ends, however it ends.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import nbformat
@@ -132,7 +134,20 @@ def base_env(tmp_path) -> dict[str, str]:
     reports.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "NNODES", "NODE_RANK", "RDZV_"))}
     env.update(PYTHON=sys.executable, NPROC_PER_NODE="1", LABKIT_REPORT_DIR=str(reports), LABKIT_LANG="en")
+    env["LOG_DIR"] = str(tmp_path / "torchelastic")  # torchrun's files: here, not in a /tmp/torchelastic_* of its own
     return env
+
+
+def tmp_torchelastic() -> set[str]:
+    """The folders torchrun makes for itself when it is given no --log-dir, which nothing removes."""
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "torchelastic_*")))
+
+
+def assert_torchrun_files_in_log_dir(env: dict[str, str], rdzv_id: str, before: set[str]) -> None:
+    """Each of the two agents made its job folder in LOG_DIR, and none in a /tmp/torchelastic_* made meanwhile."""
+    assert len(glob.glob(os.path.join(env["LOG_DIR"], f"{rdzv_id}_*"))) == 2, os.listdir(env["LOG_DIR"])
+    leaked = [d for d in tmp_torchelastic() - before if glob.glob(os.path.join(d, f"{rdzv_id}_*"))]
+    assert not leaked, leaked
 
 
 def reports_of(tmp_path) -> dict[int, dict]:
@@ -158,6 +173,7 @@ def test_two_nodes_elastic(tmp_path, processes, lesson_script):
     # (node ranks are tested with the Slurm template below, which passes them)
     env, port = base_env(tmp_path), free_port()
     logs = [str(tmp_path / f"node{n}.log") for n in (0, 1)]
+    before = tmp_torchelastic()
     for node in (0, 1):
         args = ["--nnodes", "2", "--rdzv-id", "elastic-test", "--rdzv-endpoint", f"127.0.0.1:{port}", lesson_script]
         processes.start(["bash", MULTINODE, *args], env, logs[node])
@@ -172,9 +188,11 @@ def test_two_nodes_elastic(tmp_path, processes, lesson_script):
         "--rdzv-backend=c10d",
         f"--rdzv-endpoint=127.0.0.1:{port}",
         "--rdzv-id=elastic-test",
+        f"--log-dir={env['LOG_DIR']}",
     ):
         assert part in line
     assert "is_host" not in line
+    assert_torchrun_files_in_log_dir(env, "elastic-test", before)  # both nodes share one LOG_DIR
 
 
 def dry_run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -193,6 +211,8 @@ def test_multinode_options_are_checked(tmp_path):
         (["--nnodes", "2", "--rdzv-endpoint", "h:1"], "which script"),
         (["--bogus", "x.py"], "unknown option --bogus"),
         (["--rdzv-timeout", "soon", "x.py"], "--rdzv-timeout must be a number of seconds"),
+        (["--log-dir"], "--log-dir needs a value"),
+        (["--log-dir", os.path.join(ROOT, "README.md"), "x.py"], "is not a folder"),
     ]:
         done = dry_run(env, MULTINODE, *args)
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
@@ -207,6 +227,17 @@ def test_multinode_options_are_checked(tmp_path):
     )
     done = dry_run({**env, "LABKIT_LANG": "ro"}, MULTINODE, "--nnodes", "2", "--rdzv-endpoint", "localhost:5", "x.py")
     assert "loopback-ul acestei mașini" in done.stderr
+
+
+def test_multinode_log_dir(tmp_path):
+    env = base_env(tmp_path)
+    done = dry_run(env, MULTINODE, "x.py")  # LOG_DIR
+    assert done.returncode == 0 and f"--log-dir={env['LOG_DIR']} " in done.stderr, done.stderr
+    done = dry_run(env, MULTINODE, "--log-dir", str(tmp_path / "logs"), "x.py")  # the option wins
+    assert done.returncode == 0 and f"--log-dir={tmp_path / 'logs'} " in done.stderr, done.stderr
+    # neither: torchrun's own default, as plain torchrun (a /tmp/torchelastic_* folder)
+    done = dry_run({k: v for k, v in env.items() if k != "LOG_DIR"}, MULTINODE, "x.py")
+    assert done.returncode == 0 and "--log-dir" not in done.stderr, done.stderr
 
 
 @pytest.mark.slow
@@ -281,7 +312,13 @@ def test_slurm_torchrun_command_from_the_variables(tmp_path):
     ):
         assert part in line, (part, line)
     assert line.endswith("fsdp.py --steps 5")
+    assert f"--log-dir={env['LOG_DIR']}" in line, line
     assert "is_host=1" in dry_run(slurm_env(tmp_path, SLURM_PROCID="0"), FROM_SLURM, "fsdp.py").stderr
+    # without LOG_DIR torchrun's files go beside the job's output, in the folder the job was submitted from
+    submitted_from = tmp_path / "submit"
+    env = {k: v for k, v in slurm_env(tmp_path, SLURM_SUBMIT_DIR=str(submitted_from)).items() if k != "LOG_DIR"}
+    done = dry_run(env, FROM_SLURM, "fsdp.py")
+    assert done.returncode == 0 and f"--log-dir={submitted_from / 'torchelastic'} " in done.stderr, done.stderr
 
 
 def test_slurm_refuses_what_would_hang(tmp_path):
@@ -304,6 +341,7 @@ def test_slurm_refuses_what_would_hang(tmp_path):
 @pytest.mark.slow
 def test_sbatch_runs_two_nodes(tmp_path, processes, lesson_script):
     env = slurm_env(tmp_path, FAKE_NODES="127.0.0.1 127.0.0.1", RDZV_PORT=str(free_port()))
+    before = tmp_torchelastic()
     batch = processes.start(["bash", SBATCH, lesson_script], env, str(tmp_path / "batch.log"))
     code = processes.wait_all(TIMEOUT)[0]
     tasks = [open(tmp_path / f"task{i}.log").read() for i in (0, 1)]
@@ -314,3 +352,4 @@ def test_sbatch_runs_two_nodes(tmp_path, processes, lesson_script):
     # each task read its own SLURM_PROCID: node 0 hosts the rendezvous, node 1 joins it
     hosts = [re.search(r"is_host=(\d)", t).group(1) for t in tasks]
     assert hosts == ["1", "0"]
+    assert_torchrun_files_in_log_dir(env, "slurm-4242", before)

@@ -9,6 +9,7 @@ job and no process of a job (slurmstepd, torchrun, ranks) is left on any node.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -109,6 +110,7 @@ def job_env(tmp_path, **extra: str) -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
         "NPROC_PER_NODE": "2",
         "RDZV_PORT": str(slurm.free_ports(1)[0]),
+        "LOG_DIR": str(tmp_path / "torchelastic"),  # torchrun's files, not a /tmp/torchelastic_* on each node
     }
     env.update(extra)
     return env
@@ -157,6 +159,7 @@ def test_sbatch_runs_an_exported_lesson_on_two_nodes(live, tmp_path):
     export.export_notebook(os.path.join(ROOT, "notebooks", "en", "01_ddp_memory_wall.ipynb"), out=script)
     # the template asks for 4 GPUs and 16 CPUs per node: this cluster's nodes have 2 CPUs and no GPU
     options = ["--gpus-per-node=0", "--cpus-per-task=1", f"--output={tmp_path}/%x-%j.out"]
+    tmp_before = set(glob.glob(os.path.join(tempfile.gettempdir(), "torchelastic_*")))
     started = time.monotonic()
     submitted = live.run(
         ["sbatch", "--parsable", *options, "launch/slurm/train.sbatch", script],
@@ -181,6 +184,10 @@ def test_sbatch_runs_an_exported_lesson_on_two_nodes(live, tmp_path):
     nb = nbformat.read(os.path.join(ROOT, "notebooks", "en", "01_ddp_memory_wall.ipynb"), as_version=4)
     first = next(i for i, c in enumerate(nb.cells) if c.source.startswith("%%torchrun"))  # the script's first cell
     assert f"cell {first}, rank 0 reported" in output
+    # torchrun's files: each agent's job folder in LOG_DIR, none in a /tmp/torchelastic_* left behind
+    assert len(glob.glob(str(tmp_path / "torchelastic" / f"slurm-{job_id}_*"))) == 2
+    tmp_new = set(glob.glob(os.path.join(tempfile.gettempdir(), "torchelastic_*"))) - tmp_before
+    assert not [d for d in tmp_new if glob.glob(os.path.join(d, f"slurm-{job_id}_*"))]
 
 
 def test_srun_torchrun_fsdp_full_shard_two_nodes_two_ranks(live, tmp_path):
