@@ -1,6 +1,6 @@
 """Predicted against measured step time, per configuration, from ONE calibration (emulated nodes and links).
 
-    .venv/bin/python benchmarks/link_prediction.py                 # the whole matrix (about 15 min, idle)
+    .venv/bin/python benchmarks/link_prediction.py                 # the whole matrix (about 18 min, idle)
     .venv/bin/python benchmarks/link_prediction.py --quick         # 2 nodes x 1 rank, 2 links
     .venv/bin/python benchmarks/link_prediction.py --save DIR      # keep every run's messages
     .venv/bin/python benchmarks/link_prediction.py --load DIR      # predict again from kept runs
@@ -38,12 +38,15 @@ the last runs, which do not meet them on a 2-core machine shared with other work
 
 The measured step is the mean of a configuration's typical steps (the first, and any over 1.5
 times the median, left out), as the calibration's. On this 2-core machine, idle, one step of the
-same configuration varies by 20% from the next (100-165 ms at 5 Gbit/s): 12 steps put the mean
-within about 3%, and the calibration, which every prediction inherits, runs twice as many. And a
-new process moves it again: the same configuration on one node came out 114, 135 and 130 ms in
-three launches a minute apart, each within 2% over its own steps. So the calibration and every
-topology whose link is 1 Gbit/s or faster run ``--launches`` times (3), pooled (``pool``); over
-a slower link a step is the link's and moves 1% from one launch to the next, and runs once.
+same configuration varies by 20% from the next (100-165 ms at 5 Gbit/s), and a new process moves
+it again: the same configuration on one node came out 114, 135 and 130 ms in three launches a
+minute apart, each within 2% over its own steps; over nine kept matrices, a row's launches
+spread by 3.5% (standard deviation, median over rows; up to 19%). More steps in one process do
+not average that out; more processes do. So the calibration and every topology whose link is
+1 Gbit/s or faster run ``--launches`` times (6) with ``--steps`` steps each (7, the first not
+counted; the calibration twice as many), pooled (``pool``): 36 steps from six processes, where
+three launches of 13 steps gave 36 from three. Over a slower link a step is the link's and moves
+1% from one launch to the next: one launch.
 Rows of the calibration's own configurations on its own topology are replays, marked
 ``(cal.)`` and left out of the error summary. The 1-node, 2-rank run trains them again minutes
 later; a line after the table says how far those steps moved from the calibration's (the same
@@ -335,14 +338,14 @@ def main() -> None:
     ap.add_argument(
         "--steps",
         type=int,
-        default=13,
-        help="steps per configuration, the first not counted (default 13; the calibration runs twice as many)",
+        default=7,
+        help="steps per configuration and launch, the first not counted (default 7; the calibration runs twice as many)",
     )
     ap.add_argument(
         "--launches",
         type=int,
-        default=3,
-        help="launches of the calibration and of each topology whose link is 1 Gbit/s or faster, pooled (default 3)",
+        default=6,
+        help="launches of the calibration and of each topology whose link is 1 Gbit/s or faster, pooled (default 6)",
     )
     ap.add_argument("--save", help="keep every run's messages in this folder")
     ap.add_argument("--load", help="predict again from the runs kept in this folder (no new run)")
