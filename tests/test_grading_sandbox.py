@@ -390,9 +390,12 @@ def test_the_sandbox_of_a_user_without_privileges():
     out = base / "out"
     out.mkdir()
     os.chown(out, 65534, 65534)
+    # a sleep no other test starts: a live Slurm test runs a `sleep 600` of its own, which this
+    # test, on another worker at the same time, once took for the sandbox's
+    marker = f"600.{os.getpid()}"
     inner = (
         "import os, socket, subprocess\n"
-        "subprocess.Popen(['setsid', 'sleep', '600'])\n"
+        f"subprocess.Popen(['setsid', 'sleep', {marker!r}])\n"
         "print(os.getuid(), sorted(os.listdir('/')), os.path.exists('/work'), flush=True)\n"
         "socket.create_connection(('10.0.0.1', 80), timeout=2)\n"
     )
@@ -414,7 +417,7 @@ def test_the_sandbox_of_a_user_without_privileges():
     assert "Network is unreachable" in log
     time.sleep(0.5)
     assert not any(
-        b"sleep\x00600" in Path(f"/proc/{p}/cmdline").read_bytes()
+        b"sleep\x00" + marker.encode() in Path(f"/proc/{p}/cmdline").read_bytes()
         for p in os.listdir("/proc")
         if p.isdigit() and Path(f"/proc/{p}/cmdline").exists()
     )
