@@ -1,6 +1,6 @@
 """Predicted against measured step time, per configuration, from ONE calibration (emulated nodes and links).
 
-    .venv/bin/python benchmarks/link_prediction.py                 # the whole matrix (about 18 min, idle)
+    .venv/bin/python benchmarks/link_prediction.py                 # the whole matrix (about 14 min, idle)
     .venv/bin/python benchmarks/link_prediction.py --quick         # 2 nodes x 1 rank, 2 links
     .venv/bin/python benchmarks/link_prediction.py --save DIR      # keep every run's messages
     .venv/bin/python benchmarks/link_prediction.py --load DIR      # predict again from kept runs
@@ -42,11 +42,13 @@ same configuration varies by 20% from the next (100-165 ms at 5 Gbit/s), and a n
 it again: the same configuration on one node came out 114, 135 and 130 ms in three launches a
 minute apart, each within 2% over its own steps; over nine kept matrices, a row's launches
 spread by 3.5% (standard deviation, median over rows; up to 19%). More steps in one process do
-not average that out; more processes do. So the calibration and every topology whose link is
-1 Gbit/s or faster run ``--launches`` times (6) with ``--steps`` steps each (7, the first not
-counted; the calibration twice as many), pooled (``pool``): 36 steps from six processes, where
-three launches of 13 steps gave 36 from three. Over a slower link a step is the link's and moves
-1% from one launch to the next: one launch.
+not average that out; more processes do. So every topology whose link is 1 Gbit/s or faster runs
+``--launches`` times (6) with ``--steps`` steps each (7, the first not counted), pooled (``pool``):
+36 steps from six processes, where three launches of 13 steps gave 36 from three. The calibration
+runs twice as many launches of twice as many steps: every row inherits its error, one flavor's
+rows all the same way (with six launches, its configurations' measured steps had a standard
+error of 1.5-3.8% in two matrices). Over a slower link a step is the link's and moves 1% from one
+launch to the next: one launch.
 Rows of the calibration's own configurations on its own topology are replays, marked
 ``(cal.)`` and left out of the error summary. The 1-node, 2-rank run trains them again minutes
 later; a line after the table says how far those steps moved from the calibration's (the same
@@ -345,7 +347,7 @@ def main() -> None:
         "--launches",
         type=int,
         default=6,
-        help="launches of the calibration and of each topology whose link is 1 Gbit/s or faster, pooled (default 6)",
+        help="launches of each topology whose link is 1 Gbit/s or faster, pooled (default 6; the calibration twice as many)",
     )
     ap.add_argument("--save", help="keep every run's messages in this folder")
     ap.add_argument("--load", help="predict again from the runs kept in this folder (no new run)")
@@ -362,11 +364,11 @@ def main() -> None:
         targets = [(pool(launches), launches) for launches in kept.values()]
     else:
         print(
-            f"calibration: 2 ranks, 1 node, no link, {args.launches} launches: {', '.join(predict.CALIBRATION_CONFIGS)}",
+            f"calibration: 2 ranks, 1 node, no link, {2 * args.launches} launches: {', '.join(predict.CALIBRATION_CONFIGS)}",
             flush=True,
         )
         cal_launches = []
-        for i in range(args.launches):
+        for i in range(2 * args.launches):
             data = {**launch(2, 1, None, predict.CALIBRATION_CONFIGS, 2 * args.steps, costs=True), "calibration": True}
             cal_launches.append(data)
             keep(args.save, f"calibration.r{i}", data)
