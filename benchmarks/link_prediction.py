@@ -168,6 +168,30 @@ def pool(launches: list[dict]) -> dict:
     return {**launches[0], "events": events, "values": values, "launches": len(launches)}
 
 
+def launch_probe(data: dict) -> float | None:
+    """The speed probe's CPU time in one launch (rank 0, the mean over its configurations)."""
+    kept = Kept(data)
+    probes = [predict.probe_of(spans_messages(kept, 0, spec), "probe_cpu") for spec in predict.CALIBRATION_CONFIGS]
+    probes = [p for p in probes if p]
+    return statistics.fmean(probes) if probes else None
+
+
+def quiet(launches: list[dict], slack: float = 1.05) -> tuple[list[dict], list[str]]:
+    """The calibration's launches that ran at the machine's usual speed, and a note on each left out:
+    one whose speed probe got more than ``slack`` times the launches' median CPU time ran while
+    something else took the machine's memory and caches (in one matrix its first six launches,
+    75 s, probed 10-40% slower, and every prediction from them came out 8-23% high; the six after
+    them were within 4%). The rule looks at the probe alone, never at the steps it predicts; at
+    least half the launches stay. Launches kept before the probe's CPU time was recorded all stay."""
+    probes = [launch_probe(data) for data in launches]
+    if any(p is None for p in probes) or len(probes) < 3:
+        return launches, []
+    median = statistics.median(probes)
+    kept = [data for data, p in zip(launches, probes) if p <= slack * median]
+    notes = [f"launch {i}: probe {p / median - 1:+.0%}" for i, p in enumerate(probes) if p > slack * median]
+    return kept, notes
+
+
 class Kept:
     """A kept run, as ``predict.calibrate`` and ``spans_messages`` read a ``Run``."""
 
@@ -356,11 +380,11 @@ def main() -> None:
     t0 = time.time()
     if args.load:
         kept: dict[str, list[dict]] = {}
-        for f in sorted(os.listdir(args.load)):
+        # calibration.r0.json, ...: in the order they ran (r10 after r9)
+        for f in sorted(os.listdir(args.load), key=lambda f: (f.split(".")[0], len(f), f)):
             if f.endswith(".json"):
                 kept.setdefault(f.split(".")[0], []).append(json.load(open(os.path.join(args.load, f))))
         cal_launches = kept.pop("calibration")
-        cal_data = pool(cal_launches)
         targets = [(pool(launches), launches) for launches in kept.values()]
     else:
         print(
@@ -372,8 +396,11 @@ def main() -> None:
             data = {**launch(2, 1, None, predict.CALIBRATION_CONFIGS, 2 * args.steps, costs=True), "calibration": True}
             cal_launches.append(data)
             keep(args.save, f"calibration.r{i}", data)
-        cal_data = pool(cal_launches)
         targets = []
+    cal_launches, left_out = quiet(cal_launches)
+    if left_out:
+        print(f"  left out of the calibration (the machine was busy): {'; '.join(left_out)}", flush=True)
+    cal_data = pool(cal_launches)
     cal = predict.calibrate(Kept(cal_data), predict.CALIBRATION_CONFIGS)
     print(
         f"  gloo: {cal.gloo.alpha * 1e6:.0f} µs per ring step; "
