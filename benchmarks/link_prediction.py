@@ -179,9 +179,9 @@ def launch_probe(data: dict) -> float | None:
 def quiet(launches: list[dict], slack: float = 1.05) -> tuple[list[dict], list[str]]:
     """The calibration's launches that ran at the machine's usual speed, and a note on each left out:
     one whose speed probe got more than ``slack`` times the launches' median CPU time ran while
-    something else took the machine's memory and caches (in one matrix its first six launches,
-    75 s, probed 10-40% slower, and every prediction from them came out 8-23% high; the six after
-    them were within 4%). The rule looks at the probe alone, never at the steps it predicts; at
+    something else took the machine's memory and caches (in one matrix its first five launches,
+    about a minute, got 8-28% more, the seven after them within 3%, and the predictions from all
+    twelve came out up to 23% high). The rule looks at the probe alone, never at the steps it predicts; at
     least half the launches stay. Launches kept before the probe's CPU time was recorded all stay."""
     probes = [launch_probe(data) for data in launches]
     if any(p is None for p in probes) or len(probes) < 3:
