@@ -34,8 +34,8 @@ steps) and the calibration's put their measured steps (``spreads``). It leaves o
 between the calibration and a row, which the second column takes out.
 
 Targets (issue 23): mean |error| at most 5%, max at most 10%. docs/netem.md has the numbers of
-the last runs: on this 2-core virtual machine, idle, the mean within them and the max around
-them (9.5% and 10.4% in the last two blind matrices), not reliably under.
+the last runs: on this 2-core virtual machine, idle, the mean within them, the max not reliably
+(9.5%, 10.4% and 17.7% in the last three blind matrices; 1 node x 4 moves the most).
 
 The measured step is the mean of a configuration's typical steps (the first, and any over 1.5
 times the median, left out), as the calibration's. On this 2-core machine, idle, one step of the
