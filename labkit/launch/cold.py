@@ -104,8 +104,10 @@ class Launch:
         except KeyboardInterrupt:
             outcome = Outcome.INTERRUPTED
         finally:
+            alive = None
             if outcome == Outcome.TIMEOUT:  # where each hung rank is, before the teardown moves it
                 self.group.dump_stacks([s.pid for s in run.ranks.values() if s.pid and s.exit_code is None])
+                alive = diagnose.still_running(run)  # the teardown's exit codes mark them stopped or failed
             self.group.end(run)
             logs.get(__name__).debug("%s: ended (%s), processes left: %s", run.run_id, outcome, run.unkillable)
             error = diagnose.explain(
@@ -113,6 +115,7 @@ class Launch:
                 outcome,
                 self.group.agent_log(),
                 timeout=self.cfg.timeout,
+                alive=alive,
                 source=self.job.source or "",
                 stopped_by_us=self.group.stopped_by_us,
             )

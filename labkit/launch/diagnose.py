@@ -199,10 +199,12 @@ def explain(
     agent_log: str,
     *,
     timeout: float | None = None,
+    alive: list[int] | None = None,
     source: str = "",
     stopped_by_us: bool = False,
 ) -> BaseException | None:
-    """The error of a one-shot run that ended with ``outcome`` (None: it went well)."""
+    """The error of a one-shot run that ended with ``outcome`` (None: it went well). ``alive``: the
+    ranks still running when it timed out, taken before the teardown (``still_running``)."""
     read_exit_codes(run, agent_log)
     if outcome == Outcome.INTERRUPTED:
         mark_stopped(run)
@@ -211,12 +213,19 @@ def explain(
         mark_stopped(run)
         return RunStopped(t("launch.stopped"), run=run)
     if outcome == Outcome.TIMEOUT:
-        alive = [r for r, s in run.ranks.items() if s.status in (Status.STARTING, Status.RUNNING)]
+        alive = still_running(run) if alive is None else alive
         mark_stopped(run)
         lines = [t("launch.timeout", timeout=timeout, alive=ranks_text(alive))]
         lines += hang_report(run, alive, source)
         return RunTimeout("\n".join(lines), run=run, alive=alive)
     return root_cause(run, agent_log, stopped_by_us=stopped_by_us)
+
+
+def still_running(run: Run) -> list[int]:
+    """The ranks started or running and not yet exited. Read it at the timeout, before the teardown:
+    the exit codes the teardown reads (from torchrun's log, rank by rank) turn a hung rank into a
+    stopped or failed one, and which of them it has read by then depends on the order they died in."""
+    return [r for r, s in run.ranks.items() if s.status in (Status.STARTING, Status.RUNNING)]
 
 
 def agent_died(run: Run, agent_log: str) -> LaunchError:
