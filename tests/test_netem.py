@@ -184,7 +184,13 @@ import os, torch, torch.distributed as dist
 from labkit.ranks import rank
 x = torch.ones(1000) * (rank.rank() + 1)
 dist.all_reduce(x)
-rank.report(total=x[0].item(), node=os.environ["LABKIT_NODE"], ifname=os.environ["GLOO_SOCKET_IFNAME"])
+cores = set()
+for tid in os.listdir("/proc/self/task"):  # every thread: the rank's, gloo's, labkit's
+    try:
+        cores |= os.sched_getaffinity(int(tid))
+    except OSError:  # ended since the listing
+        pass
+rank.report(total=x[0].item(), node=os.environ["LABKIT_NODE"], ifname=os.environ["GLOO_SOCKET_IFNAME"], cores=sorted(cores))
 """
 FAULT = """
 import os, time, torch, torch.distributed as dist
@@ -209,11 +215,15 @@ def nothing_left(run, links_before: list[str]) -> None:
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leaks")
 def test_a_cell_on_two_emulated_nodes():
+    """Four ranks on two emulated nodes, each bound to a core (``pin``): the nodes share this
+    machine's cores, so rank r takes core r mod cores, whatever its node."""
     import labkit
 
     before = host_links()
-    run = labkit.torchrun(ALLREDUCE, nproc=2, nodes=2, link="200mbit,100us", backend="gloo", display="none")
+    run = labkit.torchrun(ALLREDUCE, nproc=2, nodes=2, link="200mbit,100us", backend="gloo", display="none", pin=True)
     assert {r: v["total"] for r, v in run.values.items()} == {r: 10.0 for r in range(4)}
+    allowed = sorted(os.sched_getaffinity(0))
+    assert {r: v["cores"] for r, v in run.values.items()} == {r: [allowed[r % len(allowed)]] for r in range(4)}
     assert {r: v["node"] for r, v in run.values.items()} == {0: "n0", 1: "n0", 2: "n1", 3: "n1"}
     assert {v["ifname"] for v in run.values.values()} == {"eth0"}
     assert "2 (n1/0)" in run.summary()  # node/local rank, as for real nodes
@@ -304,8 +314,8 @@ def test_magic_options():
     from labkit.launch import magic
     from labkit.launch.options import node_options
 
-    opts = node_options(magic.parse_line("-n 2 --nodes 2 --link 200mbit,100us --profile"))
-    assert opts["nodes"] == "2" and opts["link"] == "200mbit,100us" and opts["profile"] is True
+    opts = node_options(magic.parse_line("-n 2 --nodes 2 --link 200mbit,100us --profile --pin"))
+    assert opts["nodes"] == "2" and opts["link"] == "200mbit,100us" and opts["profile"] is True and opts["pin"] is True
     if CAN.error is None:
         cfg = resolve(RunConfig(nproc=2, backend="gloo", **opts))
         assert cfg.nodes == 2 and cfg.nnodes == 2 and cfg.link == "200mbit,100us" and cfg.profile

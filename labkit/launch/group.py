@@ -395,6 +395,8 @@ def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -
     if cfg.backend == "gloo" and not multinode(cfg):
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # single node: keep gloo's data sockets on loopback
     env.pop("LABKIT_REPORT_DIR", None)
+    if cfg.pin:  # emulated nodes share this machine's cores: number them by rank, real ones by local rank
+        env["LABKIT_PIN"] = "rank" if (cfg.nodes or 1) > 1 else "local"
     if cfg.profile:  # beside the notebook (the kernel's working folder), not in the run folder that is pruned
         env["LABKIT_PROFILE_DIR"] = profile_dir(run_id)
     env.update(cfg.env)

@@ -413,8 +413,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     # labkit.launch.options
     "launch.magic.usage": {
-        "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR] [--nodes N [--link RATE[,LATENCY]]] [--profile]",
-        "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR] [--nodes N [--link RATĂ[,LATENȚĂ]]] [--profile]",
+        "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR] [--nodes N [--link RATE[,LATENCY]]] [--pin] [--profile]",
+        "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR] [--nodes N [--link RATĂ[,LATENȚĂ]]] [--pin] [--profile]",
     },
     "launch.magic.help.nodes": {
         "en": "emulated nodes on this machine, a network namespace each (-n ranks on each)",
@@ -423,6 +423,14 @@ MESSAGES: dict[str, dict[str, str]] = {
     "launch.magic.help.link": {
         "en": "the link between emulated nodes: RATE[,LATENCY] each direction, e.g. 200mbit,100us",
         "ro": "legătura dintre nodurile emulate: RATĂ[,LATENȚĂ] în fiecare direcție, de ex. 200mbit,100us",
+    },
+    "launch.magic.help.pin": {
+        "en": "bind each rank to one core (the same placement every run when ranks outnumber cores)",
+        "ro": "leagă fiecare rang de un nucleu (aceeași așezare la fiecare rulare când sunt mai multe ranguri decât nuclee)",
+    },
+    "launch.opt.pin": {
+        "en": "--pin binds ranks to cores with sched_setaffinity, which {platform} does not have (Linux does)",
+        "ro": "--pin leagă rangurile de nuclee cu sched_setaffinity, pe care {platform} nu o are (Linux o are)",
     },
     "launch.magic.help.profile": {
         "en": "write each rank's torch.profiler trace beside the notebook",

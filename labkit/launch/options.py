@@ -43,6 +43,7 @@ class RunConfig:
     nodes: int | None = None  # None or 1: no emulation
     link: str | None = None  # "200mbit,100us": rate each direction, latency (where the kernel can delay)
     profile: bool = False  # each rank's torch.profiler trace, beside the notebook (labkit.timing.trace)
+    pin: bool = False  # each rank bound to one core (labkit.ranks.cores): more ranks than cores, the same way each run
 
 
 START_METHODS = ("fork", "spawn")
@@ -104,6 +105,8 @@ def resolve(cfg: RunConfig) -> RunConfig:
         raise OptionError(t("launch.opt.display", value=cfg.display))
     if cfg.start_method not in START_METHODS:
         raise OptionError(t("launch.opt.start_method", value=cfg.start_method))
+    if cfg.pin and not hasattr(os, "sched_setaffinity"):
+        raise OptionError(t("launch.opt.pin", platform=sys.platform))
     nodes, link = check_emulation(cfg)
     nnodes, hosts = check_nodes(cfg)
     if nodes > 1:
@@ -196,6 +199,7 @@ def add_node_options(p: Any) -> None:
     p.add_argument("--nodes", default=None, help=t("launch.magic.help.nodes"))
     p.add_argument("--link", default=None, help=t("launch.magic.help.link"))
     p.add_argument("--profile", action="store_true", help=t("launch.magic.help.profile"))
+    p.add_argument("--pin", action="store_true", help=t("launch.magic.help.pin"))
 
 
 def node_options(opts: Any) -> dict[str, Any]:
@@ -209,6 +213,7 @@ def node_options(opts: Any) -> dict[str, Any]:
         "nodes": opts.nodes,
         "link": opts.link,
         "profile": opts.profile,
+        "pin": opts.pin,
     }
 
 

@@ -38,7 +38,7 @@ import time
 import traceback
 from typing import Any
 
-from labkit.ranks import observe, recording
+from labkit.ranks import cores, observe, recording
 from labkit.ranks import rank as rank_api
 from labkit.ranks.profiling import maybe_profile
 from labkit.ranks.sampler import Sampler
@@ -263,6 +263,7 @@ def main() -> None:
     run_dir = envvars.require("LABKIT_RUN_DIR")
     rank = int(os.environ["RANK"])
     redirect_output(run_dir, rank)
+    cores.pin()  # --pin: before gloo's and torch's threads start, which inherit it
     faulthandler.enable(file=sys.stderr, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)  # "where is it stuck?"
 

@@ -59,6 +59,13 @@ VARS: tuple[Var, ...] = (
         "Where each rank writes its torch.profiler (Kineto) trace: labkit-traces/<run id> beside the notebook.",
     ),
     Var(
+        "LABKIT_PIN",
+        None,
+        "labkit.launch.group, for %%torchrun --pin",
+        ("labkit.ranks.cores",),
+        "Bind each rank to one core: rank (emulated nodes: rank r on core r mod cores) or local (local rank).",
+    ),
+    Var(
         "LABKIT_LAB_DIR",
         "notebooks",
         USER,
