@@ -109,8 +109,16 @@ def job(configs: tuple[str, ...], steps: int, costs: bool = False) -> str:
     return f"from labkit.testing.link_job import main\nmain('small', {steps}, 8, {list(configs)!r}, costs={costs})\n"
 
 
-def launch(world: int, nodes: int, link: str | None, configs: tuple[str, ...], steps: int, costs: bool = False) -> dict:
-    """One run; what the benchmark keeps of it (JSON-able)."""
+def launch(
+    world: int,
+    nodes: int,
+    link: str | None,
+    configs: tuple[str, ...],
+    steps: int,
+    costs: bool = False,
+    pin: bool = True,
+) -> dict:
+    """One run, each rank bound to a core (``pin``); what the benchmark keeps of it (JSON-able)."""
     import labkit
 
     run = labkit.torchrun(
@@ -122,6 +130,7 @@ def launch(world: int, nodes: int, link: str | None, configs: tuple[str, ...], s
         timeout=1800,
         display="none",
         quiet=True,
+        pin=pin,
         # labkit's grading observer fingerprints every collective a job issues itself (sums of the
         # tensor in float64, before and after): the bare collectives timed here came out 1-1.5 ms
         # slower per 1 MB (the calibration's alpha with them), and every step 2-4% slower
@@ -132,6 +141,7 @@ def launch(world: int, nodes: int, link: str | None, configs: tuple[str, ...], s
         "world": world,
         "nodes": nodes,
         "link": link,
+        "pinned": pin,
         "latency": latency,
         "load": os.getloadavg()[0],
         "values": {str(r): v for r, v in run.values.items()},
@@ -268,6 +278,7 @@ def rows_for(
         rate_of(data["link"]),
         data.get("latency", 0.0),
         burst=burst_of(data["link"]),
+        pinned=data.get("pinned", False),  # runs kept before --pin were not
     )
     out = []
     for spec in configs_for(data["world"]):
@@ -374,6 +385,12 @@ def main() -> None:
         default=6,
         help="launches of each topology whose link is 1 Gbit/s or faster, pooled (default 6; the calibration twice as many)",
     )
+    ap.add_argument(
+        "--no-pin",
+        dest="pin",
+        action="store_false",
+        help="leave the ranks unbound (the scheduler places them; by default each is bound to a core)",
+    )
     ap.add_argument("--save", help="keep every run's messages in this folder")
     ap.add_argument("--load", help="predict again from the runs kept in this folder (no new run)")
     args = ap.parse_args()
@@ -394,7 +411,10 @@ def main() -> None:
         )
         cal_launches = []
         for i in range(2 * args.launches):
-            data = {**launch(2, 1, None, predict.CALIBRATION_CONFIGS, 2 * args.steps, costs=True), "calibration": True}
+            data = {
+                **launch(2, 1, None, predict.CALIBRATION_CONFIGS, 2 * args.steps, costs=True, pin=args.pin),
+                "calibration": True,
+            }
             cal_launches.append(data)
             keep(args.save, f"calibration.r{i}", data)
         targets = []
@@ -420,7 +440,7 @@ def main() -> None:
             print(f"run: {world} ranks on {nodes} node(s), link {link or '-'}, {n} launch(es)", flush=True)
             launches = []
             for i in range(n):
-                launches.append(launch(world, nodes, link, configs_for(world), args.steps))
+                launches.append(launch(world, nodes, link, configs_for(world), args.steps, pin=args.pin))
                 keep(args.save, f"n{nodes}x{world}_{link or 'lo'}.r{i}", launches[-1])
             targets.append((pool(launches), launches))
     again: list[str] = []

@@ -76,6 +76,11 @@ class Topology:
     latency: float = 0.0
     cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     burst: float = 0.0  # bytes an idle link passes at once (an emulated link's token bucket; 0 for a real one)
+    pinned: bool = False  # each rank bound to one core, rank r on core r mod cores (``--pin``)
+
+    def per_core(self) -> int:
+        """Ranks bound to one core (``pinned``): the most that share any core."""
+        return -(-self.world // max(self.cores, 1))
 
     @property
     def world(self) -> int:
