@@ -33,9 +33,13 @@ a model with no error of its own would show, from how far each row's launches (o
 steps) and the calibration's put their measured steps (``spreads``). It leaves out the drift
 between the calibration and a row, which the second column takes out.
 
+Every rank is bound to a core (``pin=True``, ``--no-pin`` to leave them to the scheduler): with
+4 ranks on 2 cores the scheduler places them differently in each launch, and the same
+configuration's step moved with it by up to 17% from one matrix to the next; bound, the 4 ranks
+run 15% faster and the model knows how they share a core (``Topology.pinned``).
+
 Targets (issue 23): mean |error| at most 5%, max at most 10%. docs/netem.md has the numbers of
-the last runs: on this 2-core virtual machine, idle, the mean within them, the max not reliably
-(9.5%, 10.4% and 17.7% in the last three blind matrices; 1 node x 4 moves the most).
+the last runs on this 2-core virtual machine, idle.
 
 The measured step is the mean of a configuration's typical steps (the first, and any over 1.5
 times the median, left out), as the calibration's. On this 2-core machine, idle, one step of the
@@ -211,6 +215,31 @@ class Kept:
         self.values = {int(r): v for r, v in data["values"].items()}
 
 
+def group_steps(kept: Kept, spec: str) -> list[dict[str, Any]]:
+    """Rank 0's steps of ``spec``, each from the last rank's start to the last rank's end: the step
+    as the group takes it, which is what the model predicts. Every step starts after a barrier (the
+    speed probe's), so the steps line up rank by rank. Rank 0's own span is not always it: in DDP's
+    last all-reduce over nodes rank 0's last send goes across and its last receive comes from its
+    own node, so it leaves one chunk's link time before the others (173 ms at 50 Mbit/s, measured,
+    session 15) and waits for them at the next barrier, outside any step: on 2 nodes x 2 over
+    50 Mbit/s the group's step is 13-14% longer than rank 0's (five kept matrices). FSDP's last
+    reduce-scatter, an all-reduce on gloo, does the same with a smaller chunk: 1-3% there; on one
+    node and over faster links the two agree within 1% (up to 2.7% on 1 node x 4 unbound)."""
+    per_rank = [spans_messages(kept, r, spec) for r in sorted(kept.events)]
+    per_rank = [msgs for msgs in per_rank if msgs]
+    if not per_rank:
+        return []
+    n = min(len(msgs) for msgs in per_rank)
+    return [
+        {
+            **per_rank[0][i],
+            "start": max(msgs[i]["start"] for msgs in per_rank),
+            "end": max(msgs[i]["end"] for msgs in per_rank),
+        }
+        for i in range(n)
+    ]
+
+
 def configs_for(world: int) -> tuple[str, ...]:
     return CONFIGS + (("fsdp1:HYBRID_SHARD",) if world == 4 else ())
 
@@ -222,11 +251,11 @@ def variance(launches: list[dict], spec: str) -> tuple[float, int] | None:
     one launch to the next, measured: the steps' own variance is the larger part)."""
     steps = []
     for data in launches:
-        msgs = spans_messages(Kept(data), 0, spec)
+        msgs = group_steps(Kept(data), spec)
         if msgs:
             steps.append(predict.measured_step(msgs))
     if len(steps) < 2 and launches:
-        msgs = spans_messages(Kept(launches[0]), 0, spec)
+        msgs = group_steps(Kept(launches[0]), spec)
         kept, _ = typical(msgs[1:] or msgs) if msgs else ([], [])
         steps = [m["end"] - m["start"] for m in kept]
     if len(steps) < 2:
@@ -285,7 +314,7 @@ def rows_for(
         msgs = spans_messages(kept, 0, spec)
         if not msgs:
             continue
-        measured = predict.measured_step(msgs)
+        measured = predict.measured_step(group_steps(kept, spec))
         pure = predict.predict(cal, spec, topo).step_time
         pace = predict.pace_of(cal, msgs)
         probe = predict.probe_of(msgs)
@@ -432,6 +461,7 @@ def main() -> None:
     rows = rows_for(cal, cal_data, calibration=True, launches=cal_launches)
     # how far the calibration's own steps could be off, per flavor: every prediction inherits it
     cal_spread = {r["flavor"]: r["spread"] for r in rows if r["seen"] and r["spread"] is not None}
+    cal_measured = {r["config"].removesuffix(" (cal.)"): r["measured"] for r in rows if r["seen"]}
     if not args.load:
         for world, nodes, link in matrix:
             # over a slow link a step is the link's, the same from one launch to the next within
@@ -449,8 +479,8 @@ def main() -> None:
         for r in rows_for(cal, data, calibration=False, launches=launches):
             if not (same_topology and r["config"] in predict.CALIBRATION_CONFIGS):  # a second run of a calibrated one
                 rows.append(r)
-            elif cal.measured:
-                again.append(f"{r['config']} {r['measured'] / cal.measured[r['config']] - 1:+.1%}")
+            elif r["config"] in cal_measured:
+                again.append(f"{r['config']} {r['measured'] / cal_measured[r['config']] - 1:+.1%}")
     print()
     show(rows, cal_spread)
     if again:

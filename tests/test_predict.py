@@ -373,6 +373,41 @@ def test_ranks_asleep_in_a_wait_leave_their_cores_to_the_others():
     assert compute("fsdp2:implicit", 1.0) == pytest.approx(prof.compute_time)
 
 
+def test_ranks_bound_to_cores_share_a_core_only_with_their_own():
+    """4 ranks bound to 2 cores, two on each: a rank asleep in a wait leaves its core to the one
+    rank bound beside it, not to all three others, and with no drift the work still runs at half speed."""
+    four, bound = Topology(nodes=1, per_node=4, cores=2), Topology(nodes=1, per_node=4, cores=2, pinned=True)
+    assert bound.per_core() == 2 and Topology(nodes=1, per_node=3, cores=2, pinned=True).per_core() == 2
+    c = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, skew=1 * MS, drift=0.0)
+    cal = predict.Calibration({"fsdp2": hand_profile()}, c, ranks=2)
+    res = predict.predict(cal, "fsdp2:implicit", bound)
+    assert predict.runnable(res, c, bound, 1.0) == pytest.approx(2.0) and predict.runnable(res, c, four, 1.0) == 4.0
+    cal.gloo = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, skew=1 * MS, drift=0.5 * MS)
+    res = predict.predict(cal, "fsdp2:implicit", bound)
+    asleep = 1 - (predict.runnable(res, cal.gloo, bound, 1.0) - 1)  # the share of the work the mate sleeps
+    assert 0 < asleep < 1
+    assert predict.runnable(res, cal.gloo, four, 1.0) == pytest.approx(1 + 3 * (1 - asleep))
+
+
+def test_bound_the_last_rank_makes_up_its_lag_at_its_own_speed():
+    """Bound to cores, the rank that reaches a blocking collective last has its core to itself (the
+    rank bound beside it already waits in the same collective): its wait is the calibration's at
+    the run's pace, not slowed by the sharing. Not where the core-mate is in another group (HSDP's
+    shard group on 2 nodes x 2), nor for a collective that runs under compute."""
+    costs = GlooCosts(0.0, dict(COSTS.beta), 2, efficiency=1.0, skew=2 * MS)
+    bound = Topology(nodes=1, per_node=4, cores=2, pinned=True)
+    shared = predict.GlooLink(costs, bound, "world", 2.0, costs.skew)
+    alone = predict.GlooLink(costs, bound, "world", 2.0, costs.skew, catch_up=1.0)
+    wait = 2 * MS * gloo.slowest(4) / gloo.slowest(2)
+    work = 2.0 * 3 * 0.25 * MS  # 3 ring steps of a quarter of 1 MB, at half speed
+    assert shared.time("all_gather", 1e6, 4) == pytest.approx(work + 2.0 * wait)
+    assert alone.time("all_gather", 1e6, 4) == pytest.approx(work + 1.0 * wait)
+    assert alone.time("all_gather", 1e6, 4, background=True) > alone.time("all_gather", 1e6, 4)
+    hsdp = Topology(nodes=2, per_node=2, cores=2, pinned=True)
+    assert predict.mates_wait(hsdp, "replicate") and not predict.mates_wait(hsdp, "shard")
+    assert predict.mates_wait(bound, "world") and not predict.mates_wait(Topology(nodes=1, per_node=4, cores=2), "world")
+
+
 def test_the_pace_of_a_run_is_the_probes_cpu_time_against_the_calibrations():
     """A core 20% slower during a run than during the calibration: every CPU cost of the prediction
     20% longer (on a fast link: the step), whatever number of ranks share the cores; the probe's

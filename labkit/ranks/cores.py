@@ -5,7 +5,7 @@ threads from core to core as they sleep in a collective and wake; how it places 
 one launch to the next, and with it the step. Bound, the ranks share the cores the same way every
 time: two per core, each at half a core while both compute, a whole one while the other waits.
 Measured on this project's 2-core machine (4 ranks, FSDP1 FULL_SHARD, twelve launches each):
-226-267 ms bound against 246-328 ms unbound; 2 ranks, 109-144 ms against 108-164 ms.
+209-267 ms bound against 246-328 ms unbound; 2 ranks, 109-144 ms against 108-164 ms.
 
 The kernel side asks for it (``LABKIT_PIN``): ``rank`` for emulated nodes, whose ranks all share
 this machine's cores (rank r on core r mod cores), ``local`` on real nodes (local rank l on core l
