@@ -405,7 +405,8 @@ def test_bound_the_last_rank_makes_up_its_lag_at_its_own_speed():
     assert alone.time("all_gather", 1e6, 4, background=True) > alone.time("all_gather", 1e6, 4)
     hsdp = Topology(nodes=2, per_node=2, cores=2, pinned=True)
     assert predict.mates_wait(hsdp, "replicate") and not predict.mates_wait(hsdp, "shard")
-    assert predict.mates_wait(bound, "world") and not predict.mates_wait(Topology(nodes=1, per_node=4, cores=2), "world")
+    unbound = Topology(nodes=1, per_node=4, cores=2)
+    assert predict.mates_wait(bound, "world") and not predict.mates_wait(unbound, "world")
 
 
 def test_the_pace_of_a_run_is_the_probes_cpu_time_against_the_calibrations():
