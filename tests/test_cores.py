@@ -56,3 +56,17 @@ def test_each_rank_and_all_its_threads_on_one_core():
     }
     run = labkit.torchrun(CORES, nproc=2, backend="gloo", display="none", quiet=True)
     assert {r: (v["cores"], v["pinned"]) for r, v in run.values.items()} == {r: (allowed, None) for r in range(2)}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leaks")
+def test_warm_ranks_bound_too():
+    """``%torchrun_start --pin``: the warm ranks are bound from their start, every cell after."""
+    from labkit.launch import magic
+    from labkit.launch.warm import Session
+
+    assert magic.parse_line("-n 2 --pin", magic.start_parser()).pin is True
+    allowed = sorted(os.sched_getaffinity(0))
+    with Session(nproc=2, backend="gloo", display="none", quiet=True, pin=True) as session:
+        run = session.run(CORES)
+    assert {r: v["cores"] for r, v in run.values.items()} == {r: [allowed[r % len(allowed)]] for r in range(2)}

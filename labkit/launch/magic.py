@@ -73,6 +73,7 @@ def start_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="auto", help=t("launch.magic.help.backend"))
     p.add_argument("--pg-timeout", type=float, default=None, help=t("launch.warm.help.pg_timeout"))
     p.add_argument("--env", action="append", default=[], help=t("launch.magic.help.env"))
+    p.add_argument("--pin", action="store_true", help=t("launch.magic.help.pin"))
     return p
 
 
@@ -178,7 +179,7 @@ def start_line(line: str) -> Session | None:
     if _session is not None and _session.alive:
         print(t("launch.warm.replacing"), flush=True)
         _session.stop()
-    _session = Session(nproc=opts.nproc, backend=opts.backend, pg_timeout=opts.pg_timeout, env=env)
+    _session = Session(nproc=opts.nproc, backend=opts.backend, pg_timeout=opts.pg_timeout, env=env, pin=opts.pin)
     print(
         t("launch.warm.started", nproc=_session.nproc, backend=_session.backend, seconds=_session.start_seconds),
         flush=True,

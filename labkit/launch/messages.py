@@ -226,8 +226,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     # the magics' usage lines and option help (labkit.launch.magic builds its parsers from these)
     "launch.warm.usage.start": {
-        "en": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECONDS] [--env K=V ...]",
-        "ro": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECUNDE] [--env K=V ...]",
+        "en": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECONDS] [--env K=V ...] [--pin]",
+        "ro": "%torchrun_start [-n NPROC] [--backend auto|gloo|nccl] [--pg-timeout SECUNDE] [--env K=V ...] [--pin]",
     },
     "launch.warm.usage.ranks": {
         "en": "%%ranks [--timeout SECONDS] [--vars a,b] [--quiet] [--display auto|widgets|text|none]",

@@ -76,10 +76,11 @@ class Session:
         quiet: bool = False,
         error_grace: float = ERROR_GRACE,
         start: bool = True,
+        pin: bool = False,
     ) -> None:
         extra = {} if pg_timeout is None else {"pg_timeout": float(pg_timeout)}
         self.cfg = resolve(
-            RunConfig(nproc=nproc, backend=backend, env=dict(env or {}), quiet=quiet, display=display, **extra)
+            RunConfig(nproc=nproc, backend=backend, env=dict(env or {}), quiet=quiet, display=display, pin=pin, **extra)
         )
         self.timeout = check_timeout(timeout)
         self.error_grace = error_grace
