@@ -323,8 +323,8 @@ class GlooLink(Link):
         ``speed``; see ``_settled`` for ranks bound to cores)."""
         rate = "no link" if math.isinf(topo.rate) else f"{topo.rate * 8 / 1e6:g} Mbit/s"
         super().__init__(f"{topo.nodes}x{topo.per_node} ranks, {rate}", topo.rate, topo.latency)
-        object.__setattr__(self, "_gloo", (costs, topo, channel, speed, wait))
-        object.__setattr__(self, "_catch_up", speed if catch_up is None else catch_up)
+        catch_up = speed if catch_up is None else catch_up
+        object.__setattr__(self, "_gloo", (costs, topo, channel, speed, wait, catch_up))
 
     def time(
         self, kind: str, payload: float, group_size: int, idle: float = math.inf, background: bool = False
@@ -351,14 +351,14 @@ class GlooLink(Link):
         ten over 5 ms (mean 1.9 ms); what hides it or runs beside it has to be set against each
         wait, not their mean (a link that hides 2 ms of a 1.9 ms mean still shows the waits above
         2 ms)."""
-        costs, topo, channel, speed, wait = self._gloo
+        costs, topo, channel, speed, wait, catch_up = self._gloo
         hidden = link_slack(costs, topo, kind, payload, channel, idle) if wait else 0.0
         shared = speed * (1.0 + busy(topo)) if background else speed
         work = collective_time(costs, topo, kind, payload, channel, shared, idle)
         # the calibration waited for the last of its own ranks; this group waits for the last of its
         wait *= slowest(len(topo.group(channel)[0])) / slowest(costs.ranks) if costs.ranks > 1 else 1.0
         waits = [w * wait / costs.skew for w in costs.waits] if costs.waits and costs.skew > 0 else [wait]
-        catch_up = speed if background or not mates_wait(topo, channel) else self._catch_up  # type: ignore[attr-defined]
+        catch_up = catch_up if mates_wait(topo, channel) and not background else speed
         return [work + max(0.0, w * catch_up - hidden) for w in waits]
 
     def cpu_time(self, kind: str, payload: float, group_size: int, idle: float = math.inf) -> float:
@@ -370,7 +370,7 @@ class GlooLink(Link):
         it was issued under does not cover it (measured: explicit prefetch 5-11% faster than
         implicit on one node, three launches pooled, three matrices; charging the wait here as
         well predicted no gain)."""
-        costs, topo, channel, speed, _ = self._gloo
+        costs, topo, channel, speed, *_ = self._gloo
         group, _ = topo.group(channel)
         g = len(group)
         if g <= 1 or payload <= 0:
