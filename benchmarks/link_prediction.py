@@ -184,9 +184,9 @@ def pool(launches: list[dict]) -> dict:
 
 
 def launch_probe(data: dict) -> float | None:
-    """The speed probe's CPU time in one launch (rank 0, the mean over its configurations)."""
+    """The speed probe's CPU time in one launch (every rank's, the mean over its configurations)."""
     kept = Kept(data)
-    probes = [predict.probe_of(spans_messages(kept, 0, spec), "probe_cpu") for spec in predict.CALIBRATION_CONFIGS]
+    probes = [predict.group_probe(kept, spec) for spec in predict.CALIBRATION_CONFIGS]
     probes = [p for p in probes if p]
     return statistics.fmean(probes) if probes else None
 
@@ -316,7 +316,7 @@ def rows_for(
             continue
         measured = predict.measured_step(group_steps(kept, spec))
         pure = predict.predict(cal, spec, topo).step_time
-        pace = predict.pace_of(cal, msgs)
+        pace = predict.pace_of(cal, kept, spec)
         probe = predict.probe_of(msgs)
         if pace is None and topo.world <= topo.cores and probe and cal.probe:
             pace = probe / cal.probe  # runs kept before the probe's CPU time was: no wait for a core in it

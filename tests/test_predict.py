@@ -10,6 +10,7 @@ import pytest
 
 from labkit.timing import gloo, predict, simulate
 from labkit.timing.gloo import GlooCosts, Topology
+from labkit.wire.protocol import TYPE, Msg
 
 MS = 1e-3
 COSTS = GlooCosts(alpha=0.0, beta={"all_gather": 1e-9, "reduce_scatter": 1e-9, "all_reduce": 1e-9}, ranks=2)
@@ -412,16 +413,21 @@ def test_bound_the_last_rank_makes_up_its_lag_at_its_own_speed():
 def test_the_pace_of_a_run_is_the_probes_cpu_time_against_the_calibrations():
     """A core 20% slower during a run than during the calibration: every CPU cost of the prediction
     20% longer (on a fast link: the step), whatever number of ranks share the cores; the probe's
-    wall time, which a rank waiting for a core stretches, does not enter it."""
+    wall time, which a rank waiting for a core stretches, does not enter it. Every rank's probe
+    counts (one core can run slower than the other for a whole launch), one configuration's alone."""
 
-    def msgs(cpu: float, wall: float) -> list[dict]:
-        return [{"start": 0.0, "end": 0.1, "spans": [], "probe": wall, "probe_cpu": cpu} for _ in range(5)]
+    def msgs(cpu: float, wall: float, config: str = "ddp") -> list[dict]:
+        step = {TYPE: Msg.SPANS, "config": config, "start": 0.0, "end": 0.1, "spans": [], "probe": wall}
+        return [{**step, "probe_cpu": cpu} for _ in range(5)]
 
     cal = hand_calibration()
     cal.probe_cpu = 0.010
-    assert predict.pace_of(cal, msgs(0.012, 0.030)) == pytest.approx(1.2)
-    assert predict.pace_of(cal, [{"start": 0.0, "end": 0.1, "spans": [], "probe": 0.01}] * 3) is None
-    assert predict.pace_of(hand_calibration(), msgs(0.012, 0.030)) is None  # a calibration without it
+    assert predict.pace_of(cal, {0: msgs(0.012, 0.030)}) == pytest.approx(1.2)
+    both = {0: msgs(0.012, 0.030) + msgs(0.5, 0.5, "fsdp2:implicit"), 1: msgs(0.014, 0.030)}
+    assert predict.pace_of(cal, both, "ddp") == pytest.approx(1.3)
+    no_cpu = [{TYPE: Msg.SPANS, "start": 0.0, "end": 0.1, "spans": [], "probe": 0.01}] * 3
+    assert predict.pace_of(cal, {0: no_cpu}) is None
+    assert predict.pace_of(hand_calibration(), {0: msgs(0.012, 0.030)}) is None  # a calibration without it
     assert predict.Calibration.from_json(cal.to_json()).probe_cpu == pytest.approx(0.010)
     cal.gloo = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2)  # no wait: every cost is CPU work
     two = Topology(nodes=1, per_node=2, cores=2)
