@@ -20,7 +20,8 @@ Two predictions per row:
   what they make of each other (``predict.runnable``), as on a machine that runs nothing else;
 * ``at run's pace``: the same, told how fast a core ran during the run against the calibration
   (``predict.pace_of``: the CPU time the speed probe, a fixed matrix computation every rank
-  times before each step, got; not its wall time, which four ranks on two cores double). On
+  times before each step, got, the mean over the ranks; not its wall time, which four ranks on
+  two cores double). On
   this virtual machine a core's speed moves by 10% within a minute with nothing else running,
   and a new process lands on faster or slower memory (the same block's forward, in six fresh
   processes one after the other: 3.97-4.42 ms; in one process over 30 s: 4.21-4.59 ms); the
