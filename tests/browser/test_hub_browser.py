@@ -97,17 +97,31 @@ def lab_settings(user: str, dark: bool) -> None:
     subprocess.run(["chown", "-R", f"{user}:", os.path.join(pw.pw_dir, ".jupyter")], check=True)
 
 
+def server_parent(pid: int, uid: int) -> int | None:
+    """The parent of ``pid`` if it is ``uid``'s single-user server (by its command line), else None
+    (also when it has exited meanwhile)."""
+    try:
+        if os.stat(f"/proc/{pid}").st_uid != uid:
+            return None
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"singleuser" not in f.read():
+                return None
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])  # the field after the state
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def check_limits(hub, user: str) -> None:
     """The student's server is in their cgroups, with the hub's limits, and labkit's rank cap is set."""
     from labkit.hub import limits
     from labkit.hub.settings import parse_bytes
 
     uid = pwd.getpwnam(user).pw_uid
-    (server,) = [
-        p
-        for p in hub.leftovers()
-        if os.stat(f"/proc/{p}").st_uid == uid and b"singleuser" in open(f"/proc/{p}/cmdline", "rb").read()
-    ]
+    found = {p: parent for p in hub.leftovers() if (parent := server_parent(p, uid)) is not None}
+    # a child the server is forking shows the server's command line until it execs (seen once, in
+    # CI): the server is the one whose parent is not one of them
+    (server,) = [p for p, parent in found.items() if parent not in found]
     env = dict(x.split("=", 1) for x in open(f"/proc/{server}/environ").read().split("\0") if "=" in x)
     assert env["LABKIT_MAX_RANKS"] == "4" and env["LABKIT_LANG"] == "ro"
     if not limits.is_v2():
