@@ -166,9 +166,10 @@ def probe_of(msgs: list[dict[str, Any]], field: str = "probe") -> float | None:
 def group_probe(run: Source, label: str | None = None) -> float | None:
     """The CPU time the speed probe got in ``run``: each rank's mean over its typical steps, then
     the mean over the ranks (None: no rank recorded it). Every rank's, not rank 0's alone: on this
-    2-core virtual machine one core can run 30-80% slower than the other for a whole launch (a
-    rank's forward 32 ms where its peer's took 18), and the group's step waits for it; one kept
-    matrix re-predicted at the ranks' mean pace against rank 0's: max |error| 10.3% against 16.0%."""
+    2-core virtual machine one core can run slower than the other for a whole launch (a rank's
+    forward 32 ms a step where its peer's took 18), and the group's step waits for it. Three kept
+    matrices at the ranks' mean pace against rank 0's: mean / max |error| 3.5/11.2, 3.7/13.1 and
+    4.1/13.9% against 3.7/16.0, 3.4/11.1 and 5.2/16.9% (docs/netem.md, session 18)."""
     per_rank = messages(run, Msg.SPANS, **given(config=label))
     probes = [probe_of(msgs, "probe_cpu") for msgs in per_rank.values() if msgs]
     probes = [p for p in probes if p]
