@@ -220,3 +220,24 @@ def test_memory_samples_are_kept_with_their_elapsed_time_and_drawn():
     from labkit.views import dashboard
 
     assert dashboard.memory_svg(run).count("<polyline") == 2
+
+
+def test_across_nodes_a_rank_without_a_word_is_placed_by_the_node_srun_saw_end_first(tmp_path):
+    """A live Slurm run, node n2's agent killed: both ranks vanished at about once, and rank 0's
+    channel closed first (seen once in CI); srun's first error names n2, so rank 1 is the cause."""
+    from labkit.launch.nodes import failed_nodes
+
+    run = Run("two-nodes", 2, "gloo", str(tmp_path))
+    for r, node in [(0, "n1"), (1, "n2")]:
+        run.ingest({"t": "hello", "rank": r, "local_rank": 0, "world_size": 2, "pid": 100 + r, "node": node})
+    run.ingest({"t": "closed", "rank": 0, "time": 1000.0})
+    run.ingest({"t": "closed", "rank": 1, "time": 1000.1})
+    log = "srun: error: n2: task 1: Killed\nsrun: error: n1: task 0: Exited with exit code 1\n"
+    assert failed_nodes(log) == ("n2", "n1")
+    assert failed_nodes("labkit: node 10.0.0.2 exited with code 255\n") == ("10.0.0.2",)
+    error = diagnose.root_cause(run, "", failed_nodes=failed_nodes(log))
+    assert error.rank == 1 and str(error).startswith("rank 1 stopped without a word")
+    # without srun's order the channel's is all there is (one node: unchanged)
+    for s in run.ranks.values():
+        s.status = Status.RUNNING
+    assert diagnose.root_cause(run, "").rank == 0

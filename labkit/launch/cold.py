@@ -18,7 +18,7 @@ from labkit import log as logs
 from labkit.i18n import t
 from labkit.launch import diagnose, finished
 from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes
-from labkit.launch.nodes import failure_note
+from labkit.launch.nodes import failed_nodes, failure_note
 from labkit.launch.options import RunConfig, emulated, resolve
 from labkit.launch.run import Run
 from labkit.ranks.profiling import profile_dir
@@ -110,6 +110,8 @@ class Launch:
                 alive = diagnose.still_running(run)  # the teardown's exit codes mark them stopped or failed
             self.group.end(run)
             logs.get(__name__).debug("%s: ended (%s), processes left: %s", run.run_id, outcome, run.unkillable)
+            # the agents' own log (srun's words on our own stop: noise)
+            log = "" if self.group.nodes is None or self.group.stopped_by_us else self.group.node_log()
             error = diagnose.explain(
                 run,
                 outcome,
@@ -118,9 +120,9 @@ class Launch:
                 alive=alive,
                 source=self.job.source or "",
                 stopped_by_us=self.group.stopped_by_us,
+                failed_nodes=failed_nodes(log),
             )
             if error is not None and self.group.nodes is not None:  # name the node, and what srun said
-                log = "" if self.group.stopped_by_us else self.group.node_log()  # srun's words on our own stop: noise
                 note = failure_note(run, getattr(error, "rank", None), log, self.group.nodes.nnodes, str(error))
                 error = diagnose.with_note(error, note) if note else error
             run.error = error

@@ -202,9 +202,11 @@ def explain(
     alive: list[int] | None = None,
     source: str = "",
     stopped_by_us: bool = False,
+    failed_nodes: tuple[str, ...] = (),
 ) -> BaseException | None:
     """The error of a one-shot run that ended with ``outcome`` (None: it went well). ``alive``: the
-    ranks still running when it timed out, taken before the teardown (``still_running``)."""
+    ranks still running when it timed out, taken before the teardown (``still_running``);
+    ``failed_nodes``: a multi-node run's nodes in the order their agents failed (``root_cause``)."""
     read_exit_codes(run, agent_log)
     if outcome == Outcome.INTERRUPTED:
         mark_stopped(run)
@@ -218,7 +220,7 @@ def explain(
         lines = [t("launch.timeout", timeout=timeout, alive=ranks_text(alive))]
         lines += hang_report(run, alive, source)
         return RunTimeout("\n".join(lines), run=run, alive=alive)
-    return root_cause(run, agent_log, stopped_by_us=stopped_by_us)
+    return root_cause(run, agent_log, stopped_by_us=stopped_by_us, failed_nodes=failed_nodes)
 
 
 def still_running(run: Run) -> list[int]:
@@ -233,12 +235,19 @@ def agent_died(run: Run, agent_log: str) -> LaunchError:
     return LaunchError(t("launch.agent_died", code=run.agent_exit_code, log=log), run=run)
 
 
-def root_cause(run: Run, agent_log: str, stopped_by_us: bool = False, gang: bool = True) -> RunError | None:
+def root_cause(
+    run: Run,
+    agent_log: str,
+    stopped_by_us: bool = False,
+    gang: bool = True,
+    failed_nodes: tuple[str, ...] = (),
+) -> RunError | None:
     """The rank whose failure explains the run, as a ``RankError`` (or a ``LaunchError``).
 
     ``gang``: torchrun stops every rank once one fails (a one-shot run), so the other failures
     are told as caused by it; in a warm cell nobody is stopped because of another, and each
-    other failure is told as its own.
+    other failure is told as its own. ``failed_nodes``: the nodes whose agent failed, in the order
+    srun saw them end (``nodes.failed_nodes``).
     """
     stopped = agent_stops(agent_log)
     for s in run.ranks.values():
@@ -272,13 +281,32 @@ def root_cause(run: Run, agent_log: str, stopped_by_us: bool = False, gang: bool
     # first-hand reports first; then a rank that vanished without a code or a word (most often
     # stopped by torchrun after another rank failed, and the channel may notice both at once);
     # last a rank whose error says its peer is gone: it reports an effect, the peer's death
-    # (which the kernel's poll may see after the error) or its early finish
-    candidates.sort(key=lambda c: (c[2] == "error" and peer_lost(run.ranks[c[1]]), c[2] == "vanished", c[0], c[1]))
+    # (which the kernel's poll may see after the error) or its early finish. Across nodes, a rank
+    # without a word of its own is placed by its node: when a node dies its ranks and the other
+    # nodes' ranks all vanish at about once, and srun saw which node ended first
+    candidates.sort(
+        key=lambda c: (
+            c[2] == "error" and peer_lost(run.ranks[c[1]]),
+            node_place(run, c[1], c[2], failed_nodes),
+            c[2] == "vanished",
+            c[0],
+            c[1],
+        )
+    )
     when, r, kind = candidates[0]
     early = early_exit(run, when, r, kind)
     if early is not None:
         return early
     return rank_error(run, r, kind, [c[1] for c in candidates[1:]], gang)
+
+
+def node_place(run: Run, r: int, kind: str, failed_nodes: tuple[str, ...]) -> int:
+    """Where rank ``r``'s node is in the order the nodes failed; a rank that raised is placed first
+    (its own error is first-hand wherever it ran), a rank on a node not named last."""
+    node = (first_message(run, r, Msg.HELLO) or {}).get("node")
+    if kind == "error" or not failed_nodes:
+        return 0
+    return failed_nodes.index(node) if node in failed_nodes else len(failed_nodes)
 
 
 def peer_lost(state: RankState) -> bool:

@@ -267,6 +267,17 @@ def node_report(text: str, nnodes: int) -> list[str]:
     return lines
 
 
+def failed_nodes(text: str) -> tuple[str, ...]:
+    """The nodes whose agent ended badly, in the order srun (or the ssh fan-out) reported them.
+
+    srun prints a line as it sees each task end ("srun: error: n2: task 1: Killed"), so the first
+    node named is the one that failed first; the others' agents most often exited because of it.
+    """
+    found = re.findall(r"^srun: error: (\S+): task \d+: |^labkit: node (\S+) exited ", text, re.M)
+    names = [a or b for a, b in found]
+    return tuple(dict.fromkeys(names))
+
+
 def failure_note(run: RunRecord, rank: int | None, text: str, nnodes: int, said: str = "") -> str:
     """Where the failed rank ran (``node/local rank``), and what srun or the nodes said: the note a
     multi-node error gets under ``labkit.diagnose``'s wording. ``text``: the agents' labelled log;
