@@ -543,6 +543,9 @@ def gpu_names() -> list[str]:
 
 
 def make_plan(args: argparse.Namespace) -> Plan:
+    devices = [] if args.dry_run else gpus.visible_gpus()
+    if not args.dry_run and not devices:  # refused before anything is written
+        raise SystemExit("gpu_check: no GPU is visible here (CUDA_VISIBLE_DEVICES, torch); use --dry-run")
     out = Path(args.out or tempfile.mkdtemp(prefix="gpu-check-"))
     out.mkdir(parents=True, exist_ok=True)
     lessons = sorted(ROOT.glob("notebooks/en/*.ipynb")) + sorted(ROOT.glob("notebooks/ro/*.ipynb"))
@@ -554,9 +557,6 @@ def make_plan(args: argparse.Namespace) -> Plan:
             "models: only 'tiny'",
         ]
         return Plan(True, "gloo", 2, [], "tiny", lessons[:1], out, 1, deadline, skipped)
-    devices = gpus.visible_gpus()
-    if not devices:
-        raise SystemExit("gpu_check: no GPU is visible here (CUDA_VISIBLE_DEVICES, torch); use --dry-run")
     skipped = (
         ["2 or more GPUs: bytes on a link, FSDP prefetch overlap, a peer hung on a rank"] if len(devices) == 1 else []
     )

@@ -68,10 +68,12 @@ def test_the_seed_cell_is_lesson_0s_example_made_device_neutral() -> None:
     assert nb.cells[0].source.startswith("from labkit import gpus\ngpus.audit_cuda")
 
 
-def test_no_gpu_without_dry_run_is_refused(monkeypatch) -> None:
+def test_no_gpu_without_dry_run_is_refused_before_anything_is_written(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(gc.gpus, "visible_gpus", lambda: [])
+    monkeypatch.setattr(gc.tempfile, "tempdir", str(tmp_path))  # where a folder of its own would go
     with pytest.raises(SystemExit, match="no GPU"):
         gc.make_plan(gc.argparse.Namespace(dry_run=False, out=None, model="medium", jobs=4, budget=420))
+    assert list(tmp_path.iterdir()) == []
 
 
 def kernel(name: str, stream: int, ts: float, dur: float) -> dict:

@@ -510,3 +510,34 @@ def test_tensors_are_read_between_steps_only_while_the_cell_churns_them():
         assert len(with_tensors) == 4, "one after each of the 3 steps, one at the end"
         assert len(r.memory[i]) > len(with_tensors), "RSS sampled in between"
         assert r.memory_now(i) == with_tensors[-1]["tensor_bytes"]
+
+
+ERROR_FILES_PROBE = r"""
+import sys, tempfile, time
+tempfile.tempdir = sys.argv[1]
+from torch.multiprocessing import start_processes
+from labkit.launch.agent import report_every_failed_rank
+
+def fail(i):
+    raise ValueError(f"rank {i}'s traceback")
+
+report_every_failed_rank()
+ctx = start_processes(fail, nprocs=2, join=False, start_method="fork")
+deadline = time.time() + 20
+while any(p.exitcode is None for p in ctx.processes) and time.time() < deadline:
+    time.sleep(0.05)
+try:
+    ctx.join()
+except Exception as exc:
+    print("raised", type(exc).__name__, "rank 0's traceback" in str(exc) or "rank 1's traceback" in str(exc))
+"""
+
+
+def test_a_raising_rank_leaves_no_traceback_file_behind(tmp_path):
+    """torch pickles each raising rank's traceback into the temporary folder and never removes it."""
+    proc = subprocess.run(
+        [sys.executable, "-c", ERROR_FILES_PROBE, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert "raised ProcessRaisedException True" in proc.stdout, proc.stderr
+    assert "labkit: local_rank 0 exitcode 1" in proc.stderr and "labkit: local_rank 1 exitcode 1" in proc.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -26,6 +26,7 @@ Everything else is torchrun's own ``main``.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -51,7 +52,13 @@ class PlainTraceback(logging.Filter):
 
 
 def report_every_failed_rank() -> None:
-    """Wrap ``ProcessContext.join`` (what the agent polls): log every rank that had failed before it raised."""
+    """Wrap ``ProcessContext.join`` (what the agent polls): log every rank that had failed before it raised,
+    and remove the ranks' error files.
+
+    Each rank that raises pickles its traceback to ``/tmp/pytorch-errorfile-*.pickle``; torch reads
+    the first failed rank's to raise, and leaves every file behind, readable by every user of the
+    machine (a student's traceback, on a shared hub). By then every rank has been stopped and joined.
+    """
     from torch.multiprocessing.spawn import ProcessContext
 
     join = ProcessContext.join
@@ -64,6 +71,9 @@ def report_every_failed_rank() -> None:
         except Exception:
             for i, code in ended.items():
                 print(f"labkit: local_rank {i} exitcode {code}", file=sys.stderr, flush=True)
+            for path in self.error_files:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
             raise
 
     ProcessContext.join = join_reporting
