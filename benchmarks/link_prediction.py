@@ -5,14 +5,17 @@
     .venv/bin/python benchmarks/link_prediction.py --save DIR      # keep every run's messages
     .venv/bin/python benchmarks/link_prediction.py --load DIR      # predict again from kept runs
 
-First the calibration: 2 ranks on one node, no link, each of ``predict.CALIBRATION_CONFIGS``
+The calibration: 2 ranks on one node, no link, each of ``predict.CALIBRATION_CONFIGS``
 (DDP, FSDP1 FULL_SHARD BACKWARD_PRE, FSDP2 with implicit prefetch) trained a few steps, and
-bare collectives timed (``labkit.testing.link_job``), in 3 launches pooled. Then,
-for each topology of the matrix (2 and 4 ranks on 1 and 2 emulated nodes, links from 50 Mbit/s
-to 5 Gbit/s, ``labkit.launch.netem``; ``MATRIX``), a run (3 over 1 Gbit/s and faster) of every
-configuration: DDP, FSDP1 FULL_SHARD with each backward prefetch, SHARD_GRAD_OP, HYBRID_SHARD
-(4 ranks: sharded within a node, replicated across), FSDP2 implicit and explicit. Each configuration is predicted *before* its
-run starts, from the calibration alone (``labkit.timing.predict``), then measured.
+bare collectives timed (``labkit.testing.link_job``), in twelve launches pooled. The matrix:
+for each topology (2 and 4 ranks on 1 and 2 emulated nodes, links from 50 Mbit/s to 5 Gbit/s,
+``labkit.launch.netem``; ``MATRIX``), runs (six over 1 Gbit/s and faster, one over slower links)
+of every configuration: DDP, FSDP1 FULL_SHARD with each backward prefetch, SHARD_GRAD_OP,
+HYBRID_SHARD (4 ranks: sharded within a node, replicated across), FSDP2 implicit and explicit.
+The calibration's launches are interleaved with the matrix's (``schedule``; ``--sequential``: the
+calibration first), so that the machine's drift falls on both alike. Each configuration is
+predicted from the calibration alone (``labkit.timing.predict``): no measurement of the matrix
+enters it.
 
 Two predictions per row:
 
@@ -400,6 +403,58 @@ def keep(folder: str | None, name: str, data: dict) -> None:
             json.dump(data, f)
 
 
+def schedule(matrix: list, launches: int, interleave: bool = True) -> list[tuple[Any, int]]:
+    """The order of the launches, ``(topology or "calibration", index)``.
+
+    Over a slow link a step is the link's, the same from one launch to the next within 1-1.5% (six
+    matrices): one launch; a fast one is CPU work, which moves per launch: ``launches`` of it, and
+    twice as many of the calibration. Interleaved (the default), they run round by round, two of
+    the calibration and one of each fast topology per round, a slow topology's one launch in a
+    round of its own turn: the machine's speed drifts by 10-39% over the benchmark's 14 minutes
+    (session 18: pace 1.07-1.39 on the last rows), and this way the drift falls on the calibration
+    and on every row alike, where in sequence the calibration had the first minutes' speed and
+    each row its own minutes'. No row's measurement enters the calibration either way.
+    """
+    fast = [t for t in matrix if rate_of(t[2]) >= rate_of("1gbit")]
+    slow = [t for t in matrix if t not in fast]
+    if not interleave:
+        order: list[tuple[Any, int]] = [("calibration", i) for i in range(2 * launches)]
+        return order + [(t, i) for t in matrix for i in range(launches if t in fast else 1)]
+    slots: dict[int, list] = {}  # the slow topologies, spread over the rounds
+    for k, t in enumerate(slow):
+        slots.setdefault(min(launches - 1, int((k + 0.5) * launches / len(slow))), []).append(t)
+    order = []
+    for i in range(launches):
+        order += [("calibration", 2 * i), ("calibration", 2 * i + 1)] + [(t, i) for t in fast]
+        order += [(t, 0) for t in slots.get(i, [])]
+    return order
+
+
+def run_matrix(matrix: list, args: argparse.Namespace) -> tuple[list[dict], list[tuple[dict, list[dict]]]]:
+    """Every launch of the calibration and of the matrix, in ``schedule``'s order; each kept (``--save``)."""
+    print(
+        f"calibration: 2 ranks, 1 node, no link, {2 * args.launches} launches: {', '.join(predict.CALIBRATION_CONFIGS)}"
+        + (", interleaved with the matrix's launches" if args.interleave else ""),
+        flush=True,
+    )
+    runs: dict[Any, list[dict]] = {}
+    for what, i in schedule(matrix, args.launches, args.interleave):
+        if what == "calibration":
+            data = {
+                **launch(2, 1, None, predict.CALIBRATION_CONFIGS, 2 * args.steps, costs=True, pin=args.pin),
+                "calibration": True,
+            }
+            keep(args.save, f"calibration.r{i}", data)
+        else:
+            world, nodes, link = what
+            print(f"run: {world} ranks on {nodes} node(s), link {link or '-'}, launch {i + 1}", flush=True)
+            data = launch(world, nodes, link, configs_for(world), args.steps, pin=args.pin)
+            keep(args.save, f"n{nodes}x{world}_{link or 'lo'}.r{i}", data)
+        runs.setdefault(what, []).append(data)
+    targets = [(pool(runs[t]), runs[t]) for t in matrix]
+    return runs["calibration"], targets
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 ranks on 2 nodes, 200mbit and 1gbit only")
@@ -421,6 +476,12 @@ def main() -> None:
         action="store_false",
         help="leave the ranks unbound (the scheduler places them; by default each is bound to a core)",
     )
+    ap.add_argument(
+        "--sequential",
+        dest="interleave",
+        action="store_false",
+        help="the calibration's launches first, then each topology's in turn (by default they are interleaved: ``schedule``)",
+    )
     ap.add_argument("--save", help="keep every run's messages in this folder")
     ap.add_argument("--load", help="predict again from the runs kept in this folder (no new run)")
     args = ap.parse_args()
@@ -435,19 +496,7 @@ def main() -> None:
         cal_launches = kept.pop("calibration")
         targets = [(pool(launches), launches) for launches in kept.values()]
     else:
-        print(
-            f"calibration: 2 ranks, 1 node, no link, {2 * args.launches} launches: {', '.join(predict.CALIBRATION_CONFIGS)}",
-            flush=True,
-        )
-        cal_launches = []
-        for i in range(2 * args.launches):
-            data = {
-                **launch(2, 1, None, predict.CALIBRATION_CONFIGS, 2 * args.steps, costs=True, pin=args.pin),
-                "calibration": True,
-            }
-            cal_launches.append(data)
-            keep(args.save, f"calibration.r{i}", data)
-        targets = []
+        cal_launches, targets = run_matrix(matrix, args)
     cal_launches, left_out = quiet(cal_launches)
     if left_out:
         print(f"  left out of the calibration (the machine was busy): {'; '.join(left_out)}", flush=True)
@@ -463,17 +512,6 @@ def main() -> None:
     # how far the calibration's own steps could be off, per flavor: every prediction inherits it
     cal_spread = {r["flavor"]: r["spread"] for r in rows if r["seen"] and r["spread"] is not None}
     cal_measured = {r["config"].removesuffix(" (cal.)"): r["measured"] for r in rows if r["seen"]}
-    if not args.load:
-        for world, nodes, link in matrix:
-            # over a slow link a step is the link's, the same from one launch to the next within
-            # 1-1.5% (six matrices): one launch; a fast one is CPU work, which moves per launch
-            n = args.launches if rate_of(link) >= rate_of("1gbit") else 1
-            print(f"run: {world} ranks on {nodes} node(s), link {link or '-'}, {n} launch(es)", flush=True)
-            launches = []
-            for i in range(n):
-                launches.append(launch(world, nodes, link, configs_for(world), args.steps, pin=args.pin))
-                keep(args.save, f"n{nodes}x{world}_{link or 'lo'}.r{i}", launches[-1])
-            targets.append((pool(launches), launches))
     again: list[str] = []
     for data, launches in targets:
         same_topology = (data["world"], data["nodes"], data["link"]) == (2, 1, None)

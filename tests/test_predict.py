@@ -436,3 +436,25 @@ def test_the_pace_of_a_run_is_the_probes_cpu_time_against_the_calibrations():
     four = Topology(nodes=1, per_node=4, cores=2)  # the ranks' share of the cores is the model's, then the pace
     slow = predict.predict(cal, "fsdp2:implicit", four, pace=1.2)
     assert slow.compute_time == pytest.approx(1.2 * predict.predict(cal, "fsdp2:implicit", four).compute_time, rel=0.02)
+
+
+def test_the_benchmark_interleaves_the_calibration_with_the_matrix():
+    """benchmarks/link_prediction.py's order of launches: the same launches either way; interleaved,
+    the calibration's are spread over the whole benchmark, as every fast row's are."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "link_prediction.py")
+    spec = importlib.util.spec_from_file_location("link_prediction", path)
+    lp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lp)
+    mixed, plain = lp.schedule(lp.MATRIX, 6, True), lp.schedule(lp.MATRIX, 6, False)
+    assert sorted(mixed, key=repr) == sorted(plain, key=repr) and len(set(mixed)) == len(mixed) == 45
+    assert [w for w, _ in plain[:12]] == ["calibration"] * 12  # in sequence: the calibration first
+    where = {w: [k for k, (x, _) in enumerate(mixed) if x == w] for w, _ in mixed}
+    last = len(mixed) - 1
+    for w, at in where.items():
+        if len(at) > 1:  # the calibration and every fast topology: from the first round to the last
+            assert at[0] < 7 and at[-1] > last - 9, (w, at)
+    slow = [at[0] for w, at in where.items() if len(at) == 1]
+    assert len(slow) == 3 and min(slow) > 7 and max(slow) == last  # one launch each, spread out
