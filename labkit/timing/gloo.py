@@ -44,9 +44,8 @@ less, once per collective, what the link's bucket lets through at once (``burst`
   ``labkit.launch.linkspec``) at once, and only then at the rate. The bucket refills at the
   rate while the link is idle (between collectives, while the ranks compute), so each
   all-gather gets it once, on the first step, and one right behind another collective gets
-  what refilled in between (``idle``). A two-rank all-gather gets it twice: the late rank's
-  first half and the early rank's two halves each cross an uplink that was idle. An
-  all-reduce, measured, gets none (``burst_saved``). At 1 Gbit/s a millisecond is half of a 1 MB all-gather's half time;
+  what refilled in between (``idle``). Once, for two ranks too (measured, ``burst_saved``). An
+  all-reduce, measured, gets none. At 1 Gbit/s a millisecond is half of a 1 MB all-gather's half time;
   at 50 Mbit/s it is 2% of it. A real link has no bucket: ``burst=0``.
 
 The costs of the CPU side and the link side overlap within a step (TCP streams the chunk
@@ -201,10 +200,16 @@ def collective_time(
 
 
 def burst_saved(burst: float, step_bytes: float, kind: str, g: int, n: int) -> float:
-    """Bytes of one all-gather's path over the link that an idle link's bucket (``Topology.burst``)
-    lets through at once. Each uplink on the path gives up to ``burst`` once: the one the
-    collective's bytes go through (``n`` steps of ``step_bytes``); for a two-rank all-gather also
-    the late rank's, whose first half goes before its notification (``head_of_line``).
+    """Bytes of one all-gather over the link that an idle link's bucket (``Topology.burst``) lets
+    through at once: up to ``burst`` of the ``n`` steps of ``step_bytes`` through the busiest uplink.
+
+    Once per all-gather, for two ranks too. Two ranks' path crosses two idle uplinks (the late
+    rank's first half, then the early rank's halves, ``head_of_line``), so it could get two; timed
+    from the later rank's start, four matrices, it took 1.22-1.24 times its chunk's time at
+    1 Gbit/s, where two buckets make it 1.09 and one 1.32 (200 and 50 Mbit/s: 1.42 and 1.48, where
+    the bucket is a few percent and either fits). Five kept matrices (session 19) re-predicted with
+    one: mean |error| from the calibration alone 0.2-0.5 points lower in each, at the run's pace
+    lower or the same in each, no max higher.
 
     An all-reduce (and gloo's reduce-scatter, which is one) gets none of it, measured: 1 MB
     between 2 nodes at 1 Gbit/s, the fastest of 15 bare ones took 9.32 ms with the 125 KB bucket
@@ -214,9 +219,6 @@ def burst_saved(burst: float, step_bytes: float, kind: str, g: int, n: int) -> f
     kept matrices re-predicted without it: mean |error| 0.2-0.5 points lower in each."""
     if burst <= 0 or kind != "all_gather":
         return 0.0
-    if g == 2:
-        half = step_bytes / 2
-        return min(burst, half) + min(burst, step_bytes)
     return min(burst, n * step_bytes)
 
 
