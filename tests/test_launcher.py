@@ -516,12 +516,13 @@ ERROR_FILES_PROBE = r"""
 import sys, tempfile, time
 tempfile.tempdir = sys.argv[1]
 from torch.multiprocessing import start_processes
-from labkit.launch.agent import report_every_failed_rank
+from labkit.launch.agent import leave_no_error_files, report_every_failed_rank
 
 def fail(i):
     raise ValueError(f"rank {i}'s traceback")
 
 report_every_failed_rank()
+leave_no_error_files()
 ctx = start_processes(fail, nprocs=2, join=False, start_method="fork")
 deadline = time.time() + 20
 while any(p.exitcode is None for p in ctx.processes) and time.time() < deadline:
@@ -541,3 +542,31 @@ def test_a_raising_rank_leaves_no_traceback_file_behind(tmp_path):
     assert "raised ProcessRaisedException True" in proc.stdout, proc.stderr
     assert "labkit: local_rank 0 exitcode 1" in proc.stderr and "labkit: local_rank 1 exitcode 1" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+STOPPED_PROBE = r"""
+import os, signal, sys, tempfile, time
+tempfile.tempdir = sys.argv[1]
+from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, start_processes
+from torch.distributed.elastic.multiprocessing.api import _terminate_process_handler
+from labkit.launch.agent import leave_no_error_files
+
+def sleeper():
+    time.sleep(60)
+
+leave_no_error_files()
+signal.signal(signal.SIGTERM, _terminate_process_handler)  # torchrun's agent's handler; its ranks inherit it
+logs = DefaultLogsSpecs(log_dir=os.path.join(sys.argv[1], "logs"))
+ctx = start_processes(name="probe", entrypoint=sleeper, args={0: (), 1: ()}, envs={0: {}, 1: {}},
+                      logs_specs=logs, start_method="fork")
+time.sleep(2)
+ctx.close()  # as the agent stops its ranks: each raises in the handler and pickles its traceback
+print("left:", sorted(f for f in os.listdir(sys.argv[1]) if f != "logs"))
+"""
+
+
+def test_ranks_the_agent_stops_leave_no_traceback_file_behind(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-c", STOPPED_PROBE, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert "left: []" in proc.stdout, proc.stdout + proc.stderr

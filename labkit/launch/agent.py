@@ -52,13 +52,7 @@ class PlainTraceback(logging.Filter):
 
 
 def report_every_failed_rank() -> None:
-    """Wrap ``ProcessContext.join`` (what the agent polls): log every rank that had failed before it raised,
-    and remove the ranks' error files.
-
-    Each rank that raises pickles its traceback to ``/tmp/pytorch-errorfile-*.pickle``; torch reads
-    the first failed rank's to raise, and leaves every file behind, readable by every user of the
-    machine (a student's traceback, on a shared hub). By then every rank has been stopped and joined.
-    """
+    """Wrap ``ProcessContext.join`` (what the agent polls): log every rank that had failed before it raised."""
     from torch.multiprocessing.spawn import ProcessContext
 
     join = ProcessContext.join
@@ -71,12 +65,45 @@ def report_every_failed_rank() -> None:
         except Exception:
             for i, code in ended.items():
                 print(f"labkit: local_rank {i} exitcode {code}", file=sys.stderr, flush=True)
-            for path in self.error_files:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
             raise
 
     ProcessContext.join = join_reporting
+
+
+def remove_error_files(context: Any) -> None:
+    """A ``ProcessContext``'s error files, each rank's pickled traceback, removed (``leave_no_error_files``)."""
+    for path in getattr(context, "error_files", None) or []:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def leave_no_error_files() -> None:
+    """Each rank that raises pickles its traceback to ``/tmp/pytorch-errorfile-*.pickle``, a rank
+    stopped by the agent's SIGTERM too (the handler it inherits raises); torch reads the first failed
+    rank's to raise, and leaves every file behind, readable by every user of the machine (a
+    student's traceback, on a shared hub). Remove them once ``ProcessContext.join`` has raised
+    (every rank stopped and joined by then) and once the agent has closed its ranks
+    (``MultiprocessContext.close``: a run that was stopped)."""
+    from torch.distributed.elastic.multiprocessing.api import MultiprocessContext
+    from torch.multiprocessing.spawn import ProcessContext
+
+    join, close = ProcessContext.join, MultiprocessContext.close
+
+    def join_removing(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return join(self, *args, **kwargs)
+        except Exception:
+            remove_error_files(self)
+            raise
+
+    def close_removing(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            close(self, *args, **kwargs)
+        finally:
+            remove_error_files(getattr(self, "_pc", None))
+
+    ProcessContext.join = join_removing
+    MultiprocessContext.close = close_removing
 
 
 # what every lesson's rank imports after the fork (0.7 s for FSDP, 0.5 s more for dynamo, which the
@@ -118,6 +145,7 @@ def main() -> None:
 
     several = bool(envvars.get("LABKIT_NODES"))
     quicker_rendezvous(one_node=not several)
+    leave_no_error_files()
     if several:  # one of several nodes: where they meet, and who hosts the store
         from labkit.launch.nodes import agent_args
 
