@@ -194,12 +194,12 @@ def collective_time(
         # the link's bucket: bytes an idle uplink passes at once, once per all-gather (the link is
         # idle between collectives, while the ranks compute; busy from one ring step to the next)
         bucket = min(topo.burst, idle * topo.rate)  # tbf's bucket refills at the link's rate
-        saved = burst_saved(bucket, chunk * flows, kind, g, n) / rate
+        saved = burst_saved(bucket, chunk * flows, kind, n) / rate
         return n * costs.alpha * speed + max(n * cpu, n * link - saved)
     return n * (costs.alpha * speed + cpu)
 
 
-def burst_saved(burst: float, step_bytes: float, kind: str, g: int, n: int) -> float:
+def burst_saved(burst: float, step_bytes: float, kind: str, n: int) -> float:
     """Bytes of one all-gather over the link that an idle link's bucket (``Topology.burst``) lets
     through at once: up to ``burst`` of the ``n`` steps of ``step_bytes`` through the busiest uplink.
 
