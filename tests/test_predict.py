@@ -172,9 +172,10 @@ def test_async_gathers_take_cpu_from_compute_when_every_core_is_busy():
     busy = Topology(nodes=2, per_node=1, rate=5e9, cores=2)  # a fast link: the step is compute
     spare = Topology(nodes=2, per_node=1, rate=5e9, cores=8)  # the same contention (none), idle cores
     link = predict.GlooLink(cal.gloo, busy, "world", 1.0)
-    assert link.cpu_time("all_gather", 1e6, 2) == pytest.approx(0.5e6 * 1e-9)  # beta per chunk byte (alpha is 0 here)
+    # beta per chunk byte (alpha is 0 here), twice: one rank on each core (``gather_charges``)
+    assert link.cpu_time("all_gather", 1e6, 2) == pytest.approx(2 * 0.5e6 * 1e-9)
     assert predict.GlooLink(cal.gloo, spare, "world", 1.0).cpu_time("all_gather", 1e6, 2) == pytest.approx(
-        0.25 * 0.5e6 * 1e-9
+        2 * 0.25 * 0.5e6 * 1e-9
     )
     assert (
         predict.predict(cal, "fsdp2:explicit", busy).step_time > predict.predict(cal, "fsdp2:explicit", spare).step_time
@@ -185,6 +186,20 @@ def test_async_gathers_take_cpu_from_compute_when_every_core_is_busy():
     )
 
 
+def test_an_async_gathers_cpu_work_costs_twice_where_each_core_has_one_rank():
+    """One rank on a core: gloo's thread slows the compute under it and the gather ends late, twice
+    its work; two ranks bound to a core: once (the thread runs while the other rank sleeps in a
+    blocking collective); DDP's bucket all-reduce: once (its calibration's compute had it)."""
+    one = Topology(nodes=1, per_node=2, cores=2, pinned=True)
+    two = Topology(nodes=1, per_node=4, cores=2, pinned=True)
+    assert predict.gather_charges("all_gather", one) == 2
+    assert predict.gather_charges("all_gather", two) == 1
+    assert predict.gather_charges("all_reduce", one) == 1
+    costs = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, efficiency=1.0)
+    once = 0.1 * MS + 0.5e6 * COSTS.beta["all_gather"]  # one ring step: alpha and half the bytes
+    assert predict.GlooLink(costs, one, "world", 1.0).cpu_time("all_gather", 1e6, 2) == pytest.approx(2 * once)
+
+
 def test_an_async_gather_waits_for_the_slowest_rank_only_past_the_compute_it_runs_under():
     """Issued early, a gather's data still comes when the late rank sends it: the wait is in the
     gather's time, not in the CPU work it takes from the rank, so the next unit waits for it only
@@ -192,7 +207,7 @@ def test_an_async_gather_waits_for_the_slowest_rank_only_past_the_compute_it_run
     costs = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, efficiency=1.0, skew=1 * MS)
     one = Topology(nodes=1, per_node=2, cores=2)
     link = predict.GlooLink(costs, one, "world", 1.0, costs.skew)
-    assert link.cpu_time("all_gather", 1e6, 2) == pytest.approx(0.1 * MS + 0.5 * MS)
+    assert link.cpu_time("all_gather", 1e6, 2) == pytest.approx(2 * (0.1 * MS + 0.5 * MS))  # one rank a core: twice
     assert link.time("all_gather", 1e6, 2) == pytest.approx(0.1 * MS + 0.5 * MS + 1 * MS)
     # under compute (2 ranks on 2 cores) its CPU work gets half a core: twice as long; the wait is the same
     assert link.time("all_gather", 1e6, 2, background=True) == pytest.approx(2 * (0.1 + 0.5) * MS + 1 * MS)
@@ -410,8 +425,8 @@ def test_bound_the_last_rank_makes_up_its_lag_at_its_own_speed():
 
 
 def test_the_pace_of_a_run_is_the_probes_cpu_time_against_the_calibrations():
-    """A core 20% slower during a run than during the calibration: every CPU cost of the prediction
-    20% longer (on a fast link: the step), whatever number of ranks share the cores; the probe's
+    """A core 20% slower during a run than during the calibration: the compute and host work of the
+    prediction 20% longer, gloo's CPU work less, whatever number of ranks share the cores; the probe's
     wall time, which a rank waiting for a core stretches, does not enter it. Every rank's probe
     counts (one core can run slower than the other for a whole launch), one configuration's alone."""
 
@@ -430,8 +445,14 @@ def test_the_pace_of_a_run_is_the_probes_cpu_time_against_the_calibrations():
     assert predict.Calibration.from_json(cal.to_json()).probe_cpu == pytest.approx(0.010)
     cal.gloo = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2)  # no wait: every cost is CPU work
     two = Topology(nodes=1, per_node=2, cores=2)
-    base = predict.predict(cal, "fsdp2:implicit", two).step_time
-    assert predict.predict(cal, "fsdp2:implicit", two, pace=1.2).step_time == pytest.approx(1.2 * base)
+    base = predict.predict(cal, "fsdp2:implicit", two)
+    paced = predict.predict(cal, "fsdp2:implicit", two, pace=1.2)
+    # the compute and host work 20% longer; gloo's copies by GLOO_PACE of that (the probe's arithmetic
+    # moves them less: memory and kernel work); the step in between
+    assert paced.compute_time == pytest.approx(1.2 * base.compute_time)
+    assert paced.host_time == pytest.approx(1.2 * base.host_time)
+    assert paced.comm_time == pytest.approx(1.2**predict.GLOO_PACE * base.comm_time)
+    assert 1.2**predict.GLOO_PACE * base.step_time < paced.step_time < 1.2 * base.step_time
     four = Topology(nodes=1, per_node=4, cores=2)  # the ranks' share of the cores is the model's, then the pace
     slow = predict.predict(cal, "fsdp2:implicit", four, pace=1.2)
     assert slow.compute_time == pytest.approx(1.2 * predict.predict(cal, "fsdp2:implicit", four).compute_time, rel=0.02)

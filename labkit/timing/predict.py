@@ -63,6 +63,12 @@ __all__ = ["CALIBRATION_CONFIGS", "Calibration", "Topology", "calibrate", "measu
 # other prefetch modes and strategies, HSDP and FSDP2's explicit prefetch are predicted)
 CALIBRATION_CONFIGS = ("ddp", "fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp2:implicit")
 SMALL = 2**18  # bytes: a bare collective this small times gloo's fixed cost, not its copies
+# How much of a run's pace (``pace_of``: the speed probe, matrix work) gloo's CPU work follows, as
+# an exponent: copies and the TCP stack are memory and kernel work, not the probe's arithmetic. The
+# bare collectives of 104 calibration launches (eight kept matrices, 1 MB and 4 MB) moved by
+# 0.27 (reduce-scatter), 0.40 (all-reduce) and 0.73 (all-gather) of the probe's change, in logs
+# (least squares; correlation 0.14-0.19: a launch's collectives move mostly on their own).
+GLOO_PACE = 0.5
 STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD")
 PREFETCHES = ("BACKWARD_PRE", "BACKWARD_POST", "NONE")
 
@@ -392,7 +398,25 @@ class GlooLink(Link):
             return 0.0
         fallback = "reduce_scatter" if kind == "all_reduce" else "all_gather"
         beta = costs.beta.get(kind) or costs.beta.get(fallback, 0.0)
-        return steps(kind, g) * (costs.alpha + payload / g * beta) * speed * busy(topo)
+        work = steps(kind, g) * (costs.alpha + payload / g * beta) * speed * busy(topo)
+        return work * gather_charges(kind, topo)
+
+
+def gather_charges(kind: str, topo: Topology) -> int:
+    """How many times an asynchronous unshard's CPU work delays the rank that issued it: twice
+    where each core has one rank, once where ranks share a core.
+
+    One rank on a core (2 ranks on 2 cores, bound): gloo's thread copies on that rank's core. The
+    forward and backward under explicit prefetch take about that work longer than implicit's at
+    the same pace (lp39-lp41: 2.6-8.6 ms a step, the work 8.4 ms), and the rank still waits between
+    them as long as the work and the wait for the gather together: the thread gets the core in
+    slices between the compute's, so the gather ends later than its share of the core gives.
+    Two ranks on a core (1 node x 4 bound): the thread runs while the core's other rank sleeps in
+    a blocking collective, once (1 node x 4 explicit at the run's pace came out +4..+14% with
+    once). DDP's bucket all-reduces: once, its calibration's compute was timed with them running.
+    Eight kept matrices re-predicted (docs/netem.md, session 20): FSDP2 explicit on 2 ranks from
+    -5..-9% to within 3 points of the other rows."""
+    return 2 if kind == "all_gather" and topo.per_core() == 1 else 1
 
 
 def slowed(prof: Profile, factor: float) -> Profile:
@@ -425,7 +449,7 @@ def predict(cal: Calibration, spec: str, topo: Topology, speed: float | None = N
     if cfg.key not in cal.profiles:
         raise ValueError(t("timing.predict.no_flavor", flavor=cfg.key, have=", ".join(cal.profiles)))
     if speed is not None or topo.world <= topo.cores:
-        return _simulate(cal, cfg, topo, pace * (speed if speed is not None else shared_cpu(cal, topo)))
+        return _simulate(cal, cfg, topo, pace * (speed if speed is not None else shared_cpu(cal, topo)), pace=pace)
     return _settled(cal, cfg, topo, pace)
 
 
@@ -442,25 +466,31 @@ def _settled(cal: Calibration, cfg: Config, topo: Topology, pace: float = 1.0) -
     base = max(cal.share or 1.0, 1.0)
     factor = shared_cpu(cal, topo)
     catch_up = pace if topo.pinned else None
-    res = _simulate(cal, cfg, topo, factor * pace, catch_up)
+    res = _simulate(cal, cfg, topo, factor * pace, catch_up, pace)
     for _ in range(8):
         busy_here = runnable(res, cal.gloo, topo, factor * pace)
         settled = max(base, busy_here if topo.pinned else busy_here / max(topo.cores, 1)) / base
         if abs(settled - factor) < 1e-3:
             break
         factor = settled
-        res = _simulate(cal, cfg, topo, factor * pace, catch_up)
+        res = _simulate(cal, cfg, topo, factor * pace, catch_up, pace)
     return res
 
 
-def _simulate(cal: Calibration, cfg: Config, topo: Topology, factor: float, catch_up: float | None = None) -> Result:
+def _simulate(
+    cal: Calibration, cfg: Config, topo: Topology, factor: float, catch_up: float | None = None, pace: float = 1.0
+) -> Result:
+    """The step with compute ``factor`` times slower than the calibration's; gloo's CPU work (its
+    copies, the TCP stack) as much slower for the ranks' sharing and ``GLOO_PACE`` of the pace."""
     prof = replace(slowed(cal.profiles[cfg.key], factor), world_size=topo.world)
+    gloo_speed = factor * pace ** (GLOO_PACE - 1.0)
+    catch_up = factor if catch_up is None else catch_up  # the slowest rank's lag is compute
     if cfg.bf16:
         prof = halved_params(prof)
     hybrid = cfg.strategy == "HYBRID_SHARD" and topo.nodes > 1
     wait = 0.0 if cfg.flavor == "ddp" else cal.gloo.skew  # DDP's buckets wait for the slowest rank in the background
-    main = GlooLink(cal.gloo, topo, "shard" if hybrid else "world", factor, wait, catch_up)
-    inter = GlooLink(cal.gloo, topo, "replicate", factor, wait, catch_up)
+    main = GlooLink(cal.gloo, topo, "shard" if hybrid else "world", gloo_speed, wait, catch_up)
+    inter = GlooLink(cal.gloo, topo, "replicate", gloo_speed, wait, catch_up)
     strategy = cfg.strategy if cfg.strategy != "HYBRID_SHARD" or hybrid else "FULL_SHARD"
     return simulate(
         prof,
