@@ -458,9 +458,7 @@ def test_the_pace_of_a_run_is_the_probes_cpu_time_against_the_calibrations():
     assert slow.compute_time == pytest.approx(1.2 * predict.predict(cal, "fsdp2:implicit", four).compute_time, rel=0.02)
 
 
-def test_the_benchmark_interleaves_the_calibration_with_the_matrix():
-    """benchmarks/link_prediction.py's order of launches: the same launches either way; interleaved,
-    the calibration's are spread over the whole benchmark, as every fast row's are."""
+def benchmark():
     import importlib.util
     import os
 
@@ -468,6 +466,13 @@ def test_the_benchmark_interleaves_the_calibration_with_the_matrix():
     spec = importlib.util.spec_from_file_location("link_prediction", path)
     lp = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(lp)
+    return lp
+
+
+def test_the_benchmark_interleaves_the_calibration_with_the_matrix():
+    """benchmarks/link_prediction.py's order of launches: the same launches either way; interleaved,
+    the calibration's are spread over the whole benchmark, as every fast row's are."""
+    lp = benchmark()
     mixed, plain = lp.schedule(lp.MATRIX, 6, True), lp.schedule(lp.MATRIX, 6, False)
     assert sorted(mixed, key=repr) == sorted(plain, key=repr) and len(set(mixed)) == len(mixed) == 45
     assert [w for w, _ in plain[:12]] == ["calibration"] * 12  # in sequence: the calibration first
@@ -478,3 +483,29 @@ def test_the_benchmark_interleaves_the_calibration_with_the_matrix():
             assert at[0] < 7 and at[-1] > last - 9, (w, at)
     slow = [at[0] for w, at in where.items() if len(at) == 1]
     assert len(slow) == 3 and min(slow) > 7 and max(slow) == last  # one launch each, spread out
+
+
+def test_a_kept_matrix_says_whether_its_calibration_ran_interleaved(tmp_path):
+    """The busy-launch rule is for a calibration run first; a kept matrix says how it ran, or, kept
+    before it said so, its files' times do (a calibration launch written after a row's)."""
+    import os
+
+    lp = benchmark()
+    assert lp.ran_interleaved(str(tmp_path), [{"interleaved": True}, {"interleaved": True}])
+    assert not lp.ran_interleaved(str(tmp_path), [{"interleaved": False}])
+    for k, name in enumerate(["calibration.r0", "calibration.r1", "n2x2_1gbit.r0", "calibration.r2"]):
+        (tmp_path / f"{name}.json").write_text("{}")
+        os.utime(tmp_path / f"{name}.json", (1000 + k, 1000 + k))
+    assert lp.ran_interleaved(str(tmp_path), [{}, {}, {}])
+    os.utime(tmp_path / "calibration.r2.json", (999, 999))  # every calibration launch before the rows
+    assert not lp.ran_interleaved(str(tmp_path), [{}, {}, {}])
+
+
+def test_fsdp1s_optimizer_steps_its_shard_fsdp2s_and_ddps_do_not_shrink():
+    """FSDP1's optimizer steps one flat shard per unit, whose bytes halve from 2 ranks to 4; FSDP2's
+    per-parameter work and DDP's whole model do not (``optimizer_share``); HSDP shards within a node."""
+    fsdp1 = predict.Config.parse("fsdp1:FULL_SHARD")
+    assert predict.optimizer_share(fsdp1, 2, 4) == pytest.approx(0.5)
+    assert predict.optimizer_share(predict.Config.parse("fsdp1:HYBRID_SHARD"), 2, 2) == 1.0
+    assert predict.optimizer_share(predict.Config.parse("fsdp2:implicit"), 2, 4) == 1.0
+    assert predict.optimizer_share(predict.Config.parse("ddp"), 2, 4) == 1.0

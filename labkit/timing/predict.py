@@ -419,6 +419,18 @@ def gather_charges(kind: str, topo: Topology) -> int:
     return 2 if kind == "all_gather" and topo.per_core() == 1 else 1
 
 
+def optimizer_share(cfg: Config, ranks: int, shard: int) -> float:
+    """The optimizer step's work on ``shard`` ranks against the calibration's ``ranks``: FSDP1 steps
+    its flat parameters' shard, one tensor per unit, whose bytes are the work: ``ranks / shard``
+    (measured, FSDP1 FULL_SHARD on 1 node: 3.3-4.1 ms on 2 ranks, 2.4-3.2 ms on 4 ranks at twice
+    the sharing, lp38, lp41, lp42). FSDP2 steps each parameter's shard on its own, and the
+    per-tensor work is most of it (15.8-17.1 ms on 2 ranks, 22-31 ms on 4: about the sharing
+    alone); DDP does not shard: unchanged."""
+    if cfg.flavor != "fsdp1" or cfg.strategy not in STRATEGIES or shard <= 0:
+        return 1.0
+    return ranks / shard
+
+
 def slowed(prof: Profile, factor: float) -> Profile:
     """Compute and host overhead ``factor`` times slower (a busier CPU); bytes unchanged."""
     out = prof.scaled(1 / factor)
@@ -483,11 +495,12 @@ def _simulate(
     """The step with compute ``factor`` times slower than the calibration's; gloo's CPU work (its
     copies, the TCP stack) as much slower for the ranks' sharing and ``GLOO_PACE`` of the pace."""
     prof = replace(slowed(cal.profiles[cfg.key], factor), world_size=topo.world)
+    hybrid = cfg.strategy == "HYBRID_SHARD" and topo.nodes > 1
+    prof.optimizer *= optimizer_share(cfg, cal.ranks, topo.per_node if hybrid else topo.world)
     gloo_speed = factor * pace ** (GLOO_PACE - 1.0)
     catch_up = factor if catch_up is None else catch_up  # the slowest rank's lag is compute
     if cfg.bf16:
         prof = halved_params(prof)
-    hybrid = cfg.strategy == "HYBRID_SHARD" and topo.nodes > 1
     wait = 0.0 if cfg.flavor == "ddp" else cal.gloo.skew  # DDP's buckets wait for the slowest rank in the background
     main = GlooLink(cal.gloo, topo, "shard" if hybrid else "world", gloo_speed, wait, catch_up)
     inter = GlooLink(cal.gloo, topo, "replicate", gloo_speed, wait, catch_up)
