@@ -31,7 +31,9 @@ ranks waits for the last of g, ``gloo.slowest``); compute and host overhead the 
 slowed, when more ranks than cores share the machine, by the ranks that have CPU work while one
 has (``runnable``: all but for what each sleeps waiting for one still computing) or, given
 ``speed``, by how much busier the CPU was; and, given ``pace`` (``pace_of``: the speed probe's
-CPU time during a run against the calibration's), by how much slower each core ran.
+CPU time during a run against the calibration's), by how much slower each core ran (gloo's copies
+by ``GLOO_PACE`` of it); an asynchronous unshard's CPU work taken twice where each core has one
+rank (``gather_charges``); FSDP1's optimizer on its shard (``optimizer_share``).
 
 A configuration is a string, as ``labkit.testing.link_job`` takes it: ``ddp``,
 ``fsdp1:FULL_SHARD[:BACKWARD_PRE|BACKWARD_POST|NONE]``, ``fsdp1:SHARD_GRAD_OP``,
