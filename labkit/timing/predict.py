@@ -416,8 +416,8 @@ def gather_charges(kind: str, topo: Topology) -> int:
     Two ranks on a core (1 node x 4 bound): the thread runs while the core's other rank sleeps in
     a blocking collective, once (1 node x 4 explicit at the run's pace came out +4..+14% with
     once). DDP's bucket all-reduces: once, its calibration's compute was timed with them running.
-    Eight kept matrices re-predicted (docs/netem.md, session 20): FSDP2 explicit on 2 ranks from
-    -5..-9% to within 3 points of the other rows."""
+    Kept matrices re-predicted (docs/netem.md, session 20), FSDP2 explicit on 2 ranks at the run's
+    pace: one node -5.3 -> -1.2%, over 5 Gbit/s -7.0 -> -2.7%, over 1 Gbit/s -8.5 -> -7.1%."""
     return 2 if kind == "all_gather" and topo.per_core() == 1 else 1
 
 
