@@ -509,3 +509,51 @@ def test_fsdp1s_optimizer_steps_its_shard_fsdp2s_and_ddps_do_not_shrink():
     assert predict.optimizer_share(predict.Config.parse("fsdp1:HYBRID_SHARD"), 2, 2) == 1.0
     assert predict.optimizer_share(predict.Config.parse("fsdp2:implicit"), 2, 4) == 1.0
     assert predict.optimizer_share(predict.Config.parse("ddp"), 2, 4) == 1.0
+
+
+def test_ddps_last_bucket_waits_for_the_last_ranks_backward():
+    """Nothing holds DDP's ranks together from the step's barrier to its last bucket, so that bucket
+    waits for the last rank's backward: the calibration measures how much later than the ranks'
+    mean it ends (``ddp_lag``), and the prediction starts the last bucket that share of the step
+    later, for the last of its own group (``gloo.slowest``); FSDP's blocking collectives carry
+    their own wait and are not moved."""
+
+    def step(end_of_backward: float) -> dict:
+        spans = [
+            {"unit": "a", "kind": "forward", "stream": "compute", "start": 0.0, "end": 0.02},
+            {"unit": "a", "kind": "backward", "stream": "compute", "start": 0.02, "end": end_of_backward},
+        ]
+        return {TYPE: Msg.SPANS, "config": "ddp", "start": 0.0, "end": 0.08, "spans": spans}
+
+    run = {0: [step(0.05) for _ in range(5)], 1: [step(0.07) for _ in range(5)]}
+    assert predict.ddp_lag(run) == pytest.approx((0.07 - 0.06) / 0.06)
+    assert predict.ddp_lag({0: run[0]}) == 0.0  # one rank waits for no one
+
+    cal = predict.Calibration({"ddp": hand_profile("ddp"), "fsdp2": hand_profile()}, COSTS, ranks=2)
+    assert predict.Calibration.from_json(cal.to_json()).lag == 0.0
+    two, four = Topology(nodes=1, per_node=2, cores=8), Topology(nodes=1, per_node=4, cores=8)
+    topos = {"two": two, "four": four}
+    before = {(spec, n): predict.predict(cal, spec, t) for spec in ("ddp", "fsdp2:implicit") for n, t in topos.items()}
+    cal.lag = 0.1
+    assert predict.Calibration.from_json(cal.to_json()).lag == pytest.approx(0.1)
+    backward_end = max(s["end"] for s in before[("ddp", "two")].spans if s["kind"] == "backward")
+    after = predict.predict(cal, "ddp", two)
+    assert after.step_time - before[("ddp", "two")].step_time == pytest.approx(0.1 * backward_end)
+    four_end = max(s["end"] for s in before[("ddp", "four")].spans if s["kind"] == "backward")
+    grown = predict.predict(cal, "ddp", four).step_time - before[("ddp", "four")].step_time
+    assert grown == pytest.approx(0.1 * four_end * gloo.slowest(4) / gloo.slowest(2))
+    for n, t in topos.items():
+        assert predict.predict(cal, "fsdp2:implicit", t).step_time == before[("fsdp2:implicit", n)].step_time
+
+
+def test_ddps_last_bucket_has_the_cores_to_itself():
+    """DDP's buckets run on gloo's thread beside the backward, which shares their cores; the last
+    one runs after it, while the rank waits: at the CPU's speed, with nothing to take from."""
+    costs = GlooCosts(alpha=0.0, beta={"reduce_scatter": 1e-9}, ranks=2)
+    cal = predict.Calibration({"ddp": hand_profile("ddp", grad=4e6)}, costs, ranks=2)
+    busy = Topology(nodes=1, per_node=2, cores=2)
+    first, last = [s for s in predict.predict(cal, "ddp", busy).spans if s["kind"] == "all_reduce"]
+    link = predict.GlooLink(costs, busy, "world", 1.0)
+    assert first["end"] - first["start"] == pytest.approx(link.time("all_reduce", 4e6, 2, background=True))
+    assert last["end"] - last["start"] == pytest.approx(link.time("all_reduce", 4e6, 2))
+    assert link.time("all_reduce", 4e6, 2, background=True) == pytest.approx(2 * link.time("all_reduce", 4e6, 2))

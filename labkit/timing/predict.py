@@ -17,7 +17,9 @@ What is calibrated, once per machine, from one run on one node with no link (``c
   matrix work every rank times before each step);
 * ``skew``: how long a blocking collective waits for the slowest rank, on average, on one node,
   ``waits``: that wait's distribution, and ``drift``: the part of it that the compute before the
-  collective adds (``fit_spans``).
+  collective adds (``fit_spans``);
+* ``lag``: how much later than the ranks' mean the last one ends DDP's backward, as a share of
+  it (``ddp_lag``): DDP's last bucket waits for it.
 
 What a prediction assumes: the ring algorithm over the topology, with gloo's protocol where it
 costs time (``gloo.collective_time``: a two-rank all-gather over a link takes 3/2 of its bytes'
@@ -33,7 +35,9 @@ has (``runnable``: all but for what each sleeps waiting for one still computing)
 ``speed``, by how much busier the CPU was; and, given ``pace`` (``pace_of``: the speed probe's
 CPU time during a run against the calibration's), by how much slower each core ran (gloo's copies
 by ``GLOO_PACE`` of it); an asynchronous unshard's CPU work taken twice where each core has one
-rank (``gather_charges``); FSDP1's optimizer on its shard (``optimizer_share``).
+rank (``gather_charges``); FSDP1's optimizer on its shard (``optimizer_share``); DDP's last
+bucket after the last rank's backward (``lag``, for the last of the group: ``lag_share``), on
+cores that nothing else needs then.
 
 A configuration is a string, as ``labkit.testing.link_job`` takes it: ``ddp``,
 ``fsdp1:FULL_SHARD[:BACKWARD_PRE|BACKWARD_POST|NONE]``, ``fsdp1:SHARD_GRAD_OP``,
@@ -118,6 +122,7 @@ class Calibration:
     measured: dict[str, float] | None = None  # config -> measured step (its own steps)
     share: float | None = None  # cpu_share of the calibration's steps
     probe_cpu: float | None = None  # CPU seconds the probe got: how fast a core ran (``pace_of``)
+    lag: float = 0.0  # DDP: how much later than the ranks' mean the last one ends backward (``ddp_lag``)
 
     def to_json(self) -> str:
         profiles = {}
@@ -134,6 +139,7 @@ class Calibration:
                 "measured": self.measured,
                 "share": self.share,
                 "probe_cpu": self.probe_cpu,
+                "lag": self.lag,
             }
         )
 
@@ -153,6 +159,7 @@ class Calibration:
             d.get("measured"),
             d.get("share"),
             d.get("probe_cpu"),
+            d.get("lag", 0.0),
         )
 
 
@@ -239,7 +246,37 @@ def calibrate(
         rows += _collectives(typical(msgs[1:] or msgs)[0])
     values = run.values if hasattr(run, "events") else {}
     gloo = fit_spans(rows, ranks, (values.get(0) or {}).get("gloo"))
-    return Calibration(profiles, gloo, ranks, _mean(probes), measured, _mean(shares), _mean(cpus))
+    lag = ddp_lag(run, (labels or {}).get("ddp", "ddp")) if "ddp" in configs else 0.0
+    return Calibration(profiles, gloo, ranks, _mean(probes), measured, _mean(shares), _mean(cpus), lag)
+
+
+def ddp_lag(run: Source, label: str = "ddp") -> float:
+    """How much later than the ranks' mean the last rank ends its backward, as a share of that
+    time, in DDP's typical steps: DDP's last bucket waits for it. Nothing holds the ranks together
+    from the step's start (a barrier) to that bucket (the others run in the background), so the
+    ranks' different speeds add up over the whole step; FSDP's blocking collectives wait for the
+    last rank every few milliseconds instead (``GlooCosts.skew``). Measured, five kept matrices:
+    4.8-5.8 ms, 7.5-8.6% of the step to it, on 1 node x 2 (FSDP1's last reduce-scatter: 0.0-0.1 ms).
+    Without it DDP was predicted low wherever its last bucket is not queued behind the others on a
+    slow link: 1 node x 2 -4.3%, 2 nodes over 5 Gbit/s -7.8%, 2 nodes x 2 over 1 Gbit/s -6.8%
+    (means over eleven matrices at the run's pace; with it and ``last``: -2.5, -2.9, -0.1%)."""
+    per_rank = [m for m in messages(run, Msg.SPANS, **given(config=label)).values() if m]
+    if len(per_rank) < 2:
+        return 0.0
+    kept = {id(m) for m in typical(per_rank[0][1:] or per_rank[0])[0]}
+    lags = []
+    for i in range(1, min(len(m) for m in per_rank)):
+        if id(per_rank[0][i]) not in kept:
+            continue
+        start = max(m[i]["start"] for m in per_rank)
+        ends = [max((s["end"] for s in m[i]["spans"] if s["kind"] == "backward"), default=None) for m in per_rank]
+        if None in ends:
+            continue
+        ends = [e - start for e in ends]
+        mean = statistics.fmean(ends)
+        if mean > 0:
+            lags.append((max(ends) - mean) / mean)
+    return statistics.fmean(lags) if lags else 0.0
 
 
 def _mean(values: list[float]) -> float | None:
@@ -507,6 +544,7 @@ def _simulate(
     main = GlooLink(cal.gloo, topo, "shard" if hybrid else "world", gloo_speed, wait, catch_up)
     inter = GlooLink(cal.gloo, topo, "replicate", gloo_speed, wait, catch_up)
     strategy = cfg.strategy if cfg.strategy != "HYBRID_SHARD" or hybrid else "FULL_SHARD"
+    lag = cal.lag * lag_share(topo, cal.ranks) if cfg.flavor == "ddp" else 0.0
     return simulate(
         prof,
         main,
@@ -518,4 +556,14 @@ def _simulate(
         cpu_bound=True,
         sync_comm=True,
         async_gather=cfg.explicit,
+        lag=lag,
     )
+
+
+def lag_share(topo: Topology, ranks: int) -> float:
+    """DDP's lag on ``topo`` against the calibration's ``ranks``: the last of the group against the
+    last of the calibration's (``gloo.slowest``, as for a blocking collective's wait). Measured on
+    4 ranks bound to 2 cores: 7-16% (mean 11%) where this makes 15%, the cores' speeds shared by
+    their two ranks; the model's last bucket there is long instead (22-26 ms against 9-10 after
+    the last rank arrives): 1 node x 4 DDP +1.8% at the run's pace, mean of eleven matrices."""
+    return slowest(topo.world) / slowest(ranks) if ranks > 1 else 0.0

@@ -160,7 +160,14 @@ class _Schedule:
         )
 
     def comm(
-        self, kind: str, unit: str, payload: float, group: int, channel: str = "shard", ready: float = 0.0
+        self,
+        kind: str,
+        unit: str,
+        payload: float,
+        group: int,
+        channel: str = "shard",
+        ready: float = 0.0,
+        last: bool = False,
     ) -> float:
         ln = self.inter if channel == "replicate" else self.link
         self.host(kind, self.prof.hook.get(kind, 0.0))  # FSDP's work around the collective, on the CPU
@@ -168,7 +175,10 @@ class _Schedule:
         idle = start - self.comm_free[channel] if channel in self.comm_free else math.inf
         ddp = self.o["strategy"] == "DDP"
         background = bool(self.o.get("async_gather") and kind == "all_gather") or (ddp and self.o["sync_comm"])
-        samples = ln.time_samples(kind, payload, group, idle, background=background)
+        # DDP's last bucket runs after the backward, while the rank waits for it: nothing computes
+        # beside it to share the cores with (``last``)
+        beside = background and not last
+        samples = ln.time_samples(kind, payload, group, idle, background=beside)
         end = start + math.fsum(samples) / len(samples)
         if background and kind == "all_gather":
             # the rank waits for this gather only where it is not done: set each of its equally
@@ -176,7 +186,7 @@ class _Schedule:
             self.finishes[unit] = [start + x for x in samples]
         self.comm_free[channel] = end
         self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload, blocking=not background))
-        if background:
+        if beside:
             # FSDP2's asynchronous unshard, DDP's bucket all-reduce: gloo's thread moves the bytes
             # while this one goes on, but its copies run on the same cores: a link that knows its
             # CPU cost (predict.GlooLink) charges it
@@ -232,7 +242,7 @@ class _Schedule:
         if self.o["limit_all_gathers"]:
             self.free_events.append(at)
 
-    def reduce(self, unit: str, ready: float, grad: float | None = None) -> None:
+    def reduce(self, unit: str, ready: float, grad: float | None = None, last: bool = False) -> None:
         grad = self.prof.grad_bytes.get(unit, 0.0) if grad is None else grad
         s, n = self.shard, self.prof.world_size
         if self.o["strategy"] in SHARDED:
@@ -240,7 +250,7 @@ class _Schedule:
             if n // s > 1:  # HYBRID: each shard all-reduced across the replicas
                 end = self.comm("all_reduce", unit, grad / s, n // s, channel="replicate", ready=end)
         else:
-            end = self.comm("all_reduce", unit, grad, n, ready=ready)
+            end = self.comm("all_reduce", unit, grad, n, ready=ready, last=last)
         self.reduce_done = max(self.reduce_done, end)
 
 
@@ -260,6 +270,7 @@ def simulate(
     bucket_bytes: float = 25 * 2**20,
     first_bucket_bytes: float = 2**20,
     compute_scale: float = 1.0,
+    lag: float = 0.0,
 ) -> Result:
     """Simulate one step of ``prof`` on ``link_spec``. The result is labelled simulated.
 
@@ -269,6 +280,9 @@ def simulate(
     units' gradients complete, at unit granularity.
     async_gather: all-gathers do not block the CPU even with ``sync_comm`` (FSDP2's explicit,
     asynchronous prefetch on CPU: they run on gloo's thread; ``labkit.timing.predict``).
+    lag: DDP's last bucket waits for the last rank's backward, this share of the step so far
+    later than this rank's (``labkit.timing.predict.ddp_lag``: nothing holds DDP's ranks together
+    before it, so their different speeds add up over the step).
     compute_scale: divide every measured compute time by this, to ask "and on a device this
     many times faster?" (an assumption, kept in ``result.options``). Host overhead is not
     scaled: it is CPU time, and a faster device does not shorten it (part of it, FSDP's
@@ -293,6 +307,7 @@ def simulate(
         "sync_comm": sync_comm,
         "async_gather": async_gather,
         "compute_scale": compute_scale,
+        "lag": lag,
     }
     sch = _Schedule(prof, ln, o, link(inter_link) if inter_link is not None else ln)
     sharded = strategy in SHARDED
@@ -361,8 +376,12 @@ def _backward(sch: _Schedule, prof: Profile, sharded: bool, bucket_bytes: float,
                 sch.all_gather(_next(order, started), ready=end)
         if sch.o["strategy"] == "DDP":
             bucket += prof.grad_bytes.get(unit, 0.0)
-            if bucket >= cap or i == len(prof.backward) - 1:
-                sch.reduce("", ready=end, grad=bucket)  # a bucket, not a unit: unnamed, as measured
+            final = i == len(prof.backward) - 1
+            if bucket >= cap or final:
+                # a bucket, not a unit: unnamed, as measured. The last one waits for the last rank's
+                # backward: ``lag`` of the step so far later (nothing holds DDP's ranks together
+                # from the step's start to it)
+                sch.reduce("", ready=end * (1.0 + sch.o["lag"]) if final else end, grad=bucket, last=final)
                 bucket, cap = 0.0, bucket_bytes
         else:
             sch.reduce(unit, ready=end)
