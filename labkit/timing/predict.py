@@ -29,7 +29,8 @@ on CPU except DDP's buckets and FSDP2's asynchronous unshards, whose CPU work is
 compute; each collective's wait for the slowest rank where a link slower than the CPU work does
 not hide it (``gloo.link_slack``; an asynchronous unshard's under the compute it was issued
 under, as far as that compute lasts; each of the measured waits, not their mean; a group of g
-ranks waits for the last of g, ``gloo.slowest``); compute and host overhead the calibration's,
+ranks waits for the last of g, ``gloo.slowest``, for the part of the wait the ranks' compute
+adds: ``group_wait``); compute and host overhead the calibration's,
 slowed, when more ranks than cores share the machine, by the ranks that have CPU work while one
 has (``runnable``: all but for what each sleeps waiting for one still computing) or, given
 ``speed``, by how much busier the CPU was; and, given ``pace`` (``pace_of``: the speed probe's
