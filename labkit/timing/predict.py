@@ -584,6 +584,6 @@ def lag_share(topo: Topology, ranks: int) -> float:
     last of the calibration's (``gloo.slowest``, as for a blocking collective's wait). Measured on
     4 ranks bound to 2 cores: 7-16% (mean 11%) where this makes 15%, the cores' speeds shared by
     their two ranks; the model's last bucket there is long instead (11-13 ms against 8.5-9.6 after
-    the last rank arrives; on 1 node x 2 short: 3.0-3.7 against 6.2-6.6): 1 node x 4 DDP +1.8% at
+    the last rank arrives; on 1 node x 2 short: 3.0-3.7 against 6.2-7.1): 1 node x 4 DDP +1.8% at
     the run's pace, mean of eleven matrices."""
     return slowest(topo.world) / slowest(ranks) if ranks > 1 else 0.0
