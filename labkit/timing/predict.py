@@ -26,7 +26,8 @@ costs time (``gloo.collective_time``: a two-rank all-gather over a link takes 3/
 time); per-direction links, an emulated link's token bucket (``Topology.burst``: an idle
 uplink sends it at once); FSDP's order of collectives (``labkit.timing.simulate``), blocking
 on CPU except DDP's buckets and FSDP2's asynchronous unshards, whose CPU work is taken from the
-compute; each collective's wait for the slowest rank where a link slower than the CPU work does
+compute (an unshard's copy-out once the rank has waited for it, and only then the next prefetch;
+slowed by the compute only while there is some: ``simulate``); each collective's wait for the slowest rank where a link slower than the CPU work does
 not hide it (``gloo.link_slack``; an asynchronous unshard's under the compute it was issued
 under, as far as that compute lasts; each of the measured waits, not their mean; a group of g
 ranks waits for the last of g, ``gloo.slowest``, for the part of the wait the ranks' compute

@@ -26,6 +26,11 @@ scheduled the way FSDP issues them:
   ``forward_prefetch`` in the current unit's pre-forward instead of the next unit's.
   With the CPU ahead, forward prefetch changes nothing, as FSDP's docs say: it helps
   CPU-bound runs (``cpu_bound=True``);
+* FSDP2's asynchronous unshards on CPU (``async_gather``, explicit prefetch over gloo): the rank
+  waits for a unit's gather, copies the gathered bytes out (the gather's host work), and only
+  then issues the next unit's prefetch (torch 2.13's ``wait_for_unshard`` before
+  ``_prefetch_unshard``), so one gather at a time runs under the compute; gloo's thread shares
+  the cores with the rank only while the rank has work (``settle``);
 * host overhead (``labkit.calibrate``: FSDP's hooks, autograd, the loss, Python: the
   measured step time that no span covers) is CPU time: before each compute segment, each
   collective (per kind) and the optimizer, and after it. With the CPU ahead of a GPU it
@@ -154,6 +159,11 @@ class _Schedule:
         self.reduce_done = 0.0
         self.spans: list[Span] = []
         self.finishes: dict[str, list[float]] = {}  # unit -> its asynchronous gather's possible ends
+        # unit -> (channel, start, durations alone, durations beside compute, span index) of an
+        # asynchronous gather whose end depends on the compute still to come (``settle``)
+        self.pending: dict[str, tuple[str, float, list[float], list[float], int]] = {}
+        self.charged: list[tuple[float, float]] = []  # CPU time gloo's thread took from the rank
+        self.charged_for: dict[str, tuple[float, float]] = {}  # unit -> its gather's charge
         n = prof.world_size
         self.shard = o.get("shard_size") or (
             n if o["strategy"] not in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2") else min(n, 2)
@@ -170,11 +180,14 @@ class _Schedule:
         last: bool = False,
     ) -> float:
         ln = self.inter if channel == "replicate" else self.link
-        self.host(kind, self.prof.hook.get(kind, 0.0))  # FSDP's work around the collective, on the CPU
+        self.settle()
+        ddp = self.o["strategy"] == "DDP"
+        unsharding = bool(self.o.get("async_gather") and kind == "all_gather")
+        background = unsharding or (ddp and self.o["sync_comm"])
+        if not unsharding:  # an asynchronous unshard's work comes once it is done (``wait_gather``)
+            self.host(kind, self.prof.hook.get(kind, 0.0))  # FSDP's work around the collective, on the CPU
         start = max(self.cpu, self.comm_free.get(channel, 0.0), ready)
         idle = start - self.comm_free[channel] if channel in self.comm_free else math.inf
-        ddp = self.o["strategy"] == "DDP"
-        background = bool(self.o.get("async_gather") and kind == "all_gather") or (ddp and self.o["sync_comm"])
         # DDP's last bucket runs after the backward, while the rank waits for it: nothing computes
         # beside it to share the cores with (``last``)
         beside = background and not last
@@ -184,6 +197,9 @@ class _Schedule:
             # the rank waits for this gather only where it is not done: set each of its equally
             # likely durations against the time the rank needs it (``compute``), not their mean
             self.finishes[unit] = [start + x for x in samples]
+            if beside:  # slowed only while the rank computes beside it: known once it has (``settle``)
+                alone = ln.time_samples(kind, payload, group, idle, background=False)
+                self.pending[unit] = (channel, start, alone, samples, len(self.spans))
         self.comm_free[channel] = end
         self.spans.append(span(unit, kind, start, end, Stream.COMM, bytes=payload, blocking=not background))
         if beside:
@@ -192,7 +208,11 @@ class _Schedule:
             # CPU cost (predict.GlooLink) charges it
             cpu_time = getattr(ln, "cpu_time", None)
             if cpu_time is not None:
-                self.cpu += cpu_time(kind, payload, group, idle)
+                taken = (self.cpu, self.cpu + cpu_time(kind, payload, group, idle))
+                self.charged.append(taken)
+                self.cpu = taken[1]
+                if unsharding:
+                    self.charged_for[unit] = taken
         elif self.o["sync_comm"] and not ddp:  # DDP's reducer never waits for a bucket
             self.cpu = end
         return end
@@ -206,6 +226,47 @@ class _Schedule:
             "all_gather", unit, self.prof.param_bytes.get(unit, 0.0), self.shard, ready=ready
         )
         self.hold(unit, self.spans[-1]["start"])
+
+    def settle(self) -> None:
+        """End the asynchronous gathers still in flight, now that the compute beside them is known:
+        gloo's thread shares the cores with the rank's CPU work (compute and host spans) only while
+        there is some. A gather issued with nothing to compute beside it (the root's, at the step's
+        start; the first unit's, beside the root's 0.1 ms) runs at its own speed: measured, 1 node x 4
+        (one step of lp53), 2-4 ms alone against 11-15 ms beside a unit's forward."""
+        work = [(s["start"], s["end"]) for s in on(self.spans, Stream.COMPUTE, Stream.HOST)]
+        busy = sorted(work + self.charged)  # the charged CPU time stands for compute it slowed
+        for unit, (channel, start, alone, beside, i) in self.pending.items():
+            during = [(a, b) for a, b in busy if b > start]
+            ends = [start + _stretched(a, b, start, during) for a, b in zip(alone, beside)]
+            end = math.fsum(ends) / len(ends)
+            self.spans[i]["end"] = end
+            self.comm_free[channel] = end
+            if unit in self.gathered:
+                self.gathered[unit] = end
+            if unit in self.finishes:
+                self.finishes[unit] = ends
+        self.pending.clear()
+
+    def wait_gather(self, unit: str) -> None:
+        """FSDP2's ``wait_for_unshard`` with asynchronous unshards on CPU: the rank blocks until the
+        unit's gather is done, then copies the gathered bytes out into the parameters (the gather's
+        host work, ``hook``), and only then issues the next unit's prefetch (``FSDPState._pre_forward``,
+        ``FSDPParamGroup.pre_backward`` in torch 2.13). So one gather at a time runs under the
+        compute, and the copy-out runs under none: measured, 2 nodes over 1 Gbit/s, the next gather
+        starts 1.2 ms after the last one ends (the copy-out, 1.4 ms a gather in the calibration)."""
+        taken = self.charged_for.pop(unit, None)
+        if taken is not None and self.cpu == taken[1]:
+            # waited for with nothing computed since it was issued (the root's, at the step's start):
+            # the rank sleeps, gloo's thread has the core, and no compute was slowed
+            self.charged.remove(taken)
+            self.cpu = taken[0]
+        self.settle()
+        finishes = self.finishes.pop(unit, None)
+        if finishes:  # the expected wait over the gather's possible ends
+            self.cpu = math.fsum(max(self.cpu, f) for f in finishes) / len(finishes)
+        else:
+            self.cpu = max(self.cpu, self.gathered.get(unit, 0.0))
+        self.host(unit, self.prof.hook.get("all_gather", 0.0))
 
     def hold(self, unit: str, at: float) -> None:
         """The unit's gathered parameters are allocated. Counted in program order, as the
@@ -222,6 +283,8 @@ class _Schedule:
 
     def compute(self, unit: str, kind: str, seconds: float, ready: float = 0.0, host: float = 0.0) -> float:
         self.host(unit, host)
+        if unit in self.pending:  # the rank needs this gather now: it ends beside what ran so far
+            self.settle()
         start = max(self.compute_free, self.cpu, ready)
         finishes = self.finishes.pop(unit, None)
         if finishes:  # an asynchronous gather: the expected wait over its possible ends
@@ -279,7 +342,8 @@ def simulate(
     DDP all-reduces buckets of ``bucket_bytes`` (the first one ``first_bucket_bytes``) as the
     units' gradients complete, at unit granularity.
     async_gather: all-gathers do not block the CPU even with ``sync_comm`` (FSDP2's explicit,
-    asynchronous prefetch on CPU: they run on gloo's thread; ``labkit.timing.predict``).
+    asynchronous prefetch on CPU: they run on gloo's thread; ``labkit.timing.predict``); the
+    rank waits for each before its copy-out and the next prefetch.
     lag: DDP's last bucket waits for the last rank's backward, this share of the step so far
     later than this rank's (``labkit.timing.predict.ddp_lag``: nothing holds DDP's ranks together
     before it, so their different speeds add up over the step).
@@ -315,6 +379,7 @@ def simulate(
     _backward(sch, prof, sharded, bucket_bytes, first_bucket_bytes)
     if cpu_bound:  # the CPU waits for the gradients before it steps (DDP: in the reducer's final callback)
         sch.cpu = max(sch.cpu, sch.reduce_done)
+    sch.settle()
     end = sch.compute("optimizer", "optimizer", prof.optimizer, ready=sch.reduce_done, host=prof.optimizer_host)
     sch.host("step", prof.step_host)
     step = max([end, sch.compute_free, sch.reduce_done, sch.cpu] + list(sch.comm_free.values()))
@@ -338,6 +403,8 @@ def _forward(sch: _Schedule, prof: Profile, sharded: bool) -> None:
         if sharded and unit not in started:  # pre-forward
             started.add(unit)
             sch.all_gather(unit)
+            if sch.o["async_gather"]:
+                sch.wait_gather(unit)
             if sch.o["forward_prefetch"]:
                 sch.all_gather(_next(order, started))
         if not sharded and unit not in sch.held:
@@ -364,6 +431,8 @@ def _backward(sch: _Schedule, prof: Profile, sharded: bool, bucket_bytes: float,
                 # step less its spans is the same for both strategies, 7-13 ms, on every topology)
                 sch.host(unit, prof.hook.get("all_gather", 0.0))
             sch.all_gather(unit)
+            if sch.o["async_gather"] and unit not in kept:
+                sch.wait_gather(unit)
             if prefetch == "BACKWARD_PRE":
                 sch.all_gather(_next(order, started))
         end = sch.compute(unit, "backward", seconds, host=prof.host_before("backward", i))
@@ -385,6 +454,27 @@ def _backward(sch: _Schedule, prof: Profile, sharded: bool, bucket_bytes: float,
                 bucket, cap = 0.0, bucket_bytes
         else:
             sch.reduce(unit, ready=end)
+
+
+def _stretched(alone: float, beside: float, start: float, busy: Sequence[tuple[float, float]]) -> float:
+    """How long a collective started at ``start`` takes that would take ``alone`` seconds on its own
+    and ``beside`` with the rank computing all along, given the rank's CPU work ``busy`` (sorted
+    intervals): it progresses at the one rate or the other."""
+    if beside <= alone:
+        return alone
+    t, done = start, 0.0
+    for a, b in busy:
+        a = max(a, t)
+        if b <= a:
+            continue
+        if done + (a - t) / alone >= 1.0:  # done before the rank's next work
+            return t + (1.0 - done) * alone - start
+        done += (a - t) / alone
+        if done + (b - a) / beside >= 1.0:
+            return a + (1.0 - done) * beside - start
+        done += (b - a) / beside
+        t = b
+    return t + (1.0 - done) * alone - start
 
 
 def _first_seen(segments: Sequence[tuple[str, float]]) -> list[str]:
