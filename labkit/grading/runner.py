@@ -38,11 +38,16 @@ def cleared(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def _kernel_manager_class(env: dict[str, str], log: Any) -> type:
+def _kernel_manager_class(env: dict[str, str], log: Any, sockets: str) -> type:
     """A kernel manager whose kernel is ``sys.executable`` with ``env`` added, its output to ``log``.
 
     The kernelspec is built here rather than looked up, so a stale ``python3`` spec in
     the user's Jupyter folders (pointing at another Python) cannot be picked up.
+
+    The kernel's channels are Unix sockets in ``sockets`` (``transport="ipc"``), not TCP ports:
+    jupyter_client picks five free ports, closes them and hands them to the kernel to bind, and
+    in between another process can take one (measured in CI: a sweep's kernel died before its
+    first reply, ``Address already in use``, while the ranks of other tests opened connections).
     """
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
@@ -53,6 +58,11 @@ def _kernel_manager_class(env: dict[str, str], log: Any) -> type:
             return KernelSpec(argv=argv, env=env, display_name="Python 3 (labkit grader)", language="python")
 
     class GradingKernelManager(AsyncKernelManager):
+        def __init__(self, **kw: Any) -> None:
+            kw.setdefault("transport", "ipc")
+            kw.setdefault("ip", os.path.join(sockets, "kernel"))  # kernel-1 ... kernel-5
+            super().__init__(**kw)
+
         def _kernel_spec_manager_default(self) -> KernelSpecManager:
             return GradingSpecs()
 
@@ -88,7 +98,11 @@ def execute(
         return max(1, math.ceil(deadline - time.monotonic()))
 
     status, message = "ok", ""
-    with open(out_path.with_suffix(".kernel.log"), "w") as log, tempfile.TemporaryDirectory() as cwd:
+    with (
+        open(out_path.with_suffix(".kernel.log"), "w") as log,
+        tempfile.TemporaryDirectory() as cwd,
+        tempfile.TemporaryDirectory(prefix="labkit-kernel-") as sockets,
+    ):
         if name and os.path.basename(name) == name and name.endswith(".ipynb"):
             nbformat.write(cleared(nb), os.path.join(cwd, name))
         try:
@@ -97,7 +111,7 @@ def execute(
                 str(out_path),
                 parameters=parameters,
                 kernel_name="python3",
-                kernel_manager_class=_kernel_manager_class(dict(env or {}), log),
+                kernel_manager_class=_kernel_manager_class(dict(env or {}), log, sockets),
                 allow_errors=True,  # a crashing cell must not stop the checks after it
                 timeout_func=cell_timeout,
                 resources={"metadata": {"path": cwd}},  # the kernel's working folder: empty, thrown away
