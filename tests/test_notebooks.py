@@ -45,6 +45,7 @@ from labkit.grading.grade import grade_notebook
 from labkit.testing import processes
 
 ROOT = Path(__file__).resolve().parents[1]
+HERE = str(Path(__file__).parent)  # nbval_ipc.py: the nbval runs' kernel on Unix sockets
 NOTEBOOKS = sorted(ROOT.glob("notebooks/en/*.ipynb")) + sorted(ROOT.glob("notebooks/ro/*.ipynb"))
 SECOND_SET = {"nproc": 4}
 TIMEOUT = 900  # seconds for one notebook, on a loaded 2-core machine
@@ -96,10 +97,11 @@ def test_both_editions_have_the_same_notebooks():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
 def test_nbval_with_the_default_parameters(path: Path, tag: str, tmp_path: Path):
     cmd = [
-        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "nbval_ipc", "--nbval-lax", "--nbval-current-env",
         f"--nbval-cell-timeout={TIMEOUT}", "-o", f"timeout={TIMEOUT}", "--rootdir", str(tmp_path), str(path),
     ]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT + 60)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [HERE, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT + 60)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout.strip().splitlines()[-1]
 
