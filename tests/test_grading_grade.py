@@ -262,9 +262,9 @@ def test_nbval_lax_passes_on_the_solution(tmp_path):
     out = tampered.cells[cell_index(tampered, "total_bytes = 16 * n_params")].outputs[0]
     out.text = out.text.replace("15.3 MiB", "15.4 MiB")
     nbformat.write(tampered, tmp_path / "tampered.ipynb")
-    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))  # nbval_ipc
+    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))  # ipc_kernels
     env = {**os.environ, "LABKIT_QUESTIONS": str(QUESTIONS), "LABKIT_LANG": "en", "PYTHONPATH": path}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-p", "nbval_ipc", "--nbval-lax"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-p", "ipc_kernels", "--nbval-lax"]
     cmd += ["--nbval-current-env"]
     proc = subprocess.run(
         [*cmd, str(SOLUTION), str(tmp_path / "tampered.ipynb")], env=env, capture_output=True, text=True, timeout=120

@@ -8,6 +8,7 @@ import time
 
 import nbformat
 import pytest
+from ipc_kernels import AsyncIpcKernelManager, IpcKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -26,7 +27,7 @@ def notebook(*cells: str, params: str | None = None) -> nbformat.NotebookNode:
 
 
 def execute(nb, **kw):
-    NotebookClient(nb, timeout=180, kernel_name="python3", **kw).execute()
+    NotebookClient(nb, timeout=180, kernel_name="python3", kernel_manager_class=AsyncIpcKernelManager, **kw).execute()
     return nb
 
 
@@ -120,7 +121,11 @@ def test_papermill_parameters_and_timeout(tmp_path):  # F31
         src,
     )
     out = papermill.execute_notebook(
-        str(src), str(tmp_path / "out.ipynb"), parameters={"nproc": 3}, kernel_name="python3"
+        str(src),
+        str(tmp_path / "out.ipynb"),
+        parameters={"nproc": 3},
+        kernel_name="python3",
+        kernel_manager_class=AsyncIpcKernelManager,
     )
     assert "3 ranks" in text_of(out.cells[-1])
 
@@ -133,6 +138,7 @@ def test_papermill_parameters_and_timeout(tmp_path):  # F31
             str(tmp_path / "slow.ipynb"),
             parameters={"seconds": 60},
             kernel_name="python3",
+            kernel_manager_class=AsyncIpcKernelManager,
             execution_timeout=10,
         )
     assert time.time() - t0 < 10 + 5 + 20
@@ -157,9 +163,11 @@ def wait_idle(kc, msg_id: str, timeout: float = 30) -> None:
 
 @pytest.mark.slow
 def test_interrupt_and_shutdown_leave_no_rank():  # the kernel's own interrupt and shutdown
-    from jupyter_client.manager import start_new_kernel
-
-    km, kc = start_new_kernel(kernel_name="python3")
+    km = IpcKernelManager(kernel_name="python3")  # jupyter_client's start_new_kernel, on Unix sockets
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
     try:
         kc.execute_interactive("%load_ext labkit", timeout=60)
         interrupted = kc.execute("%%torchrun -n 2\nimport time\ntime.sleep(1000)")

@@ -45,7 +45,7 @@ from labkit.grading.grade import grade_notebook
 from labkit.testing import processes
 
 ROOT = Path(__file__).resolve().parents[1]
-HERE = str(Path(__file__).parent)  # nbval_ipc.py: the nbval runs' kernel on Unix sockets
+HERE = str(Path(__file__).parent)  # ipc_kernels.py: the nbval runs' kernel on Unix sockets
 NOTEBOOKS = sorted(ROOT.glob("notebooks/en/*.ipynb")) + sorted(ROOT.glob("notebooks/ro/*.ipynb"))
 SECOND_SET = {"nproc": 4}
 TIMEOUT = 900  # seconds for one notebook, on a loaded 2-core machine
@@ -97,7 +97,7 @@ def test_both_editions_have_the_same_notebooks():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=nb_id)
 def test_nbval_with_the_default_parameters(path: Path, tag: str, tmp_path: Path):
     cmd = [
-        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "nbval_ipc", "--nbval-lax", "--nbval-current-env",
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "ipc_kernels", "--nbval-lax", "--nbval-current-env",
         f"--nbval-cell-timeout={TIMEOUT}", "-o", f"timeout={TIMEOUT}", "--rootdir", str(tmp_path), str(path),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [HERE, os.environ.get("PYTHONPATH")]))}
