@@ -233,6 +233,8 @@ class _Schedule:
         there is some. A gather issued with nothing to compute beside it (the root's, at the step's
         start; the first unit's, beside the root's 0.1 ms) runs at its own speed: measured, 1 node x 4
         (one step of lp53), 2-4 ms alone against 11-15 ms beside a unit's forward."""
+        if not self.pending:
+            return
         work = [(s["start"], s["end"]) for s in on(self.spans, Stream.COMPUTE, Stream.HOST)]
         busy = sorted(work + self.charged)  # the charged CPU time stands for compute it slowed
         for unit, (channel, start, alone, beside, i) in self.pending.items():
