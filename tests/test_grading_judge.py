@@ -6,7 +6,8 @@
 - multiple choice is judged on the first answer recorded;
 - the student install's hashed answers accept what the exact comparison accepts, at the rounding
   boundary too, and name the known mistakes;
-- the sink keeps only what rank processes send.
+- the sink keeps only what rank processes send;
+- a judge process that dies runs once more, and how it ended reaches the student's feedback.
 
     .venv/bin/pytest tests/test_grading_judge.py -q
 """
@@ -195,3 +196,45 @@ def test_grade_refuses_without_a_sandbox_unless_told(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert "bwrap is not on PATH" in err and "apt-get install bubblewrap" in err and "--no-sandbox" in err
     assert isinstance(sandbox.find(no_sandbox=True), sandbox.Plain)
+
+
+def _exits(n_params):
+    if os.path.isdir("/submission"):  # in the judge's sandbox only, not when the check runs it here
+        print("about to leave", flush=True)
+        os._exit(7)
+    return 16 * n_params
+
+
+def test_a_judge_that_dies_says_why_in_the_feedback_after_one_more_try(tmp_path):
+    """A function that kills the judge process (``os._exit``): the judge ran twice, wrote nothing, and
+    the student's feedback says how it ended, with the last line it printed."""
+    from labkit.grading import grade, sandbox
+
+    task = {"key": "lesson1.bytes_per_param", "function": snapshot.snapshot(_exits), "calls": [{"n_params": 1}]}
+    results, why = grade.evaluate(sandbox.find(), tmp_path, [task], {"LABKIT_HOME": grade.labkit_home()})
+    assert results == {} and why == "the judge ended with exit status 7: about to leave", why
+    assert (tmp_path / "judge.log").read_text().count("about to leave") == 2
+    rec = _record("lesson1.bytes_per_param", _exits)
+    row = next(r for r in score("lesson1", [(0, rec)], results, {}, why) if r.id == "lesson1.bytes_per_param")
+    assert (row.status, row.key) == ("wrong", "grading.judge.no_result")
+    assert row.feedback == f"the grader could not run your function ({why})"
+
+
+def test_a_judge_the_machine_killed_once_is_run_again(tmp_path):
+    """The first judge ends without results (as a machine can make it), the second writes them: they count."""
+    from labkit.grading import grade
+
+    class OnceDead:
+        runs = 0
+
+        def run(self, argv, env, mounts, timeout, log):
+            self.runs += 1
+            if self.runs == 2:
+                (tmp_path / "judge" / "results.json").write_text('{"results": {"q": [16]}}')
+            return sandbox_outcome(1 if self.runs == 1 else 0, 0.1)
+
+    from labkit.grading.sandbox import Outcome as sandbox_outcome
+
+    box = OnceDead()
+    task = {"key": "q", "function": snapshot.snapshot(_exits), "calls": [{"n_params": 1}]}
+    assert grade.evaluate(box, tmp_path, [task], {}) == ({"q": [16]}, "") and box.runs == 2

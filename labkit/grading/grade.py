@@ -172,10 +172,16 @@ def execute(
     return executed, status, message, observations
 
 
-def evaluate(box: Any, work: Path, tasks: list[dict[str, Any]], env: dict[str, str]) -> dict[str, list[Any]]:
-    """Run the judge (``labkit.grading.evaluate``) on ``tasks`` in a sandbox of its own; its results."""
+def evaluate(
+    box: Any, work: Path, tasks: list[dict[str, Any]], env: dict[str, str]
+) -> tuple[dict[str, list[Any]], str]:
+    """Run the judge (``labkit.grading.evaluate``) on ``tasks`` in a sandbox of its own: its results,
+    and why there are none ("" when it wrote them). A judge that ended without writing its results,
+    before its time was out, runs once more: a student's function can kill it (``os._exit``), but so
+    can the machine, and a submission should not lose its marks to the machine. Both runs' output
+    is in ``work / "judge.log"``."""
     if not tasks:
-        return {}
+        return {}, ""
     folder = work / "judge"
     (folder / "models").mkdir(parents=True)
     inside = f"{sandbox.WORK}/judge"
@@ -188,13 +194,27 @@ def evaluate(box: Any, work: Path, tasks: list[dict[str, Any]], env: dict[str, s
     home = env.get("LABKIT_HOME", labkit_home())
     mounts = sandbox.Mounts(ro=[os.path.join(home, "labkit")], rw={inside: str(folder)}, hide=_instructors_labkit(home))
     argv = [sys.executable, "-m", "labkit.grading.evaluate", f"{inside}/tasks.json", f"{inside}/results.json"]
-    box.run(argv, _environment(home, {}), mounts, JUDGE_SECONDS, work / "judge.log")
-    raw = _read(folder / "results.json")
+    for _ in range(2):
+        outcome = box.run(argv, _environment(home, {}), mounts, JUDGE_SECONDS, work / "judge.log")
+        raw = _read(folder / "results.json")
+        if raw or outcome.timed_out:
+            break
     try:
         results = json.loads(raw)["results"] if raw else {}
     except (ValueError, KeyError, TypeError):
         results = {}
-    return {k: v for k, v in results.items() if isinstance(v, list)} if isinstance(results, dict) else {}
+    if isinstance(results, dict) and results:
+        return {k: v for k, v in results.items() if isinstance(v, list)}, ""
+    return {}, _judge_failure(outcome, work / "judge.log")
+
+
+def _judge_failure(outcome: Any, log: Path) -> str:
+    """Why the judge wrote no results: its time, or its exit status and the last line it printed."""
+    if outcome.timed_out:
+        return f"the judge ran past {JUDGE_SECONDS} s"
+    lines = [line.strip() for line in (_read(log) or b"").decode(errors="replace").splitlines() if line.strip()]
+    last = f": {lines[-1][:200]}" if lines else ""
+    return f"the judge ended with exit status {outcome.returncode}{last}"
 
 
 # -- reading the results back --------------------------------------------------------
@@ -248,13 +268,14 @@ def score(
     records: list[tuple[int, dict[str, Any]]],
     results: dict[str, list[Any]] | None = None,
     observations: dict[str, dict[int, dict[str, Any]]] | None = None,
+    judge_failure: str = "",
 ) -> list[QuestionScore]:
     """One row per question of the lesson, then any other check seen, each judged by the grader
     (``labkit.grading.judge``) from the record that counts: the last, or for a sealed
     (multiple-choice) question the first, since the notebook never said whether it was right.
 
     ``results`` are the judge process's (the students' functions run again), ``observations``
-    the sink's (what labkit saw the ranks of each run do).
+    the sink's (what labkit saw the ranks of each run do); ``judge_failure`` why the judge has none.
     """
     chosen = judge.choose(records)
     questions = registry.lesson_questions(lesson) if lesson else []
@@ -264,7 +285,7 @@ def score(
         if c is None:
             rows.append(QuestionScore(q.id, "missing", 0, q.points))
             continue
-        verdict = judge.verdict(q, c.record, results or {}, observations or {})
+        verdict = judge.verdict(q, c.record, results or {}, observations or {}, judge_failure)
         if verdict.correct:
             status = "correct"
         else:
@@ -341,13 +362,17 @@ def grade_notebook(
         questions = registry.lesson_questions(lesson) if lesson else []
         chosen = judge.choose(records)
         models = work / "out"
-        results = evaluate(box, work, judge.tasks(questions, chosen, models), dict(env))
+        results, judge_failure = evaluate(box, work, judge.tasks(questions, chosen, models), dict(env))
+        judge_log = _read(work / "judge.log")
+        if judge_log:  # after the kernel's: what the judge process printed, for an instructor to read
+            with out_path.with_suffix(".kernel.log").open("ab") as f:
+                f.write(b"\n--- the judge ---\n" + judge_log)
     langs = Counter(r.get("lang") for _, r in records if r.get("lang") in ("en", "ro"))
     return NotebookScore(
         file=name,
         lesson=lesson,
         status=status,
-        questions=score(lesson, records, results, observations),
+        questions=score(lesson, records, results, observations, judge_failure),
         errors=cell_errors(executed),
         message=message,
         seconds=round(time.monotonic() - start, 2),

@@ -95,8 +95,10 @@ def verdict(
     rec: dict[str, Any],
     results: dict[str, list[Any]],
     observations: dict[str, dict[int, dict[str, Any]]],
+    judge_failure: str = "",
 ) -> registry.Verdict:
-    """The grader's verdict on the record that counts for ``q`` (see the module docstring)."""
+    """The grader's verdict on the record that counts for ``q`` (see the module docstring);
+    ``judge_failure``: why the judge process returned nothing, for a result that is not there."""
     report = report_of(rec)
     if report is None or report.get("kind") != q.kind:
         return registry.Verdict(False, "grading.judge.no_report")
@@ -120,7 +122,7 @@ def verdict(
         got = results.get(q.id)
         if got is None:
             key = "grading.judge.no_model" if q.kind == "model" else "grading.judge.no_result"
-            return registry.Verdict(False, key, {"error": "-"})
+            return registry.Verdict(False, key, {"error": judge_failure or "-"})
         failed = _failed_call(got)
         if failed is not None:
             return failed
