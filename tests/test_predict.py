@@ -41,6 +41,9 @@ def test_link_bound_all_gather_by_hand():
     # one more for the first notification, queued behind another rank's first half
     four = Topology(nodes=2, per_node=2, rate=1e6)
     assert gloo.collective_time(costs, four, "all_gather", 1e6) == pytest.approx(3 * 0.25 * 7 / 6)
+    # and an all-reduce's 6 steps of 0.25 MB, 12 halves, pay that one half more too
+    assert gloo.head_of_line("all_reduce", 4) == gloo.head_of_line("reduce_scatter", 4) == 13 / 12
+    assert gloo.collective_time(costs, four, "all_reduce", 1e6) == pytest.approx(6 * 0.25 * 13 / 12)
 
 
 def test_an_emulated_links_bucket_passes_at_once_after_idle():
