@@ -27,6 +27,7 @@ from labkit.grading import checks, evaluate, hashed, judge, registry, snapshot
 from labkit.grading.grade import score
 from labkit.grading.points import GRADER_UNSEEN
 from labkit.grading.sink import Sink, is_rank
+from labkit.i18n import t
 
 HELPER_BYTES = 4  # read by a function of the notebook below: a snapshot carries it
 
@@ -212,12 +213,13 @@ def test_a_judge_that_dies_says_why_in_the_feedback_after_one_more_try(tmp_path)
 
     task = {"key": "lesson1.bytes_per_param", "function": snapshot.snapshot(_exits), "calls": [{"n_params": 1}]}
     results, why = grade.evaluate(sandbox.find(), tmp_path, [task], {"LABKIT_HOME": grade.labkit_home()})
-    assert results == {} and why == "the judge ended with exit status 7: about to leave", why
+    assert results == {} and why == {"code": 7, "last": "about to leave"}, why
     assert (tmp_path / "judge.log").read_text().count("about to leave") == 2
     rec = _record("lesson1.bytes_per_param", _exits)
     row = next(r for r in score("lesson1", [(0, rec)], results, {}, why) if r.id == "lesson1.bytes_per_param")
-    assert (row.status, row.key) == ("wrong", "grading.judge.no_result")
-    assert row.feedback == f"the grader could not run your function ({why})"
+    assert (row.status, row.key) == ("wrong", "grading.judge.died")
+    assert row.feedback == "the grader's judge process ended with exit status 7 before it checked this (about to leave)"
+    assert t("grading.judge.died", "ro", **why).startswith("procesul de notare s-a încheiat cu codul 7")
 
 
 def test_a_judge_the_machine_killed_once_is_run_again(tmp_path):
@@ -237,4 +239,27 @@ def test_a_judge_the_machine_killed_once_is_run_again(tmp_path):
 
     box = OnceDead()
     task = {"key": "q", "function": snapshot.snapshot(_exits), "calls": [{"n_params": 1}]}
-    assert grade.evaluate(box, tmp_path, [task], {}) == ({"q": [16]}, "") and box.runs == 2
+    assert grade.evaluate(box, tmp_path, [task], {}) == ({"q": [16]}, {}) and box.runs == 2
+
+
+def test_a_judge_past_its_time_runs_once_and_says_so(tmp_path):
+    """A judge killed at its wall-clock limit is not run again (a function that loops would take the
+    time twice); the feedback names the limit."""
+    from labkit.grading import grade
+    from labkit.grading.sandbox import Outcome
+
+    class Slow:
+        runs = 0
+
+        def run(self, argv, env, mounts, timeout, log):
+            self.runs += 1
+            return Outcome(None, timeout, timed_out=True)
+
+    box = Slow()
+    task = {"key": "lesson1.bytes_per_param", "function": snapshot.snapshot(_exits), "calls": [{"n_params": 1}]}
+    results, why = grade.evaluate(box, tmp_path, [task], {})
+    assert (results, why, box.runs) == ({}, {"seconds": grade.JUDGE_SECONDS}, 1)
+    rec = _record("lesson1.bytes_per_param", _exits)
+    row = next(r for r in score("lesson1", [(0, rec)], results, {}, why) if r.id == "lesson1.bytes_per_param")
+    assert row.key == "grading.judge.timeout"
+    assert row.feedback == f"the grader's judge process ran past {grade.JUDGE_SECONDS} s before it checked this"

@@ -181,7 +181,7 @@ def evaluate(
     can the machine, and a submission should not lose its marks to the machine. Both runs' output
     is in ``work / "judge.log"``."""
     if not tasks:
-        return {}, ""
+        return {}, {}
     folder = work / "judge"
     (folder / "models").mkdir(parents=True)
     inside = f"{sandbox.WORK}/judge"
@@ -204,17 +204,17 @@ def evaluate(
     except (ValueError, KeyError, TypeError):
         results = {}
     if isinstance(results, dict) and results:
-        return {k: v for k, v in results.items() if isinstance(v, list)}, ""
+        return {k: v for k, v in results.items() if isinstance(v, list)}, {}
     return {}, _judge_failure(outcome, work / "judge.log")
 
 
-def _judge_failure(outcome: Any, log: Path) -> str:
-    """Why the judge wrote no results: its time, or its exit status and the last line it printed."""
+def _judge_failure(outcome: Any, log: Path) -> dict[str, Any]:
+    """Why the judge wrote no results, as the feedback's fields (``judge.verdict``): the time it ran
+    past, or its exit status and the last line it printed."""
     if outcome.timed_out:
-        return f"the judge ran past {JUDGE_SECONDS} s"
+        return {"seconds": JUDGE_SECONDS}
     lines = [line.strip() for line in (_read(log) or b"").decode(errors="replace").splitlines() if line.strip()]
-    last = f": {lines[-1][:200]}" if lines else ""
-    return f"the judge ended with exit status {outcome.returncode}{last}"
+    return {"code": outcome.returncode, "last": lines[-1][:200] if lines else "-"}
 
 
 # -- reading the results back --------------------------------------------------------
@@ -268,7 +268,7 @@ def score(
     records: list[tuple[int, dict[str, Any]]],
     results: dict[str, list[Any]] | None = None,
     observations: dict[str, dict[int, dict[str, Any]]] | None = None,
-    judge_failure: str = "",
+    judge_failure: dict[str, Any] | None = None,
 ) -> list[QuestionScore]:
     """One row per question of the lesson, then any other check seen, each judged by the grader
     (``labkit.grading.judge``) from the record that counts: the last, or for a sealed

@@ -95,7 +95,7 @@ def verdict(
     rec: dict[str, Any],
     results: dict[str, list[Any]],
     observations: dict[str, dict[int, dict[str, Any]]],
-    judge_failure: str = "",
+    judge_failure: dict[str, Any] | None = None,
 ) -> registry.Verdict:
     """The grader's verdict on the record that counts for ``q`` (see the module docstring);
     ``judge_failure``: why the judge process returned nothing, for a result that is not there."""
@@ -120,9 +120,12 @@ def verdict(
         if q.kind != "model" and "function" not in report:
             return registry.Verdict(False, "grading.judge.no_source", {"got": report.get("not_function", "?")})
         got = results.get(q.id)
+        if got is None and judge_failure:  # the judge process ended before it wrote any result
+            key = "grading.judge.timeout" if "seconds" in judge_failure else "grading.judge.died"
+            return registry.Verdict(False, key, dict(judge_failure))
         if got is None:
             key = "grading.judge.no_model" if q.kind == "model" else "grading.judge.no_result"
-            return registry.Verdict(False, key, {"error": judge_failure or "-"})
+            return registry.Verdict(False, key, {"error": "-"})
         failed = _failed_call(got)
         if failed is not None:
             return failed

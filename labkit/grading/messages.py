@@ -381,6 +381,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the grader could not run your function ({error})",
         "ro": "notarea nu a putut rula funcția voastră ({error})",
     },
+    "grading.judge.died": {
+        "en": "the grader's judge process ended with exit status {code} before it checked this ({last})",
+        "ro": "procesul de notare s-a încheiat cu codul {code} înainte să verifice acest răspuns ({last})",
+    },
+    "grading.judge.timeout": {
+        "en": "the grader's judge process ran past {seconds} s before it checked this",
+        "ro": "procesul de notare a depășit {seconds} s înainte să verifice acest răspuns",
+    },
     # labkit.grading.sandbox
     "grading.sandbox.unavailable": {
         "en": "labkit grade runs every submission in a sandbox, and none can be made here: {why}. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and allow user namespaces, or run labkit grade --no-sandbox to run the submissions as plain processes of yours (only for notebooks you trust)",
