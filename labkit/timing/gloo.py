@@ -239,7 +239,7 @@ def head_of_line(kind: str, g: int) -> float:
     1 MB took 273-281 ms where its bytes take 262 ms (lp57, every rank's typical steps; the one
     after the last unit's backward waits for the others too); bare all-reduces of 1 and 4 MB after
     a barrier x1.04-1.05 at the fastest, x1.18-1.20 the median. Twenty-one kept matrices (lp37-lp57)
-    re-predicted with it: 2 nodes x 2 over 50 Mbit/s from -1.5..-5.3% (mean by configuration, at
+    re-predicted with it: 2 nodes x 2 over 50 Mbit/s from -1.6..-4.9% (mean by configuration, at
     the run's pace) to -0.3..+2.4%; the mean |error| 0.3 points lower at the pace (2.5 -> 2.2%)
     and from the calibration alone (3.3 -> 2.9%), the max within 10% at the pace in 20 of 21
     (19). Two more halves instead of one: 2.7% at the pace, 12 of 21."""
