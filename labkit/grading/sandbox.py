@@ -53,8 +53,9 @@ _uid_lock = threading.Lock()
 
 
 def process_uids() -> range:
-    """The 100 user ids this process's sandboxes run as (as root); other processes have ranges of their own."""
-    first = 2_000_000 + (os.getpid() % 200_000) * 100
+    """The 100 user ids this process's sandboxes run as (as root); other processes have ranges of their own,
+    whatever the machine's ``pid_max`` (up to 2**22: the last id is under 2**29, well inside a uid_t)."""
+    first = 2_000_000 + os.getpid() * 100
     return range(first, first + 100)
 
 
