@@ -174,9 +174,9 @@ def execute(
 
 def evaluate(
     box: Any, work: Path, tasks: list[dict[str, Any]], env: dict[str, str]
-) -> tuple[dict[str, list[Any]], str]:
+) -> tuple[dict[str, list[Any]], dict[str, Any]]:
     """Run the judge (``labkit.grading.evaluate``) on ``tasks`` in a sandbox of its own: its results,
-    and why there are none ("" when it wrote them). A judge that ended without writing its results,
+    and why there are none (``_judge_failure``; empty when it wrote them). A judge that ended without writing its results,
     before its time was out, runs once more: a student's function can kill it (``os._exit``), but so
     can the machine, and a submission should not lose its marks to the machine. Both runs' output
     is in ``work / "judge.log"``."""

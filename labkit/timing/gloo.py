@@ -242,7 +242,7 @@ def head_of_line(kind: str, g: int) -> float:
     re-predicted with it: 2 nodes x 2 over 50 Mbit/s from -1.6..-4.9% (mean by configuration, at
     the run's pace) to -0.3..+2.4%; the mean |error| 0.3 points lower at the pace (2.5 -> 2.2%)
     and from the calibration alone (3.3 -> 2.9%), the max within 10% at the pace in 20 of 21
-    (19). Two more halves instead of one: 2.7% at the pace, 12 of 21."""
+    (19). Two halves more instead of one: 2.7% at the pace, 12 of 21."""
     if g < 2:
         return 1.0
     if kind == "all_gather":
