@@ -147,15 +147,16 @@ print("mbit", round(N * 8 / (got[1] - got[0]) / 1e6), "from", got[0], "to", got[
 @needs_netns
 @pytest.mark.slow
 def test_two_nodes_each_direction_at_the_full_rate(tmp_path):
-    """Both nodes send 1.5 MB to each other at once over a 50 Mbit/s link: each direction gets about 50
-    (a shared queue, as one loopback with a tbf, would give each about 25), and nothing is left."""
+    """Both nodes send 4 MB to each other at once over a 50 Mbit/s link: each direction gets about 50
+    (a shared queue, as one loopback with a tbf, would give each about 25, together 50), and nothing
+    is left."""
     script = tmp_path / "node.py"
     script.write_text(NODE_CHECK)
     before = host_links()
     spec = json.dumps({"nodes": 2, "rate": 50e6, "latency": 0.0})
     env = {**os.environ, "LABKIT_RUN_DIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "labkit.launch.netem_run", spec, "--", sys.executable, str(script), "1500000"],
+        [sys.executable, "-m", "labkit.launch.netem_run", spec, "--", sys.executable, str(script), "4000000"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -167,8 +168,10 @@ def test_two_nodes_each_direction_at_the_full_rate(tmp_path):
     assert any(line.startswith("1: node n1 addr 10.233.0.2/24 tbf True ifs ['eth0', 'lo'] gloo eth0") for line in lines)
     received = [line.split() for line in lines if " mbit " in line]  # "<node>: mbit R from T0 to T1"
     rates = [int(words[2]) for words in received]
-    # both directions at once through one queue would get about 25 each; a loaded machine slows one a little
-    assert len(rates) == 2 and all(35 <= r <= 56 for r in rates), lines
+    # both directions at once through one queue would get about 25 each, 50 together; on a loaded
+    # machine a receiver that waits for a core reads its last bytes late (measured in CI with 1.5 MB:
+    # 45 and 29), so the test asks for more than one queue could carry, not for 50 each
+    assert len(rates) == 2 and sum(rates) >= 70 and all(25 <= r <= 56 for r in rates), lines
     (a0, a1), (b0, b1) = [(float(words[4]), float(words[6])) for words in received]
     assert abs(a0 - b0) < 0.2 * min(a1 - a0, b1 - b0), f"the two directions did not start together: {lines}"
     emulation = netem.Emulation.read(str(tmp_path))
