@@ -112,6 +112,29 @@ def test_hsdp_replica_groups_share_the_uplink():
     assert gloo.collective_time(costs, topo, "reduce_scatter", 1e6, channel="shard") == pytest.approx(2 * 0.5e6 * 1e-9)
 
 
+def test_hsdp_on_one_node_still_all_reduces_each_unit_among_one_rank():
+    """HSDP on one node: its replica groups have one rank, and torch's FSDP1 still all-reduces each
+    unit's shard among it; gloo hands each to its thread: one ring step's fixed cost, no bytes, no
+    wait for another rank. The step is FULL_SHARD's plus that, once per unit."""
+    costs = GlooCosts(alpha=0.2 * MS, beta=dict(COSTS.beta), ranks=2, skew=1 * MS, waits=(0.0, 2 * MS))
+    one = Topology(nodes=1, per_node=4, cores=8)
+    assert gloo.collective_time(costs, one, "all_reduce", 1e6, channel="replicate") == pytest.approx(0.2 * MS)
+    link = predict.GlooLink(costs, one, "replicate", 1.5, costs.skew)
+    assert link.time_samples("all_reduce", 1e6, 1) == pytest.approx([0.3 * MS, 0.3 * MS])
+    prof = replace(hand_profile("fsdp1"), world_size=2)
+    cal = predict.Calibration({"fsdp1": prof}, costs, ranks=2)
+    hsdp = predict.predict(cal, "fsdp1:HYBRID_SHARD", one)
+    full = predict.predict(cal, "fsdp1:FULL_SHARD", one)
+    lone = [s for s in hsdp.spans if s["kind"] == "all_reduce"]
+    assert [s["unit"] for s in lone] == ["b", "a"]
+    assert [s["end"] - s["start"] for s in lone] == pytest.approx([0.2 * MS, 0.2 * MS])
+    assert hsdp.step_time == pytest.approx(full.step_time + 0.4 * MS)
+    assert not [s for s in full.spans if s["kind"] == "all_reduce"]
+    # a device link prices a group of one at nothing: the simulator draws no span for it
+    plain = simulate.simulate(replace(prof, world_size=4), "ib100", strategy="HYBRID_SHARD", shard_size=4)
+    assert not [s for s in plain.spans if s["kind"] == "all_reduce"]
+
+
 def test_loopback_is_cpu_bound_and_contention_scales_it():
     topo = Topology(nodes=1, per_node=2, cores=2)
     base = gloo.collective_time(COSTS, topo, "all_gather", 1e6)

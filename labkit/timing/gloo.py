@@ -179,8 +179,14 @@ def collective_time(
     """
     group, concurrent = topo.group(channel)
     g = len(group)
-    if g <= 1 or payload <= 0:
+    if payload <= 0:
         return 0.0
+    if g == 1:
+        # a collective among one rank (HSDP's replica group on one node): no ring step, but the
+        # process group still hands it to gloo's thread and waits for it, one step's fixed cost
+        # (measured, 1 node x 4: 0.11-0.15 ms each, the median; 0.28-0.36 the mean, with the
+        # waits for a core two ranks share; alpha there 0.18-0.22 ms, 0.33-0.40 at their speed)
+        return costs.alpha * speed
     chunk = payload / g
     fallback = "reduce_scatter" if kind == "all_reduce" else "all_gather"  # gloo's reduce-scatter is an all-reduce
     beta = costs.beta.get(kind) or costs.beta.get(fallback, 0.0)

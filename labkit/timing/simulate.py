@@ -86,6 +86,7 @@ __all__ = [
 
 PREFETCH = ("BACKWARD_PRE", "BACKWARD_POST", None)
 SHARDED = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
+HYBRID = ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
 
 
 @dataclass
@@ -165,9 +166,7 @@ class _Schedule:
         self.charged: list[tuple[float, float]] = []  # CPU time gloo's thread took from the rank
         self.charged_for: dict[str, tuple[float, float]] = {}  # unit -> its gather's charge
         n = prof.world_size
-        self.shard = o.get("shard_size") or (
-            n if o["strategy"] not in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2") else min(n, 2)
-        )
+        self.shard = o.get("shard_size") or (n if o["strategy"] not in HYBRID else min(n, 2))
 
     def comm(
         self,
@@ -312,7 +311,9 @@ class _Schedule:
         s, n = self.shard, self.prof.world_size
         if self.o["strategy"] in SHARDED:
             end = self.comm("reduce_scatter", unit, grad, s, ready=ready)
-            if n // s > 1:  # HYBRID: each shard all-reduced across the replicas
+            if self.o["strategy"] in HYBRID and (n // s > 1 or self.inter.time("all_reduce", grad / s, 1)):
+                # each shard all-reduced across the replicas; torch's FSDP1 calls it for a replica
+                # group of one too, and a link that prices that (predict.GlooLink) gets it
                 end = self.comm("all_reduce", unit, grad / s, n // s, channel="replicate", ready=end)
         else:
             end = self.comm("all_reduce", unit, grad, n, ready=ready, last=last)
