@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from labkit.timing import gloo, predict, simulate
+from labkit.timing import gloo, gloolink, predict, sharing, simulate
 from labkit.timing.gloo import GlooCosts, Topology
 from labkit.wire.protocol import TYPE, Msg
 
@@ -92,14 +92,14 @@ def test_a_slow_link_hides_the_wait_for_the_slowest_rank():
     slow = Topology(nodes=2, per_node=1, rate=1e6)
     fast = Topology(nodes=2, per_node=1, rate=1e9)
     assert gloo.link_slack(costs, one, "all_gather", 1e6) == 0.0
-    assert predict.GlooLink(costs, one, "world", 1.0, costs.skew).time("all_gather", 1e6, 2) == pytest.approx(
+    assert gloolink.GlooLink(costs, one, "world", 1.0, costs.skew).time("all_gather", 1e6, 2) == pytest.approx(
         0.5 * MS + 2 * MS
     )
-    assert predict.GlooLink(costs, slow, "world", 1.0, costs.skew).time("all_gather", 1e6, 2) == pytest.approx(0.75)
+    assert gloolink.GlooLink(costs, slow, "world", 1.0, costs.skew).time("all_gather", 1e6, 2) == pytest.approx(0.75)
     # 1 GB/s: the link's 0.75 ms hides 0.25 ms of the 2 ms wait
     slack = gloo.link_slack(costs, fast, "all_gather", 1e6)
     assert slack == pytest.approx(0.25 * MS)
-    assert predict.GlooLink(costs, fast, "world", 1.0, costs.skew).time("all_gather", 1e6, 2) == pytest.approx(
+    assert gloolink.GlooLink(costs, fast, "world", 1.0, costs.skew).time("all_gather", 1e6, 2) == pytest.approx(
         0.75 * MS + 1.75 * MS
     )
 
@@ -119,7 +119,7 @@ def test_hsdp_on_one_node_still_all_reduces_each_unit_among_one_rank():
     costs = GlooCosts(alpha=0.2 * MS, beta=dict(COSTS.beta), ranks=2, skew=1 * MS, waits=(0.0, 2 * MS))
     one = Topology(nodes=1, per_node=4, cores=8)
     assert gloo.collective_time(costs, one, "all_reduce", 1e6, channel="replicate") == pytest.approx(0.2 * MS)
-    link = predict.GlooLink(costs, one, "replicate", 1.5, costs.skew)
+    link = gloolink.GlooLink(costs, one, "replicate", 1.5, costs.skew)
     assert link.time_samples("all_reduce", 1e6, 1) == pytest.approx([0.3 * MS, 0.3 * MS])
     prof = replace(hand_profile("fsdp1"), world_size=2)
     cal = predict.Calibration({"fsdp1": prof}, costs, ranks=2)
@@ -198,10 +198,10 @@ def test_async_gathers_take_cpu_from_compute_when_every_core_is_busy():
     cal = hand_calibration()
     busy = Topology(nodes=2, per_node=1, rate=5e9, cores=2)  # a fast link: the step is compute
     spare = Topology(nodes=2, per_node=1, rate=5e9, cores=8)  # the same contention (none), idle cores
-    link = predict.GlooLink(cal.gloo, busy, "world", 1.0)
+    link = gloolink.GlooLink(cal.gloo, busy, "world", 1.0)
     # beta per chunk byte (alpha is 0 here), twice: one rank on each core (``gather_charges``)
     assert link.cpu_time("all_gather", 1e6, 2) == pytest.approx(2 * 0.5e6 * 1e-9)
-    assert predict.GlooLink(cal.gloo, spare, "world", 1.0).cpu_time("all_gather", 1e6, 2) == pytest.approx(
+    assert gloolink.GlooLink(cal.gloo, spare, "world", 1.0).cpu_time("all_gather", 1e6, 2) == pytest.approx(
         2 * 0.25 * 0.5e6 * 1e-9
     )
     assert (
@@ -219,12 +219,12 @@ def test_an_async_gathers_cpu_work_costs_twice_where_each_core_has_one_rank():
     blocking collective); DDP's bucket all-reduce: once (its calibration's compute had it)."""
     one = Topology(nodes=1, per_node=2, cores=2, pinned=True)
     two = Topology(nodes=1, per_node=4, cores=2, pinned=True)
-    assert predict.gather_charges("all_gather", one) == 2
-    assert predict.gather_charges("all_gather", two) == 1
-    assert predict.gather_charges("all_reduce", one) == 1
+    assert gloolink.gather_charges("all_gather", one) == 2
+    assert gloolink.gather_charges("all_gather", two) == 1
+    assert gloolink.gather_charges("all_reduce", one) == 1
     costs = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, efficiency=1.0)
     once = 0.1 * MS + 0.5e6 * COSTS.beta["all_gather"]  # one ring step: alpha and half the bytes
-    assert predict.GlooLink(costs, one, "world", 1.0).cpu_time("all_gather", 1e6, 2) == pytest.approx(2 * once)
+    assert gloolink.GlooLink(costs, one, "world", 1.0).cpu_time("all_gather", 1e6, 2) == pytest.approx(2 * once)
 
 
 def test_an_async_gather_waits_for_the_slowest_rank_only_past_the_compute_it_runs_under():
@@ -233,7 +233,7 @@ def test_an_async_gather_waits_for_the_slowest_rank_only_past_the_compute_it_run
     where the compute the gather was issued under is shorter than the wait."""
     costs = GlooCosts(alpha=0.1 * MS, beta=dict(COSTS.beta), ranks=2, efficiency=1.0, skew=1 * MS)
     one = Topology(nodes=1, per_node=2, cores=2)
-    link = predict.GlooLink(costs, one, "world", 1.0, costs.skew)
+    link = gloolink.GlooLink(costs, one, "world", 1.0, costs.skew)
     assert link.cpu_time("all_gather", 1e6, 2) == pytest.approx(2 * (0.1 * MS + 0.5 * MS))  # one rank a core: twice
     assert link.time("all_gather", 1e6, 2) == pytest.approx(0.1 * MS + 0.5 * MS + 1 * MS)
     # under compute (2 ranks on 2 cores) its CPU work gets half a core: twice as long; the wait is the same
@@ -276,7 +276,7 @@ def test_ddp_buckets_reduce_in_the_background_but_on_the_same_cores():
     loaded = predict.predict(cal, "ddp", busy)
     idle = predict.predict(cal, "ddp", spare)
     assert loaded.step_time > idle.step_time
-    link = predict.GlooLink(costs, busy, "world", 1.0)
+    link = gloolink.GlooLink(costs, busy, "world", 1.0)
     assert link.cpu_time("all_reduce", 4e6, 2) == pytest.approx(2 * 2e6 * 1e-9)  # 2 steps of a 2 MB chunk
 
 
@@ -342,12 +342,12 @@ def test_a_link_hides_each_wait_not_their_mean():
     costs = GlooCosts(0.0, dict(COSTS.beta), 2, efficiency=1.0, skew=2 * MS, waits=(0.0, 0.0, 2 * MS, 6 * MS))
     fast = Topology(nodes=2, per_node=1, rate=1e9)
     assert gloo.link_slack(costs, fast, "all_gather", 1e6) == pytest.approx(0.25 * MS)
-    link = predict.GlooLink(costs, fast, "world", 1.0, costs.skew)
+    link = gloolink.GlooLink(costs, fast, "world", 1.0, costs.skew)
     samples = link.time_samples("all_gather", 1e6, 2)
     assert samples == pytest.approx([0.75 * MS, 0.75 * MS, 2.5 * MS, 6.5 * MS])
     assert link.time("all_gather", 1e6, 2) == pytest.approx(0.75 * MS + (1.75 + 5.75) / 4 * MS)
     # on one node nothing hides it: the mean is the skew, as before
-    one = predict.GlooLink(costs, Topology(nodes=1, per_node=2), "world", 1.0, costs.skew)
+    one = gloolink.GlooLink(costs, Topology(nodes=1, per_node=2), "world", 1.0, costs.skew)
     assert one.time("all_gather", 1e6, 2) == pytest.approx(0.5 * MS + 2 * MS)
 
 
@@ -389,7 +389,7 @@ def test_an_async_gather_is_slowed_only_while_the_rank_computes_beside_it():
     cal = hand_calibration()
     topo = Topology(nodes=1, per_node=2, cores=2)
     res = predict.predict(cal, "fsdp2:explicit", topo)
-    link = predict.GlooLink(cal.gloo, topo, "world", 1.0)
+    link = gloolink.GlooLink(cal.gloo, topo, "world", 1.0)
     gathers = sorted((s for s in res.spans if s["kind"] == "all_gather"), key=lambda s: s["start"])
     assert gathers[0]["end"] - gathers[0]["start"] == pytest.approx(link.time("all_gather", 1e6, 2))
     assert gathers[1]["end"] - gathers[1]["start"] > gathers[0]["end"] - gathers[0]["start"]
@@ -427,13 +427,13 @@ def test_a_group_waits_for_the_last_of_its_ranks():
     assert gloo.slowest(4) == pytest.approx(1.0294, rel=1e-3)
     ratio = gloo.slowest(4) / gloo.slowest(2)
     costs = GlooCosts(0.0, dict(COSTS.beta), 2, efficiency=1.0, skew=2 * MS, drift=0.5 * MS)
-    two = predict.GlooLink(costs, Topology(nodes=1, per_node=2), "world", 1.0, costs.skew)
-    four = predict.GlooLink(costs, Topology(nodes=1, per_node=4), "world", 1.0, costs.skew)
+    two = gloolink.GlooLink(costs, Topology(nodes=1, per_node=2), "world", 1.0, costs.skew)
+    four = gloolink.GlooLink(costs, Topology(nodes=1, per_node=4), "world", 1.0, costs.skew)
     assert two.time("all_gather", 1e6, 2) - 0.5 * MS == pytest.approx(2 * MS)
     assert four.time("all_gather", 1e6, 4) - 3 * 0.25 * MS == pytest.approx(1.5 * MS + 0.5 * MS * ratio)
-    assert predict.group_wait(replace(costs, drift=2 * MS), 4) == pytest.approx(ratio)  # all from compute
-    assert predict.group_wait(replace(costs, drift=0.0), 4) == 1.0  # none from compute
-    assert predict.group_wait(costs, 2) == 1.0
+    assert gloolink.group_wait(replace(costs, drift=2 * MS), 4) == pytest.approx(ratio)  # all from compute
+    assert gloolink.group_wait(replace(costs, drift=0.0), 4) == 1.0  # none from compute
+    assert gloolink.group_wait(costs, 2) == 1.0
 
 
 def test_drift_is_the_wait_that_compute_before_a_collective_adds():
@@ -490,17 +490,17 @@ def test_bound_the_last_rank_makes_up_its_lag_at_its_own_speed():
     shard group on 2 nodes x 2), nor for a collective that runs under compute."""
     costs = GlooCosts(0.0, dict(COSTS.beta), 2, efficiency=1.0, skew=2 * MS, drift=2 * MS)
     bound = Topology(nodes=1, per_node=4, cores=2, pinned=True)
-    shared = predict.GlooLink(costs, bound, "world", 2.0, costs.skew)
-    alone = predict.GlooLink(costs, bound, "world", 2.0, costs.skew, catch_up=1.0)
+    shared = gloolink.GlooLink(costs, bound, "world", 2.0, costs.skew)
+    alone = gloolink.GlooLink(costs, bound, "world", 2.0, costs.skew, catch_up=1.0)
     wait = 2 * MS * gloo.slowest(4) / gloo.slowest(2)  # all of it from compute: the last of four
     work = 2.0 * 3 * 0.25 * MS  # 3 ring steps of a quarter of 1 MB, at half speed
     assert shared.time("all_gather", 1e6, 4) == pytest.approx(work + 2.0 * wait)
     assert alone.time("all_gather", 1e6, 4) == pytest.approx(work + 1.0 * wait)
     assert alone.time("all_gather", 1e6, 4, background=True) > alone.time("all_gather", 1e6, 4)
     hsdp = Topology(nodes=2, per_node=2, cores=2, pinned=True)
-    assert predict.mates_wait(hsdp, "replicate") and not predict.mates_wait(hsdp, "shard")
+    assert sharing.mates_wait(hsdp, "replicate") and not sharing.mates_wait(hsdp, "shard")
     unbound = Topology(nodes=1, per_node=4, cores=2)
-    assert predict.mates_wait(bound, "world") and not predict.mates_wait(unbound, "world")
+    assert sharing.mates_wait(bound, "world") and not sharing.mates_wait(unbound, "world")
 
 
 def test_the_pace_of_a_run_is_the_probes_cpu_time_against_the_calibrations():
@@ -632,7 +632,7 @@ def test_ddps_last_bucket_has_the_cores_to_itself():
     cal = predict.Calibration({"ddp": hand_profile("ddp", grad=4e6)}, costs, ranks=2)
     busy = Topology(nodes=1, per_node=2, cores=2)
     first, last = [s for s in predict.predict(cal, "ddp", busy).spans if s["kind"] == "all_reduce"]
-    link = predict.GlooLink(costs, busy, "world", 1.0)
+    link = gloolink.GlooLink(costs, busy, "world", 1.0)
     assert first["end"] - first["start"] == pytest.approx(link.time("all_reduce", 4e6, 2, background=True))
     assert last["end"] - last["start"] == pytest.approx(link.time("all_reduce", 4e6, 2))
     assert link.time("all_reduce", 4e6, 2, background=True) == pytest.approx(2 * link.time("all_reduce", 4e6, 2))

@@ -137,7 +137,7 @@ def slowest(g: int) -> float:
     """The expected largest of ``g`` independent standard normal draws: 0 for one, 1/sqrt(pi) for
     two, 1.03 for four. How far past the mean the last of ``g`` ranks arrives, in units of the
     spread of one rank's arrival: a blocking collective waits for the last, so the part of a wait
-    measured with 2 ranks that their arrival makes (``predict.group_wait``) is
+    measured with 2 ranks that their arrival makes (``gloolink.group_wait``) is
     ``slowest(4) / slowest(2)``, 1.83 times as long with 4."""
     if g <= 1:
         return 0.0

@@ -44,7 +44,7 @@ class Link:
         self, kind: str, payload: float, group_size: int, idle: float = math.inf, background: bool = False
     ) -> list[float]:
         """Equally likely durations of the collective, whose mean is ``time``: one here (a device
-        link's collective takes the same time each step); ``predict.GlooLink`` spreads the wait
+        link's collective takes the same time each step); ``gloolink.GlooLink`` spreads the wait
         for the slowest rank over the calibration's measured waits."""
         return [self.time(kind, payload, group_size, idle, background)]
 

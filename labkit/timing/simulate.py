@@ -54,17 +54,15 @@ assumption).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from labkit.fmt import fmt_number, render_table
 from labkit.i18n import t
 from labkit.timing.calibrate import Profile, fit_link, profile_from_run
 from labkit.timing.links import LINKS, Link, link
-from labkit.timing.spans import intersect, length, union
-from labkit.wire.protocol import Msg, message
-from labkit.wire.records import Events, Span, Stream, on, span
+from labkit.timing.result import HYBRID, SHARDED, Result, table
+from labkit.timing.spans import length, union
+from labkit.wire.records import Span, Stream, on, span
 
 __all__ = [
     "LINKS",
@@ -85,63 +83,6 @@ __all__ = [
 # -- the schedule ------------------------------------------------------------------------
 
 PREFETCH = ("BACKWARD_PRE", "BACKWARD_POST", None)
-SHARDED = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
-HYBRID = ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
-
-
-@dataclass
-class Result:
-    """A simulated step. Times in seconds; ``spans`` in ``labkit.timeline``'s format."""
-
-    step_time: float
-    compute_time: float
-    comm_time: float  # summed collective durations
-    exposed_comm: float  # step time with neither compute nor host work: waiting for collectives
-    peak_units: int  # most units holding gathered parameters at once
-    peak_bytes: float
-    spans: list[Span]
-    options: dict[str, Any]
-    link: Link
-    simulated: bool = True
-    host_time: float = 0.0  # host overhead replayed (CPU work between ops, see labkit.calibrate)
-
-    @property
-    def hidden_comm(self) -> float:
-        """Collective time that ran under compute."""
-        comm = union([(s["start"], s["end"]) for s in on(self.spans, Stream.COMM)])
-        compute = union([(s["start"], s["end"]) for s in on(self.spans, Stream.COMPUTE)])
-        return length(intersect(comm, compute))
-
-    @property
-    def events(self) -> Events:
-        """So that ``timeline.plot_timeline(result)`` and ``to_chrome_trace`` draw it, labelled simulated."""
-        msg = message(Msg.SPANS, step=None, start=0.0, end=self.step_time, spans=self.spans, simulated=True)
-        return {0: [msg]}
-
-    def __repr__(self) -> str:
-        o = self.options
-        return t(
-            "timing.simulate.repr",
-            strategy=o["strategy"],
-            prefetch=_prefetch_label(o),
-            link=self.link.name,
-            step=self.step_time * 1e3,
-            compute=self.compute_time * 1e3,
-            comm=self.comm_time * 1e3,
-            exposed=self.exposed_comm * 1e3,
-            peak=self.peak_units,
-        )
-
-
-def _prefetch_label(o: Mapping[str, Any]) -> str:
-    if o["strategy"] not in SHARDED:
-        return "-"
-    label = str(o["backward_prefetch"])
-    if o.get("forward_prefetch"):
-        label += "+fwd"
-    if not o.get("limit_all_gathers", True):
-        label += " nolimit"
-    return label
 
 
 class _Schedule:
@@ -204,7 +145,7 @@ class _Schedule:
         if beside:
             # FSDP2's asynchronous unshard, DDP's bucket all-reduce: gloo's thread moves the bytes
             # while this one goes on, but its copies run on the same cores: a link that knows its
-            # CPU cost (predict.GlooLink) charges it
+            # CPU cost (gloolink.GlooLink) charges it
             cpu_time = getattr(ln, "cpu_time", None)
             if cpu_time is not None:
                 taken = (self.cpu, self.cpu + cpu_time(kind, payload, group, idle))
@@ -313,7 +254,7 @@ class _Schedule:
             end = self.comm("reduce_scatter", unit, grad, s, ready=ready)
             if self.o["strategy"] in HYBRID and (n // s > 1 or self.inter.time("all_reduce", grad / s, 1)):
                 # each shard all-reduced across the replicas; torch's FSDP1 calls it for a replica
-                # group of one too, and a link that prices that (predict.GlooLink) gets it
+                # group of one too, and a link that prices that (gloolink.GlooLink) gets it
                 end = self.comm("all_reduce", unit, grad / s, n // s, channel="replicate", ready=end)
         else:
             end = self.comm("all_reduce", unit, grad, n, ready=ready, last=last)
@@ -506,29 +447,6 @@ def sweep(
             for pf in prefetch if strategy.upper() in SHARDED else ["BACKWARD_PRE"]:
                 out.append(simulate(prof, ln, strategy=strategy, backward_prefetch=pf, **options))
     return out
-
-
-def table(results: Sequence[Result], source: str | None = None) -> str:
-    """The results as a text table; its first line says they are simulated."""
-    cols = ["strategy", "prefetch", "link", "step", "compute", "exposed", "peak"]
-    rows = [[t(f"timing.simulate.col.{c}") for c in cols]]
-    for r in results:
-        rows.append(
-            [
-                r.options["strategy"],
-                _prefetch_label(r.options),
-                r.link.name,
-                fmt_number(r.step_time * 1e3, 2),
-                fmt_number(r.compute_time * 1e3, 2),
-                fmt_number(r.exposed_comm * 1e3, 2),
-                str(r.peak_units),
-            ]
-        )
-    return render_table(
-        rows,
-        align="lll" + "r" * 4,
-        title=t("timing.simulate.table.note", source=source or t("timing.simulate.table.the_run")),
-    )
 
 
 def compare_to_measured(prof: Profile, measured_link: Link | None = None) -> dict[str, float]:
