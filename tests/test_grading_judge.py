@@ -6,7 +6,10 @@
 - multiple choice is judged on the first answer recorded;
 - the student install's hashed answers accept what the exact comparison accepts, at the rounding
   boundary too, and name the known mistakes;
-- the sink keeps only what rank processes send;
+- the judge process runs each task in a child of its own, forked before any task was read: a function
+  cannot patch the judge for a later task, read the other tasks' arguments, or write the results;
+- a child that dies or hangs is reported for its own question only, by how it ended, never by what
+  it printed; what a function raised at the grader's own points is named by its type only;
 - a judge process that dies runs once more, and how it ended reaches the student's feedback.
 
     .venv/bin/pytest tests/test_grading_judge.py -q
@@ -14,20 +17,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import socket
 import time
-from pathlib import Path
 
 import pytest
 
 from labkit.grading import checks, evaluate, hashed, judge, registry, snapshot
 from labkit.grading.grade import score
 from labkit.grading.points import GRADER_UNSEEN
-from labkit.grading.sink import Sink, is_rank
 from labkit.i18n import t
+from labkit.wire.grading import JudgeResult, JudgeTask, TaskKind
 
 HELPER_BYTES = 4  # read by a function of the notebook below: a snapshot carries it
 
@@ -40,8 +40,8 @@ def _results(records):
     """What the judge process returns for these records (run here, in-process: these are our own functions)."""
     lesson = records[0][1]["id"].split(".")[0]
     chosen = judge.choose(records)
-    tasks = judge.tasks(registry.lesson_questions(lesson), chosen, Path("/nonexistent"))
-    return {t["key"]: evaluate.call_task(t) for t in tasks}
+    tasks = judge.tasks(registry.lesson_questions(lesson), chosen, {})
+    return {t.key: JudgeResult(t.key, evaluate.call_task(t)) for t in tasks}
 
 
 def test_a_forged_record_scores_nothing(capsys):
@@ -55,9 +55,9 @@ def test_a_forged_record_scores_nothing(capsys):
     assert {r.key for r in rows} == {"grading.judge.no_report"}
     # a report that claims a kind it is not, or a run nobody observed, scores nothing either
     rec = _record("lesson1.bytes_per_param", lambda n_params: 16 * n_params)
-    rec["report"]["kind"] = "sealed"
+    rec["report"]["question"] = "sealed"
     assert score("lesson1", [(0, rec)], {}, {})[0].points == 0
-    run_rec = {"id": "lesson1.ddp_by_hand", "report": {"kind": "run", "run": "run-made-up"}, "status": "correct"}
+    run_rec = {"id": "lesson1.ddp_by_hand", "report": {"kind": "claim", "question": "run", "run": "run-made-up"}}
     row = next(r for r in score("lesson1", [(0, run_rec)], {}, {}) if r.id == "lesson1.ddp_by_hand")
     assert (row.points, row.key) == (0, "grading.judge.no_run")
     capsys.readouterr()
@@ -70,7 +70,7 @@ def test_a_formula_is_run_again_from_its_source(capsys):
     records = [(0, _record("lesson1.bytes_per_param", mixed_state_bytes))]
     assert records[0][1]["report"]["function"]["env"]["HELPER_BYTES"] == {"value": 4}
     results = _results(records)
-    assert len(results["lesson1.bytes_per_param"]) == 4 + len(next(iter(GRADER_UNSEEN.values())))
+    assert len(results["lesson1.bytes_per_param"].values) == 4 + len(next(iter(GRADER_UNSEEN.values())))
     row = next(r for r in score("lesson1", records, results, {}) if r.id == "lesson1.bytes_per_param")
     assert row.status == "correct" and row.points == 1
     # the notebook said "correct" for a function that changed afterwards: the source recorded is what counts
@@ -122,10 +122,10 @@ def test_a_stub_is_unanswered_and_a_crash_is_reported():
         raise NotImplementedError()
 
     snap = snapshot.snapshot(stub)
-    got = evaluate.call_task({"function": snap, "calls": [{"world_size": 3}]})
+    got = evaluate.call_task(JudgeTask("q", TaskKind.CALLS, function=snap, calls=[{"world_size": 3}]))
     assert got[0]["$error"] == "NotImplementedError"
     broken = {"name": "f", "source": "def f(world_size:\n", "env": {}}
-    assert evaluate.call_task({"function": broken, "calls": [{}]})[0]["$error"] == "SyntaxError"
+    assert evaluate.call_task(JudgeTask("q", TaskKind.CALLS, function=broken, calls=[{}]))[0]["$error"] == "SyntaxError"
 
 
 def test_multiple_choice_counts_the_first_answer(capsys):
@@ -169,22 +169,103 @@ def test_hashes_accept_what_the_exact_comparison_accepts_at_the_boundary_too():
     assert all(len(h) == 2 * hashed.DIGEST_BYTES for h in _sealed(2.0)["leaves"][""])
 
 
-# -- the sink ---------------------------------------------------------------------------------------
+# -- the judge process -------------------------------------------------------------------------------
 
 
-def test_the_sink_turns_away_a_process_that_is_no_rank(tmp_path):
-    sink = Sink(tmp_path)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.connect(sink.path)
-        # the sink may turn us away before we write (it checks the peer at accept): a broken pipe is that
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            s.sendall(b'{"run": "run-x", "rank": 0, "observation": {"ok": true}}\n')
-        deadline = time.monotonic() + 10
-        while not sink.refused and time.monotonic() < deadline:
-            time.sleep(0.05)
-    records = sink.close()
-    assert records == {} and sink.refused and str(os.getpid()) in sink.refused[0]
-    assert not is_rank(os.getpid())
+def _judge(tasks, tmp_path, box=None):
+    from labkit.grading import grade, sandbox
+
+    return grade.evaluate(box or sandbox.find(), tmp_path, tasks, {"LABKIT_HOME": grade.labkit_home()})
+
+
+def _calls(key, fn, calls):
+    return JudgeTask(key, TaskKind.CALLS, function=snapshot.snapshot(fn), calls=calls, seconds=30)
+
+
+def _patches_the_judge(n_params):
+    import __main__
+    from labkit.grading import evaluate as ev
+
+    ev.model_loss = lambda task: [2.0]  # what a hostile function tried: the model's loss, made up
+    __main__.model_loss = ev.model_loss
+    ev.call_task = lambda task: [16 * c["n_params"] for c in task.calls]  # every later function "right"
+    return 16 * n_params
+
+
+def _wrong(n_params):
+    return 12 * n_params
+
+
+def _reads_everything(n_params):
+    import gc
+    import os
+
+    found = [o for o in gc.get_objects() if isinstance(o, (bytes, str)) and "grader-secret" in o]
+    files = []
+    for root, _, names in os.walk("/submission"):
+        files += [os.path.join(root, n) for n in names]
+    raise RuntimeError(f"found {len(found)} {files} {n_params}")
+
+
+def test_a_function_cannot_change_the_judge_for_the_tasks_after_it(tmp_path):
+    tasks = [_calls("a", _patches_the_judge, [{"n_params": 1}]), _calls("b", _wrong, [{"n_params": 1}])]
+    results, why = _judge(tasks, tmp_path)
+    assert why == {} and results["a"].values == [16] and results["b"].values == [12]
+
+
+def test_a_function_sees_no_other_task_and_no_task_file(tmp_path):
+    secret = [{"n_params": 1}, {"n_params": "grader-secret"}]  # the second task's points: never in the first's child
+    tasks = [_calls("a", _reads_everything, [{"n_params": 1}]), _calls("b", _wrong, secret)]
+    results, _ = _judge(tasks, tmp_path)
+    message = results["a"].values[0]["message"]
+    assert message.startswith("found 0 []") or message.startswith("found 0 ['/submission/judge"), message
+    assert "tasks.json" not in message and results["b"].values[0] == 12
+
+
+def _dies(n_params):
+    if os.path.isdir("/submission"):  # in the judge's sandbox only, not when the check runs it here
+        print("about to leave with a secret", flush=True)
+        os._exit(7)
+    return 16 * n_params
+
+
+def _hangs(n_params):
+    if os.path.isdir("/submission"):
+        time.sleep(600)
+    return 16 * n_params
+
+
+def test_a_child_that_dies_or_hangs_costs_its_own_question_only(tmp_path):
+    tasks = [_calls("lesson1.bytes_per_param", _dies, [{"n_params": 1}]), _calls("b", _wrong, [{"n_params": 1}])]
+    hang = JudgeTask("lesson2.zero1_bytes", TaskKind.CALLS, function=snapshot.snapshot(_hangs), calls=[{"n_params": 1}],
+                     seconds=2)  # fmt: skip
+    results, why = _judge([*tasks, hang], tmp_path)
+    assert why == {} and results["b"].values == [12]
+    assert results["lesson1.bytes_per_param"].how == "exit 7" and results["lesson2.zero1_bytes"].how == "timeout 2 s"
+    rec = _record("lesson1.bytes_per_param", _dies)
+    row = next(r for r in score("lesson1", [(0, rec)], results) if r.id == "lesson1.bytes_per_param")
+    assert (row.status, row.key) == ("wrong", "grading.judge.died") and "secret" not in row.feedback
+    assert row.feedback == "the grader's process for this answer ended (exit 7) before it checked it"
+    assert t("grading.judge.died", "ro", how="exit 7").startswith("procesul de notare pentru acest răspuns")
+    rec = _record("lesson2.zero1_bytes", _hangs)
+    row = next(r for r in score("lesson2", [(0, rec)], results) if r.id == "lesson2.zero1_bytes")
+    assert row.key == "grading.judge.timeout" and row.feedback.endswith("ran past 2 s before it checked it")
+
+
+def _raises_with_its_arguments(n_params):
+    raise ValueError(f"my arguments: {n_params}")
+
+
+def test_an_error_at_the_graders_points_is_named_by_its_type_only():
+    q = registry.get("lesson1.bytes_per_param")
+    n = len(q.samples())
+    values = [16 * p["n_params"] for p in q.samples()] + [{"$error": "ValueError", "message": "points: 405000000041"}]
+    rec = _record(q.id, _raises_with_its_arguments)
+    row = next(r for r in score("lesson1", [(0, rec)], {q.id: JudgeResult(q.id, values)}) if r.id == q.id)
+    assert row.key == "grading.check.crashed" and row.fields == {"error": "ValueError"}
+    values = [{"$error": "ValueError", "message": "my arguments: 3"}] * n
+    row = next(r for r in score("lesson1", [(0, rec)], {q.id: JudgeResult(q.id, values)}) if r.id == q.id)
+    assert row.fields == {"error": "ValueError: my arguments: 3"}  # the notebook's own points: shown there anyway
 
 
 def test_grade_refuses_without_a_sandbox_unless_told(tmp_path, monkeypatch, capsys):
@@ -199,47 +280,29 @@ def test_grade_refuses_without_a_sandbox_unless_told(tmp_path, monkeypatch, caps
     assert isinstance(sandbox.find(no_sandbox=True), sandbox.Plain)
 
 
-def _exits(n_params):
-    if os.path.isdir("/submission"):  # in the judge's sandbox only, not when the check runs it here
-        print("about to leave", flush=True)
-        os._exit(7)
-    return 16 * n_params
+def test_a_judge_the_machine_killed_once_is_run_again_for_what_it_did_not_answer(tmp_path):
+    """The first judge answers one task and is killed (as a machine can kill it); the second answers the rest."""
+    from labkit.grading import sandbox
 
-
-def test_a_judge_that_dies_says_why_in_the_feedback_after_one_more_try(tmp_path):
-    """A function that kills the judge process (``os._exit``): the judge ran twice, wrote nothing, and
-    the student's feedback says how it ended, with the last line it printed."""
-    from labkit.grading import grade, sandbox
-
-    task = {"key": "lesson1.bytes_per_param", "function": snapshot.snapshot(_exits), "calls": [{"n_params": 1}]}
-    results, why = grade.evaluate(sandbox.find(), tmp_path, [task], {"LABKIT_HOME": grade.labkit_home()})
-    assert results == {} and why == {"code": 7, "last": "about to leave"}, why
-    assert (tmp_path / "judge.log").read_text().count("about to leave") == 2
-    rec = _record("lesson1.bytes_per_param", _exits)
-    row = next(r for r in score("lesson1", [(0, rec)], results, {}, why) if r.id == "lesson1.bytes_per_param")
-    assert (row.status, row.key) == ("wrong", "grading.judge.died")
-    assert row.feedback == "the grader's judge process ended with exit status 7 before it checked this (about to leave)"
-    assert t("grading.judge.died", "ro", **why).startswith("procesul de notare s-a încheiat cu codul 7")
-
-
-def test_a_judge_the_machine_killed_once_is_run_again(tmp_path):
-    """The first judge ends without results (as a machine can make it), the second writes them: they count."""
-    from labkit.grading import grade
+    real = sandbox.find()
 
     class OnceDead:
         runs = 0
+        name = "bubblewrap"
 
-        def run(self, argv, env, mounts, timeout, log):
+        def run(self, argv, env, mounts, timeout, log, pipes=None):
             self.runs += 1
-            if self.runs == 2:
-                (tmp_path / "judge" / "results.json").write_text('{"results": {"q": [16]}}')
-            return sandbox_outcome(1 if self.runs == 1 else 0, 0.1)
-
-    from labkit.grading.sandbox import Outcome as sandbox_outcome
+            if self.runs == 1:  # answer the first task only, then "die"
+                os.close(pipes.stdin)
+                with os.fdopen(pipes.keep[0], "w") as out:
+                    out.write(JudgeResult("a", [16]).to_json() + "\n")
+                return sandbox.Outcome(137, 0.1)
+            return real.run(argv, env, mounts, timeout, log, pipes)
 
     box = OnceDead()
-    task = {"key": "q", "function": snapshot.snapshot(_exits), "calls": [{"n_params": 1}]}
-    assert grade.evaluate(box, tmp_path, [task], {}) == ({"q": [16]}, {}) and box.runs == 2
+    tasks = [_calls("a", _wrong, [{"n_params": 1}]), _calls("b", _wrong, [{"n_params": 2}])]
+    results, why = _judge(tasks, tmp_path, box)
+    assert why == {} and box.runs == 2 and results["a"].values == [16] and results["b"].values == [24]
 
 
 def test_a_judge_past_its_time_runs_once_and_says_so(tmp_path):
@@ -251,15 +314,16 @@ def test_a_judge_past_its_time_runs_once_and_says_so(tmp_path):
     class Slow:
         runs = 0
 
-        def run(self, argv, env, mounts, timeout, log):
+        def run(self, argv, env, mounts, timeout, log, pipes=None):
             self.runs += 1
+            for fd in (pipes.stdin, *pipes.keep):
+                os.close(fd)
             return Outcome(None, timeout, timed_out=True)
 
     box = Slow()
-    task = {"key": "lesson1.bytes_per_param", "function": snapshot.snapshot(_exits), "calls": [{"n_params": 1}]}
-    results, why = grade.evaluate(box, tmp_path, [task], {})
+    results, why = grade.evaluate(box, tmp_path, [_calls("lesson1.bytes_per_param", _wrong, [{"n_params": 1}])], {})
     assert (results, why, box.runs) == ({}, {"seconds": grade.JUDGE_SECONDS}, 1)
-    rec = _record("lesson1.bytes_per_param", _exits)
-    row = next(r for r in score("lesson1", [(0, rec)], results, {}, why) if r.id == "lesson1.bytes_per_param")
+    rec = _record("lesson1.bytes_per_param", _wrong)
+    row = next(r for r in score("lesson1", [(0, rec)], results, why) if r.id == "lesson1.bytes_per_param")
     assert row.key == "grading.judge.timeout"
-    assert row.feedback == f"the grader's judge process ran past {grade.JUDGE_SECONDS} s before it checked this"
+    assert row.feedback == f"the grader's process for this answer ran past {grade.JUDGE_SECONDS} s before it checked it"

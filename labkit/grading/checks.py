@@ -30,6 +30,7 @@ from labkit.grading.observed import run_id
 from labkit.i18n import get_lang, t
 from labkit.wire import env as envvars
 from labkit.wire.errors import OptionError
+from labkit.wire.grading import CheckRecord, Claim
 from labkit.wire.records import RunRecord
 
 MIME = "application/vnd.labkit.check+json"
@@ -95,8 +96,10 @@ class CheckResult:
         return self.correct
 
     def record(self) -> dict[str, Any]:
-        """What the grader reads back from the executed notebook."""
+        """What the grader reads back from the executed notebook (``labkit.wire.grading.CheckRecord``)."""
         return {
+            "kind": CheckRecord.KIND,
+            "schema": CheckRecord.SCHEMA,
             "id": self.id,
             "status": self.status,
             "correct": self.correct,
@@ -177,35 +180,32 @@ def claim(q: registry.Question, value: Any, run: RunRecord | None, context: dict
     """What the grader judges this check by: never a status, only what the student handed in."""
     from labkit.grading import snapshot
 
-    out: dict[str, Any] = {"kind": q.kind}
+    fields: dict[str, Any] = {}
     if value is Ellipsis or value is NotImplemented:
-        out["unanswered"] = True
-        return out
+        return Claim(q.kind, unanswered=True).to_dict()
     if q.kind in ("formula", "function"):
         try:
-            out["function"] = snapshot.snapshot(value)
+            fields["function"] = snapshot.snapshot(value)
         except (snapshot.NotAFunction, OSError, TypeError, SyntaxError):  # not a function, or no source for it
-            out["not_function"] = type(value).__name__
+            fields["not_function"] = type(value).__name__
     elif q.kind == "run":
-        out["run"] = run_id(value)
+        fields["run"] = run_id(value)
     elif q.kind == "model":
-        out["model"] = _hand_in_model(q, value)
+        fields["model"] = _hand_in_model(q, value)
     else:
         try:
-            out["value"] = snapshot.to_plain(value)
+            fields["value"] = snapshot.to_plain(value)
         except (TypeError, ValueError):
-            out["value"] = {"$kind": type(value).__name__}
+            fields["value"] = {"$kind": type(value).__name__}
     if run is not None:
-        out["context_run"] = run_id(run)
+        fields["context_run"] = run_id(run)
     encoded = {}
     for name, v in context.items():
         try:
             encoded[name] = snapshot.encode(v)
         except (TypeError, ValueError):
             encoded[name] = {"$kind": type(v).__name__}
-    if encoded:
-        out["context"] = encoded
-    return out
+    return Claim(q.kind, context=encoded, **fields).to_dict()
 
 
 def _hand_in_model(q: registry.Question, model: Any) -> dict[str, Any] | None:
@@ -251,11 +251,9 @@ def _judged(q: registry.Question, value: Any, context: dict[str, Any]) -> CheckR
             q, verdict.key.rsplit(".", 1)[1], None if verdict.key == "grading.check.deferred" else verdict.key
         )
     _wrong_tries[q.id] += 1
-    if verdict.key == q.hint_key:  # no more to say than the hint: the one for this try
-        return _result(q, "wrong", q.hint_for(_wrong_tries[q.id]))
-    result = _result(q, "wrong", verdict.key, verdict.fields)
-    if verdict.key and verdict.key.startswith("grading.exercise."):  # what is wrong, and the hint for this try
-        result.hint = q.hint_for(_wrong_tries[q.id])
+    status, key, hint = q.feedback(verdict, _wrong_tries[q.id])
+    result = _result(q, str(status), key, verdict.fields if key == verdict.key else None)
+    result.hint = hint
     return result
 
 

@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--jobs", type=int, default=1, help=t("grading.cli.grade.jobs"))
     g.add_argument("--questions", action="append", default=[], help=t("grading.cli.grade.questions"))
     g.add_argument("--no-sandbox", action="store_true", help=t("grading.cli.grade.no_sandbox"))
+    g.add_argument("--seed", type=int, default=None, help=t("grading.cli.grade.seed"))
     g.set_defaults(func=run_grade)
 
     b = subparsers.add_parser(
@@ -82,7 +83,7 @@ def run_grade(args: argparse.Namespace) -> int:
     print(t("grading.cli.grade.install", folder=home), file=sys.stderr)
     students = grade_folder(
         args.submissions, args.out, args.timeout, args.report_lang, args.jobs, log=progress, box=box,
-        env={"LABKIT_HOME": str(home)},
+        env={"LABKIT_HOME": str(home)}, seed=args.seed,
     )  # fmt: skip
     out = Path(args.out)
     print((out / "gradebook.md").read_text(), end="")

@@ -7,24 +7,32 @@ papermill (``labkit.grading.runner``), top to bottom, in a new kernel of the Pyt
 the grader, with its own outputs cleared first so that nothing the student saved can count.
 A crashing cell does not stop the cells after it; the time limit is for the whole notebook,
 and a notebook stopped by it, or whose kernel died, keeps the points of the checks that ran
-before. While it runs, labkit's instrumentation on its ranks sends what it observes to the
-grader's sink (``labkit.grading.sink``), outside the sandbox.
+before.
 
-Scoring runs outside the sandbox, on what came out of it: the check records in the executed
-notebook are the student's claims, judged by ``labkit.grading.judge`` (formulas run again by
-the judge process, in a second sandbox, at points of the grader's own; exercises on the ranks
-judged from the sink). The questions and their points come from the registry, so a check that
-never ran counts 0. The lesson is ``metadata.labkit.lesson`` (the student build keeps it), else
-the lesson of the check ids found, so renamed files and added cells change nothing.
+What comes out of a sandbox is hostile: it comes back over a pipe the grader owns, as frames of a
+capped size (``labkit.wire.grading.Frame``), never as a file the grader opens; the sandbox writes
+only to its own small folders, gone with it. Scoring runs outside the sandbox, on what came out: the
+check records in the executed notebook are the student's claims, judged by ``labkit.grading.judge``
+(formulas and functions run again by the judge process, in a second sandbox, one forked child a task,
+at points of the grader's own; exercises on the ranks re-run there on the grader's own ranks, with
+inputs made from this grading's seed, ``labkit.grading.rerun``). Nothing the student's kernel wrote
+about ranks counts. The questions and their points come from the registry, so a check that never ran
+counts 0.
+
+Everything after the sandbox is per notebook: whatever goes wrong there scores that notebook 0 with
+"grader error: ..." in its report, and the class's run goes on; the gradebook is always written.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
+import secrets
+import stat
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -38,20 +46,36 @@ from labkit.grading import judge, registry, sandbox
 from labkit.grading.build import check_ids, lesson_from_ids
 from labkit.grading.checks import MIME
 from labkit.grading.runner import cleared
-from labkit.grading.sink import Sink
+from labkit.wire.grading import (
+    CheckRecord,
+    Frame,
+    FrameKind,
+    JudgeResult,
+    JudgeTask,
+    NotebookMeta,
+    NotebookStatus,
+    QuestionStatus,
+    RecordError,
+    RunnerStatus,
+)
 
 __all__ = ["NotebookScore", "QuestionScore", "cleared", "grade_notebook", "score"]
 
 PAPERMILL_MARKER_TAG = "papermill-error-cell-tag"  # the banner cells papermill adds after an error
 STARTUP = 180  # seconds a sandbox may take beyond the notebook's cells (the kernel's start, papermill)
-JUDGE_SECONDS = 300  # the judge's sandbox, all of a notebook's functions
-MAX_READ = 256 << 20  # bytes of a file from the sandbox the grader reads
+JUDGE_SECONDS = 300  # the judge's sandbox, all of a notebook's tasks
+AFTER_SECONDS = 120  # reading and scoring one notebook after its sandboxes ended (the grader's own work)
+MAX_STREAM = 768 << 20  # bytes the grader takes from one sandbox's pipe
+OUT_SIZE = 1 << 30  # the sandbox's folder for what a check hands in (tmpfs: gone with the sandbox)
+MAX_SUBMISSION = 64 << 20  # bytes of one submitted notebook
+MAX_RECORDS = 5000  # check records read from one notebook
+SAFE_NAME = re.compile(r"model-[A-Za-z0-9._-]{1,120}\.pt")
 
 
 @dataclass
 class QuestionScore:
     id: str
-    status: str  # correct | wrong | unanswered | missing (never ran) | extra (not a question of this lesson)
+    status: QuestionStatus
     points: float
     max_points: float
     key: str | None = None  # the feedback's message key and fields, to show it in the report's language
@@ -66,14 +90,15 @@ class QuestionScore:
 class NotebookScore:
     file: str
     lesson: str | None
-    status: str  # ok | errors | timeout | died | failed | unreadable
+    status: NotebookStatus
     questions: list[QuestionScore] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)  # {"cell", "ename", "evalue"}
-    message: str = ""  # why the run stopped, for timeout, died and failed
+    message: str = ""  # why the run stopped, for timeout, died, failed, refused and grader errors
     seconds: float = 0.0
     lang: str | None = None  # the language the checks spoke in the kernel
     executed: str | None = None  # where the executed notebook was written
     sandbox: str = ""  # the sandbox it ran in (bubblewrap, none)
+    seed: int | None = None  # the inputs of this grading's re-runs on the ranks (``--seed`` to repeat them)
 
     @property
     def points(self) -> float:
@@ -81,10 +106,10 @@ class NotebookScore:
 
     @property
     def max_points(self) -> float:
-        return sum(q.max_points for q in self.questions if q.status != "extra")
+        return sum(q.max_points for q in self.questions if q.status != QuestionStatus.EXTRA)
 
 
-# -- running one notebook ----------------------------------------------------------
+# -- what comes back from a sandbox ---------------------------------------------------------
 
 
 def labkit_home() -> str:
@@ -101,13 +126,67 @@ def _instructors_labkit(home: str) -> list[str]:
     return [] if os.path.realpath(mine) == os.path.realpath(os.path.join(home, "labkit")) else [mine]
 
 
-def _read(path: Path) -> bytes | None:
-    try:
-        if path.stat().st_size > MAX_READ:
-            return None
-        return path.read_bytes()
-    except OSError:
-        return None
+class Drain:
+    """Read a pipe to its end (or ``cap`` bytes) in a thread, while the sandbox runs: the other end blocks
+    when nobody reads, and what the sandbox writes is never more than ``cap`` in the grader's memory."""
+
+    def __init__(self, fd: int, cap: int) -> None:
+        self.fd, self.cap, self.data, self.cut = fd, cap, bytearray(), False
+        self.thread = threading.Thread(target=self._read, name="labkit-grade-drain", daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with os.fdopen(self.fd, "rb", buffering=0) as pipe:
+            while True:
+                chunk = pipe.read(1 << 20)
+                if not chunk:
+                    return
+                if len(self.data) + len(chunk) > self.cap:
+                    self.cut = True
+                    return  # closing our end: the writer gets EPIPE
+                self.data += chunk
+
+    def result(self, timeout: float = 30) -> bytes:
+        self.thread.join(timeout)
+        return bytes(self.data)
+
+
+@dataclass
+class Returned:
+    """What a runner sent back (``labkit.grading.runner.frames``), each part checked and capped."""
+
+    status: RunnerStatus | None = None
+    notebook: bytes | None = None
+    kernel_log: bytes = b""
+    models: dict[str, bytes] = field(default_factory=dict)
+
+
+def read_frames(data: bytes) -> Returned:
+    """The frames in ``data``, up to the first that is not one (the rest is ignored, never an error)."""
+    got, at = Returned(), 0
+    while at < len(data):
+        end = data.find(b"\n", at, at + 4096)
+        if end < 0:
+            break
+        try:
+            frame = Frame.from_json(data[at:end])
+        except RecordError:
+            break
+        body, at = data[end + 1 : end + 1 + frame.size], end + 1 + frame.size
+        if frame.size < 0 or len(body) != frame.size:
+            break
+        if frame.what is FrameKind.STATUS and got.status is None:
+            try:
+                got.status = RunnerStatus.from_json(body)
+            except RecordError:
+                break
+        elif frame.what is FrameKind.NOTEBOOK and got.notebook is None:
+            got.notebook = body
+        elif frame.what is FrameKind.KERNEL_LOG:
+            got.kernel_log = body
+        elif frame.what is FrameKind.MODEL and SAFE_NAME.fullmatch(frame.name) and len(got.models) < 16:
+            got.models[frame.name] = body
+    return got
 
 
 def _environment(home: str, extra: dict[str, str]) -> dict[str, str]:
@@ -116,7 +195,6 @@ def _environment(home: str, extra: dict[str, str]) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
         "MPLBACKEND": "Agg",
         "JUPYTER_PLATFORM_DIRS": "1",
-        "LABKIT_OBSERVE_SINK": f"{sandbox.SINK_DIR}/sink.sock",
         "LABKIT_QUESTIONS": "",  # the install's catalog has every question (also with --no-sandbox, which inherits)
         **extra,
     }
@@ -130,91 +208,110 @@ def execute(
     env: dict[str, str],
     parameters: dict[str, Any] | None,
     name: str | None = None,
-) -> tuple[nbformat.NotebookNode | None, str, str, dict[str, dict[int, dict[str, Any]]]]:
-    """Run one notebook in ``box``; (executed notebook, status, message, observations from the sink)."""
-    out, sink_dir = work / "out", work / "sink"
-    out.mkdir()
-    sink_dir.mkdir()
-    os.chmod(sink_dir, 0o755)
+) -> tuple[nbformat.NotebookNode | None, NotebookStatus, str, Returned]:
+    """Run one notebook in ``box``; (executed notebook, status, message, what came back)."""
     home = env.pop("LABKIT_HOME", labkit_home())
+    out = f"{sandbox.WORK}/out"
     mounts = sandbox.Mounts(
         ro=[os.path.join(home, "labkit")],
-        rw={f"{sandbox.WORK}/out": str(out), sandbox.SINK_DIR: str(sink_dir)},
         files={f"{sandbox.WORK}/submission.ipynb": str(nb_path)},
         hide=_instructors_labkit(home),
+        tmpfs={out: OUT_SIZE},
     )
-    argv = [sys.executable, "-m", "labkit.grading.runner", f"{sandbox.WORK}/submission.ipynb", f"{sandbox.WORK}/out"]
-    argv += ["--timeout", str(timeout)]
+    reader, writer = os.pipe()
+    drain = Drain(reader, MAX_STREAM)
+    argv = [sys.executable, "-m", "labkit.grading.runner", f"{sandbox.WORK}/submission.ipynb", out]
+    argv += ["--results-fd", str(writer), "--timeout", str(timeout)]
     if parameters:
         argv += ["--parameters", json.dumps(parameters)]
     if name:
         argv += ["--name", Path(name).name]
-    env = _environment(home, {"LABKIT_GRADE_OUT": f"{sandbox.WORK}/out", **env})
-    sink = Sink(sink_dir)
-    try:
-        outcome = box.run(argv, env, mounts, timeout + STARTUP, work / "sandbox.log")
-    finally:
-        observations = sink.close()
-    raw = _read(out / "status.json")
-    try:
-        state = json.loads(raw) if raw else {}
-        status, message = str(state["status"]), str(state.get("message", ""))
-    except (ValueError, KeyError, TypeError):
-        status = "timeout" if outcome.timed_out else "died"
-        message = f"{timeout:g} s" if outcome.timed_out else f"the sandbox ended with {outcome.returncode}"
+    env = _environment(home, {"LABKIT_GRADE_OUT": out, **env})
+    outcome = box.run(argv, env, mounts, timeout + STARTUP, work / "sandbox.log", sandbox.Pipes(keep=(writer,)))
+    got = read_frames(drain.result())
+    if got.status is not None:
+        status, message = got.status.status, got.status.message
+    elif outcome.timed_out:
+        status, message = NotebookStatus.TIMEOUT, f"{timeout:g} s"
+    else:
+        status, message = NotebookStatus.DIED, f"the sandbox ended with {outcome.returncode}"
     executed = None
-    raw = _read(out / "executed.ipynb")
-    if raw:
+    if got.notebook:
         try:
-            executed = nbformat.reads(raw.decode(errors="replace"), as_version=4)
-        except Exception:  # whatever the sandbox wrote, it is only data: unreadable counts as nothing
+            executed = nbformat.reads(got.notebook.decode(errors="replace"), as_version=4)
+        except Exception:  # whatever the sandbox sent, it is only data: unreadable counts as nothing
             executed = None
-    return executed, status, message, observations
+    return executed, status, message, got
 
 
 def evaluate(
-    box: Any, work: Path, tasks: list[dict[str, Any]], env: dict[str, str]
-) -> tuple[dict[str, list[Any]], dict[str, Any]]:
-    """Run the judge (``labkit.grading.evaluate``) on ``tasks`` in a sandbox of its own: its results,
-    and why there are none (``_judge_failure``; empty when it wrote them). A judge that ended without writing its results,
-    before its time was out, runs once more: a student's function can kill it (``os._exit``), but so
-    can the machine, and a submission should not lose its marks to the machine. Both runs' output
-    is in ``work / "judge.log"``."""
+    box: Any, work: Path, tasks: list[JudgeTask], env: dict[str, str], models: dict[str, bytes] | None = None
+) -> tuple[dict[str, JudgeResult], dict[str, Any]]:
+    """Run the judge (``labkit.grading.evaluate``) on ``tasks`` in a sandbox of its own: its results by
+    task, and why there are none (empty when it answered). Its tasks go over a pipe, its results come
+    back over another, the models it measures are mounted read-only. A judge that ended without
+    answering every task, before its time was out, runs once more for the rest (the machine can kill
+    it); both runs' output is in ``work / "judge.log"``, which only the instructor reads."""
     if not tasks:
         return {}, {}
     folder = work / "judge"
-    (folder / "models").mkdir(parents=True)
-    inside = f"{sandbox.WORK}/judge"
-    for task in tasks:
-        if task.get("kind") == "model_loss":
-            name = Path(task["state"]).name
-            shutil.copyfile(task["state"], folder / "models" / name)
-            task["state"] = f"{inside}/models/{name}"
-    (folder / "tasks.json").write_text(json.dumps({"tasks": tasks}))
+    folder.mkdir(exist_ok=True)
+    files = {}
+    for name, data in (models or {}).items():
+        (folder / name).write_bytes(data)
+        files[f"{sandbox.WORK}/judge/{name}"] = str(folder / name)
     home = env.get("LABKIT_HOME", labkit_home())
-    mounts = sandbox.Mounts(ro=[os.path.join(home, "labkit")], rw={inside: str(folder)}, hide=_instructors_labkit(home))
-    argv = [sys.executable, "-m", "labkit.grading.evaluate", f"{inside}/tasks.json", f"{inside}/results.json"]
+    mounts = sandbox.Mounts(ro=[os.path.join(home, "labkit")], files=files, hide=_instructors_labkit(home))
+    results: dict[str, JudgeResult] = {}
+    outcome = None
     for _ in range(2):
-        outcome = box.run(argv, _environment(home, {}), mounts, JUDGE_SECONDS, work / "judge.log")
-        raw = _read(folder / "results.json")
-        if raw or outcome.timed_out:
+        todo = [task for task in tasks if task.key not in results]
+        outcome = _judge_once(box, work, todo, home, mounts, results)
+        if len(results) == len(tasks) or outcome.timed_out:
             break
-    try:
-        results = json.loads(raw)["results"] if raw else {}
-    except (ValueError, KeyError, TypeError):
-        results = {}
-    if isinstance(results, dict) and results:
-        return {k: v for k, v in results.items() if isinstance(v, list)}, {}
-    return {}, _judge_failure(outcome, work / "judge.log")
+    if results:
+        return results, {}
+    return {}, _judge_failure(outcome)
 
 
-def _judge_failure(outcome: Any, log: Path) -> dict[str, Any]:
-    """Why the judge wrote no results, as the feedback's fields (``judge.verdict``): the time it ran
-    past, or its exit status and the last line it printed."""
-    if outcome.timed_out:
+def _judge_once(
+    box: Any, work: Path, tasks: list[JudgeTask], home: str, mounts: Any, results: dict[str, JudgeResult]
+) -> Any:
+    tasks_r, tasks_w = os.pipe()
+    results_r, results_w = os.pipe()
+    drain = Drain(results_r, 64 << 20)
+    lines = [f"{len(tasks)}\n".encode(), *(task.to_json().encode() + b"\n" for task in tasks)]
+
+    def feed() -> None:
+        with os.fdopen(tasks_w, "wb") as pipe:
+            try:
+                pipe.writelines(lines)
+            except BrokenPipeError:
+                pass
+
+    feeder = threading.Thread(target=feed, name="labkit-grade-feed", daemon=True)
+    feeder.start()
+    argv = [sys.executable, "-m", "labkit.grading.evaluate", "--results-fd", str(results_w)]
+    pipes = sandbox.Pipes(stdin=tasks_r, keep=(results_w,))
+    seconds = min(JUDGE_SECONDS, 30 + sum(task.seconds for task in tasks))
+    outcome = box.run(argv, _environment(home, {}), mounts, seconds, work / "judge.log", pipes)
+    wanted = {task.key for task in tasks}
+    for line in drain.result().splitlines():
+        try:
+            got = JudgeResult.from_json(line)
+        except RecordError:
+            continue
+        if got.key in wanted and got.key not in results:
+            results[got.key] = got
+    feeder.join(5)
+    return outcome
+
+
+def _judge_failure(outcome: Any) -> dict[str, Any]:
+    """Why the judge answered nothing, as the feedback's fields (``judge.verdict``): its time, or how it ended."""
+    if outcome is not None and outcome.timed_out:
         return {"seconds": JUDGE_SECONDS}
-    lines = [line.strip() for line in (_read(log) or b"").decode(errors="replace").splitlines() if line.strip()]
-    return {"code": outcome.returncode, "last": lines[-1][:200] if lines else "-"}
+    return {"how": f"exit {outcome.returncode}" if outcome is not None else "-"}
 
 
 # -- reading the results back --------------------------------------------------------
@@ -224,58 +321,89 @@ def student_cells(nb: nbformat.NotebookNode) -> Iterator[tuple[int, Any]]:
     """(index in the student's file, cell), skipping the banner cells papermill inserts."""
     i = 0
     for cell in nb.cells:
-        if PAPERMILL_MARKER_TAG in cell.get("metadata", {}).get("tags", []):
+        if not isinstance(cell, dict):
+            continue
+        tags = (cell.get("metadata") or {}).get("tags") if isinstance(cell.get("metadata"), dict) else None
+        if isinstance(tags, list) and PAPERMILL_MARKER_TAG in tags:
             continue
         yield i, cell
         i += 1
 
 
+def _outputs(cell: Any) -> list[dict[str, Any]]:
+    outputs = cell.get("outputs")
+    return [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
+
+
 def check_records(nb: nbformat.NotebookNode) -> list[tuple[int, dict[str, Any]]]:
-    """Every check record in the outputs, with its cell index, in execution order."""
+    """Every check record in the outputs, with its cell index, in execution order; a record that is not
+    one (``CheckRecord``: a wrong type anywhere in it) is left out, as if it had been printed by hand."""
     found = []
     for i, cell in student_cells(nb):
-        for out in cell.get("outputs", []):
-            rec = out.get("data", {}).get(MIME)
-            if isinstance(rec, dict) and isinstance(rec.get("id"), str):
-                rec = dict(rec)
-                rec.pop("report", None)  # only the output's metadata carries it (see checks.CheckResult.graded)
-                extra = (out.get("metadata") or {}).get(MIME)
-                if isinstance(extra, dict) and isinstance(extra.get("report"), dict):
-                    rec["report"] = extra["report"]
-                found.append((i, rec))
+        for out in _outputs(cell):
+            data = out.get("data")
+            rec = data.get(MIME) if isinstance(data, dict) else None
+            if not isinstance(rec, dict):
+                continue
+            meta = out.get("metadata")
+            extra = meta.get(MIME) if isinstance(meta, dict) else None
+            report = extra.get("report") if isinstance(extra, dict) else None  # only the metadata carries it
+            try:  # the report is checked where it is judged (judge.claim_of): a bad one scores 0 there
+                record = CheckRecord.from_dict({k: v for k, v in rec.items() if k != "report"})
+            except RecordError:
+                continue
+            plain = {**record.to_dict(), "report": report if isinstance(report, dict) else None}
+            found.append((i, plain))
+            if len(found) >= MAX_RECORDS:
+                return found
     return found
 
 
 def cell_errors(nb: nbformat.NotebookNode) -> list[dict[str, Any]]:
     return [
-        {"cell": i, "ename": out.get("ename", ""), "evalue": out.get("evalue", "")}
+        {"cell": i, "ename": str(out.get("ename", ""))[:200], "evalue": str(out.get("evalue", ""))[:500]}
         for i, cell in student_cells(nb)
-        for out in cell.get("outputs", [])
+        for out in _outputs(cell)
         if out.get("output_type") == "error"
     ]
 
 
+def metadata(nb: nbformat.NotebookNode) -> NotebookMeta:
+    """The notebook's ``metadata.labkit``, checked: a value of the wrong type counts as absent."""
+    raw = nb.get("metadata", {}).get("labkit") if isinstance(nb.get("metadata"), dict) else None
+    if not isinstance(raw, dict):
+        return NotebookMeta()
+    fields = {}
+    for name in ("lesson", "lang", "edition"):
+        value = raw.get(name)
+        if isinstance(value, str) and len(value) < 100:
+            fields[name] = value
+    if fields.get("lang") not in (None, "en", "ro"):
+        fields.pop("lang")
+    return NotebookMeta(**fields)
+
+
 def lesson_of(nb: nbformat.NotebookNode, records: list[tuple[int, dict[str, Any]]]) -> str | None:
     """The metadata's lesson, else the lesson most of the checks belong to."""
-    lesson = (nb.metadata.get("labkit") or {}).get("lesson")
+    lesson = metadata(nb).lesson
     if lesson:
-        return str(lesson)
+        return lesson
     return lesson_from_ids([r["id"] for _, r in records]) or lesson_from_ids(check_ids(nb))
 
 
 def score(
     lesson: str | None,
     records: list[tuple[int, dict[str, Any]]],
-    results: dict[str, list[Any]] | None = None,
-    observations: dict[str, dict[int, dict[str, Any]]] | None = None,
+    results: dict[str, JudgeResult] | None = None,
     judge_failure: dict[str, Any] | None = None,
+    seed: int = 0,
 ) -> list[QuestionScore]:
     """One row per question of the lesson, then any other check seen, each judged by the grader
     (``labkit.grading.judge``) from the record that counts: the last, or for a sealed
     (multiple-choice) question the first, since the notebook never said whether it was right.
 
-    ``results`` are the judge process's (the students' functions run again), ``observations``
-    the sink's (what labkit saw the ranks of each run do); ``judge_failure`` why the judge has none.
+    ``results`` are the judge process's (the students' functions run again, the exercises re-run on the
+    grader's ranks with inputs from ``seed``); ``judge_failure`` why the judge has none.
     """
     chosen = judge.choose(records)
     questions = registry.lesson_questions(lesson) if lesson else []
@@ -283,25 +411,16 @@ def score(
     for q in questions:
         c = chosen.pop(q.id, None)
         if c is None:
-            rows.append(QuestionScore(q.id, "missing", 0, q.points))
+            rows.append(QuestionScore(q.id, QuestionStatus.MISSING, 0, q.points))
             continue
-        verdict = judge.verdict(q, c.record, results or {}, observations or {}, judge_failure)
-        if verdict.correct:
-            status = "correct"
-        else:
-            status = "unanswered" if verdict.key == "grading.check.unanswered" else "wrong"
-        key = verdict.key if not verdict.correct else None
-        hint = None
-        if status == "wrong" and key == q.hint_key:
-            key = q.hint_for(c.attempts)
-        elif status == "wrong" and key and key.startswith("grading.exercise."):
-            hint = q.hint_for(c.attempts)
+        verdict = judge.verdict(q, c.record, results or {}, judge_failure, seed)
+        status, key, hint = q.feedback(verdict, c.attempts)
         row = QuestionScore(q.id, status, q.points if verdict.correct else 0, q.points, key, dict(verdict.fields))
         row.attempts, row.cell, row.hint = c.attempts, c.cell, hint
         row.feedback = _verdict_text(row, c.record.get("lang")) if key else ""
         rows.append(row)
     for qid, c in chosen.items():  # checks of another lesson, or ids the grader does not know: never scored
-        rows.append(QuestionScore(qid, "extra", 0, 0, None, {}, _shown(c.record), c.attempts, c.cell))
+        rows.append(QuestionScore(qid, QuestionStatus.EXTRA, 0, 0, None, {}, _shown(c.record), c.attempts, c.cell))
     return rows
 
 
@@ -326,25 +445,73 @@ def grade_notebook(
     parameters: dict[str, Any] | None = None,
     box: Any = None,
     env: dict[str, str] | None = None,
+    seed: int | None = None,
 ) -> NotebookScore:
-    """Run one submission in a sandbox (``box``: ``sandbox.find()``'s) and score it; never raises for
-    anything the notebook does. ``env``: more variables for the sandbox (``LABKIT_HOME``: the folder
-    whose ``labkit`` the sandbox imports, the student's install)."""
+    """Run one submission in a sandbox (``box``: ``sandbox.find()``'s) and score it; never raises: a
+    failure of the grader's own scores this notebook 0 with "grader error: ..." in its report. ``env``:
+    more variables for the sandbox (``LABKIT_HOME``: the folder whose ``labkit`` the sandbox imports,
+    the student's install). ``seed``: the re-runs' inputs (a fresh one when None)."""
     name = name or path.name
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    started = time.monotonic()
     try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as e:  # not JSON, not a notebook: 0 points, and the reason in the report
-        return NotebookScore(name, None, "unreadable", message=f"{type(e).__name__}: {e}")
+        nb = _read_submission(path)
+    except Refused as e:
+        return NotebookScore(name, None, NotebookStatus.REFUSED, message=str(e), seed=seed)
+    except Exception as e:  # not JSON, not a notebook: 0 points, and the reason in the report (no content)
+        return NotebookScore(name, None, NotebookStatus.UNREADABLE, message=type(e).__name__, seed=seed)
+    try:
+        score_ = _grade(nb, path, out_path, timeout, name, parameters, box, dict(env or {}), seed)
+    except Exception as e:  # the grader's own failure on this notebook: reported, never the class's
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        return NotebookScore(
+            name, None, NotebookStatus.GRADER_ERROR, message=f"grader error: {type(e).__name__}", seed=seed
+        )
+    score_.seconds = round(time.monotonic() - started, 2)
+    return score_
+
+
+class Refused(Exception):
+    """A submission that is not a regular file of its own (a link, a FIFO, a device, a folder), or too big."""
+
+
+def _read_submission(path: Path) -> nbformat.NotebookNode:
+    """The notebook at ``path``, opened without following a link and without blocking on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as e:
+        raise Refused(f"not a regular file ({os.strerror(e.errno or 0) or 'refused'})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused("not a regular file")
+        if info.st_size > MAX_SUBMISSION:
+            raise Refused(f"larger than {MAX_SUBMISSION >> 20} MiB")
+        data = f.read(MAX_SUBMISSION + 1)
+    return nbformat.reads(data.decode("utf-8"), as_version=4)
+
+
+def _grade(
+    nb: nbformat.NotebookNode,
+    path: Path,
+    out_path: Path,
+    timeout: float,
+    name: str,
+    parameters: dict[str, Any] | None,
+    box: Any,
+    env: dict[str, str],
+    seed: int,
+) -> NotebookScore:
     box = box if box is not None else sandbox.find()
-    env = dict(env or {})
     if "LABKIT_HOME" not in env:  # the student's install: nothing in it holds an answer
         from labkit.grading.student import cached_install
 
         env["LABKIT_HOME"] = str(cached_install())
-    nb_lang = (nb.metadata.get("labkit") or {}).get("lang")
-    if nb_lang in ("en", "ro"):  # a Romanian edition speaks Romanian in the grader's kernel too
-        env["LABKIT_LANG"] = str(nb_lang)
-    start = time.monotonic()
+    meta = metadata(nb)
+    if meta.lang:  # a Romanian edition speaks Romanian in the grader's kernel too
+        env["LABKIT_LANG"] = meta.lang
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="labkit-grade-") as tmp:
         work = Path(tmp)
@@ -352,58 +519,108 @@ def grade_notebook(
         submission = work / "submission.ipynb"
         nbformat.write(cleared(nb), submission)
         os.chmod(submission, 0o644)
-        executed, status, message, observations = execute(box, submission, work, timeout, dict(env), parameters, name)
+        executed, status, message, got = execute(box, submission, work, timeout, dict(env), parameters, name)
+        deadline = time.monotonic() + AFTER_SECONDS
         executed = executed if executed is not None else cleared(nb)
         nbformat.write(executed, out_path)
-        kernel_log = _read(work / "out" / "executed.kernel.log") or b""
-        out_path.with_suffix(".kernel.log").write_bytes(kernel_log + (_read(work / "sandbox.log") or b""))
+        sandbox_log = (work / "sandbox.log").read_bytes()[-(8 << 20) :] if (work / "sandbox.log").exists() else b""
+        out_path.with_suffix(".kernel.log").write_bytes(got.kernel_log + sandbox_log)
         records = check_records(executed)
         lesson = lesson_of(nb, records)
         questions = registry.lesson_questions(lesson) if lesson else []
         chosen = judge.choose(records)
-        models = work / "out"
-        results, judge_failure = evaluate(box, work, judge.tasks(questions, chosen, models), dict(env))
-        judge_log = _read(work / "judge.log")
-        if judge_log:  # after the kernel's: what the judge process printed, for an instructor to read
+        tasks = judge.tasks(questions, chosen, got.models, executed, seed)
+        results, judge_failure = evaluate(box, work, tasks, dict(env), got.models)
+        judge_log = work / "judge.log"
+        if judge_log.exists():  # after the kernel's: what the judge process printed, for the instructor only
             with out_path.with_suffix(".kernel.log").open("ab") as f:
-                f.write(b"\n--- the judge ---\n" + judge_log)
+                f.write(b"\n--- the judge ---\n" + judge_log.read_bytes()[-(8 << 20) :])
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"scoring took more than {AFTER_SECONDS} s")
     langs = Counter(r.get("lang") for _, r in records if r.get("lang") in ("en", "ro"))
     return NotebookScore(
         file=name,
         lesson=lesson,
         status=status,
-        questions=score(lesson, records, results, observations, judge_failure),
+        questions=score(lesson, records, results, judge_failure, seed),
         errors=cell_errors(executed),
         message=message,
-        seconds=round(time.monotonic() - start, 2),
-        lang=langs.most_common(1)[0][0] if langs else nb_lang,
+        lang=langs.most_common(1)[0][0] if langs else meta.lang,
         executed=str(out_path),
         sandbox=box.name,
+        seed=seed,
     )
 
 
 # -- a folder of submissions ------------------------------------------------------------
 
 
-def find_submissions(root: Path, skip: Path | None = None) -> dict[str, list[tuple[Path, str]]]:
-    """{student: [(notebook, name relative to the student)]}.
+@dataclass
+class Found:
+    """A folder of submissions, collected with ``lstat``: what will be graded, and what was refused."""
 
-    A folder per student (searched recursively, as nbgrader's ``submitted/<student>/<assignment>/``),
-    or files named ``<student>_<anything>.ipynb`` directly in ``root``.
-    """
-    found: dict[str, list[tuple[Path, str]]] = {}
-    skip = skip.resolve() if skip else None
-    for entry in sorted(root.iterdir()):
-        if entry.name.startswith(".") or (skip and entry.resolve() == skip):
+    notebooks: dict[str, list[tuple[Path, str]]] = field(default_factory=dict)
+    refused: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # student -> [(name, why)]
+
+
+def find_submissions(root: Path, skip: Path | None = None) -> dict[str, list[tuple[Path, str]]]:
+    """{student: [(notebook, name relative to the student)]} (see ``collect``, which also says what it refused)."""
+    return collect(root, skip).notebooks
+
+
+def collect(root: Path, skip: Path | None = None) -> Found:
+    """A folder per student (searched recursively, as nbgrader's ``submitted/<student>/<assignment>/``),
+    or files named ``<student>_<anything>.ipynb`` directly in ``root``. Nothing is followed through a
+    link: a linked file or folder, and anything not a regular file, is refused and reported."""
+    found = Found()
+    skip_real = os.path.realpath(skip) if skip else None
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if entry.name.startswith(".") or (skip_real and os.path.realpath(entry.path) == skip_real):
             continue
-        if entry.is_dir():
-            files = [f for f in sorted(entry.rglob("*.ipynb")) if ".ipynb_checkpoints" not in f.parts]
-            if files:
-                found.setdefault(entry.name, []).extend((f, str(f.relative_to(entry))) for f in files)
-        elif entry.suffix == ".ipynb":
-            student = entry.stem.split("_", 1)[0]
-            found.setdefault(student, []).append((entry, entry.name))
+        if entry.is_dir(follow_symlinks=False):
+            _walk(Path(entry.path), entry.name, Path(), found)
+        elif entry.name.endswith(".ipynb"):
+            student = entry.name[: -len(".ipynb")].split("_", 1)[0]
+            _take(Path(entry.path), student, entry.name, entry, found)
     return found
+
+
+def _walk(folder: Path, student: str, rel: Path, found: Found, depth: int = 0) -> None:
+    if depth > 8:
+        return
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(".") and entry.name != ".":
+            if entry.name == ".ipynb_checkpoints":
+                continue
+        name = str(rel / entry.name)
+        if entry.is_symlink():
+            if entry.name.endswith(".ipynb") or os.path.isdir(entry.path):
+                found.refused.setdefault(student, []).append((name, "a symbolic link"))
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name != ".ipynb_checkpoints":
+                _walk(Path(entry.path), student, rel / entry.name, found, depth + 1)
+        elif entry.name.endswith(".ipynb"):
+            _take(Path(entry.path), student, name, entry, found)
+
+
+def _take(path: Path, student: str, name: str, entry: os.DirEntry, found: Found) -> None:
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except OSError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        found.refused.setdefault(student, []).append((name, "a symbolic link"))
+    elif not stat.S_ISREG(info.st_mode):
+        found.refused.setdefault(student, []).append((name, "not a regular file"))
+    elif info.st_nlink > 1:  # a hard link: the same file as another's (another student's, or the solution)
+        found.refused.setdefault(student, []).append((name, "a hard link to another file"))
+    else:
+        found.notebooks.setdefault(student, []).append((path, name))
 
 
 @dataclass
@@ -416,7 +633,7 @@ class StudentReport:
         """Per lesson, the submission with the most points (a student may hand in two copies)."""
         best: dict[str, NotebookScore] = {}
         for nb in self.notebooks:
-            if nb.lesson is None:  # unreadable, or no check at all: in the report, in no lesson's column
+            if nb.lesson is None:  # unreadable, refused, or no check at all: in the report, in no lesson's column
                 continue
             if nb.lesson not in best or nb.points > best[nb.lesson].points:
                 best[nb.lesson] = nb
@@ -430,23 +647,39 @@ def grade_all(
     log: Any,
     box: Any = None,
     env: dict[str, str] | None = None,
+    seed: int | None = None,
 ) -> list[NotebookScore]:
     """Grade (notebook, executed path, name) tasks, ``jobs`` at a time, in the order given.
 
     Threads are enough: each notebook runs in processes of its own (the sandbox's), and a
-    thread here only waits for them and serves the sink.
+    thread here only waits for them. A notebook whose grading does not end in its time (its
+    sandboxes' limits plus the scoring's) is scored 0 with a grader error, and the others go on.
     """
     from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as Late
 
     box = box if box is not None else sandbox.find()
-    results: dict[int, NotebookScore] = {}
+    limit = timeout + STARTUP + JUDGE_SECONDS * 2 + AFTER_SECONDS + 60
 
-    def one(i: int) -> None:
+    def one(i: int) -> NotebookScore:
         path, executed, name = tasks[i]
-        results[i] = grade_notebook(path, executed, timeout, name, box=box, env=env)
-        if log:
-            log(results[i])
+        return grade_notebook(path, executed, timeout, name, box=box, env=env, seed=seed)
 
-    with ThreadPoolExecutor(max(1, jobs)) as pool:
-        list(pool.map(one, range(len(tasks))))
-    return [results[i] for i in range(len(tasks))]
+    pool = ThreadPoolExecutor(max(1, jobs))
+    futures = [pool.submit(one, i) for i in range(len(tasks))]
+    results = []
+    started = time.monotonic()
+    for i, future in enumerate(futures):
+        try:  # each notebook's limit counts from when its turn can have begun at the latest
+            got = future.result(timeout=max(1.0, limit * (1 + i // max(1, jobs)) - (time.monotonic() - started)))
+        except Late:
+            got = NotebookScore(tasks[i][2], None, NotebookStatus.GRADER_ERROR, message="grader error: time")
+        except Exception as e:  # grade_notebook never raises; if it did, this notebook alone pays
+            got = NotebookScore(
+                tasks[i][2], None, NotebookStatus.GRADER_ERROR, message=f"grader error: {type(e).__name__}"
+            )
+        results.append(got)
+        if log:
+            log(got)
+    pool.shutdown(wait=False, cancel_futures=True)
+    return results

@@ -1,31 +1,39 @@
 """The grader's verdicts: every question judged from what the student handed in, never from a status.
 
 A check's record (``labkit.grading.checks``) carries the notebook's own verdict, which the
-grader ignores, and a ``report`` of what was handed in, which it judges here:
+grader ignores, and a ``report`` of what was handed in (a ``labkit.wire.grading.Claim``), which it
+judges here:
 
 | kind | handed in | judged by |
 |---|---|---|
 | formula | the function's source (a snapshot) | running it again in the judge's sandbox at the student's unseen points and the grader's own, and comparing with the reference here |
 | function | the function's source | running it on the probes (the grader's too), checking each output |
 | sealed | the first answer recorded | comparing it with the answer |
-| value | the value (and the context it depends on) | computing the answer here from that context |
-| run | the id of a run | the verifier, on what labkit's instrumentation on that run's ranks sent to the grader's sink |
-| model | the model's weights (a file) | its loss, measured by the judge, against what the ranks observed |
+| value | the value (and the context it depends on) | computing the answer here, in a context the lesson registered |
+| run | the exercise's functions, as the notebook's cells define them | re-running them on the grader's own ranks in the judge's sandbox, with inputs from this grading's seed (``labkit.grading.rerun``) |
+| model | the model's weights (a file) | its loss, measured by the judge, against what the grader's own re-run measured |
 
-A record without a report, or whose report does not hold what its kind needs, scores 0.
+A record without a report, or whose report is not what its kind needs, scores 0. What a student's
+function raised at one of the grader's own points is named by its type only: its message could carry
+those points (or anything else the function read) into the report.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+import nbformat
 
 from labkit.grading import registry
 from labkit.grading.checks import judge_record, verdict_of
 from labkit.grading.observed import as_verdict
 from labkit.grading.snapshot import decode, from_plain
+from labkit.wire.errors import OptionError
+from labkit.wire.grading import Claim, JudgeResult, JudgeTask, QuestionKind, RecordError, TaskKind
+
+RANKS_SECONDS = 150.0  # one exercise re-run on the grader's ranks (launch included)
 
 
 @dataclass
@@ -50,100 +58,155 @@ def choose(records: list[tuple[int, dict[str, Any]]]) -> dict[str, Chosen]:
     return chosen
 
 
-def report_of(rec: dict[str, Any]) -> dict[str, Any] | None:
+def claim_of(rec: dict[str, Any]) -> Claim | None:
+    """The record's report as a ``Claim``, or None when it is missing or not one."""
     report = rec.get("report")
-    return report if isinstance(report, dict) else None
+    if not isinstance(report, dict):
+        return None
+    if "question" not in report and report.get("kind") in set(QuestionKind):  # a report from before the records
+        report = {**report, "kind": Claim.KIND, "question": report["kind"]}
+    try:
+        return Claim.from_dict(report)
+    except RecordError:
+        return None
 
 
-def tasks(questions: list[registry.Question], chosen: dict[str, Chosen], models: Path) -> list[dict[str, Any]]:
+def tasks(
+    questions: list[registry.Question],
+    chosen: dict[str, Chosen],
+    models: dict[str, bytes],
+    executed: nbformat.NotebookNode | None = None,
+    seed: int = 0,
+) -> list[JudgeTask]:
     """What the judge process must run: each formula's and function's snapshot at the grader's points,
-    and each model handed in (its file, copied into ``models`` by the caller)."""
+    each model handed in (by its file name, among ``models``), and each exercise on the ranks re-run
+    from the functions the notebook's cells define (``executed``), with inputs from ``seed``."""
     out = []
     for q in questions:
         c = chosen.get(q.id)
-        report = report_of(c.record) if c else None
-        if report is None or report.get("unanswered"):
+        claim = claim_of(c.record) if c else None
+        if claim is None or claim.unanswered:
             continue
-        if q.kind == "formula" and isinstance(report.get("function"), dict):
-            out.append({"key": q.id, "function": report["function"], "calls": q.samples(grader=True)})
-        elif q.kind == "function" and isinstance(report.get("function"), dict):
-            out.append({"key": q.id, "function": report["function"], "calls": [*q.probes, *q.grader_probes]})
-        elif q.kind == "model" and isinstance(report.get("model"), dict):
-            model = report["model"]
-            name = Path(str(model.get("file", ""))).name
-            if name and (models / name).is_file():
+        if q.kind in (QuestionKind.FORMULA, QuestionKind.FUNCTION) and claim.function is not None:
+            calls = q.samples(grader=True) if q.kind is QuestionKind.FORMULA else [*q.probes, *q.grader_probes]
+            out.append(JudgeTask(q.id, TaskKind.CALLS, function=claim.function, calls=calls))
+        elif q.kind is QuestionKind.MODEL and claim.model is not None:
+            name = str(claim.model.get("file", ""))
+            if name in models and isinstance(claim.model.get("config"), dict):
                 out.append(
-                    {"key": q.id, "kind": "model_loss", "state": str(models / name), "config": model.get("config"),
-                     "batch": list(q.batch)}
+                    JudgeTask(q.id, TaskKind.MODEL_LOSS, state=f"/submission/judge/{name}",
+                              config=claim.model["config"], batch=list(q.batch))
                 )  # fmt: skip
+        elif q.kind is QuestionKind.RUN and executed is not None:
+            from labkit.grading import rerun
+
+            if q.id not in rerun.rerun_questions():
+                continue
+            code = rerun.functions_of(_sources(executed), q.id, before=c.cell if c else None)
+            if code is not None:
+                ranks = rerun.task(q.id, code, seed)
+                out.append(JudgeTask(q.id, TaskKind.RANKS, ranks=ranks, seconds=RANKS_SECONDS))
     return out
 
 
-def _failed_call(results: list[Any]) -> registry.Verdict | None:
-    for r in results:
+def _sources(nb: nbformat.NotebookNode) -> list[str]:
+    """Every cell's source as text (a markdown cell's too, so that indices are the notebook's)."""
+    from labkit.grading.grade import student_cells
+
+    out = []
+    for _, cell in student_cells(nb):
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else source
+        out.append(text if isinstance(text, str) and cell.get("cell_type") == "code" else "")
+    return out
+
+
+def _failed_call(results: list[Any], seen: int) -> registry.Verdict | None:
+    """The first call that raised; its message is shown only for the first ``seen`` calls (the notebook's
+    own points, which the student's notebook showed anyway), never for the grader's."""
+    for i, r in enumerate(results):
         if isinstance(r, dict) and "$error" in r:
             if r["$error"] == "NotImplementedError":
                 return registry.Verdict(False, "grading.check.unanswered")
-            return registry.Verdict(
-                False, "grading.check.crashed", {"error": f"{r['$error']}: {r.get('message', '')}"[:300]}
-            )
+            shown = f"{r['$error']}: {r.get('message', '')}" if i < seen else str(r["$error"])
+            return registry.Verdict(False, "grading.check.crashed", {"error": shown[:300]})
     return None
 
 
 def verdict(
     q: registry.Question,
     rec: dict[str, Any],
-    results: dict[str, list[Any]],
-    observations: dict[str, dict[int, dict[str, Any]]],
+    results: dict[str, JudgeResult],
     judge_failure: dict[str, Any] | None = None,
+    seed: int = 0,
 ) -> registry.Verdict:
     """The grader's verdict on the record that counts for ``q`` (see the module docstring);
     ``judge_failure``: why the judge process returned nothing, for a result that is not there."""
-    report = report_of(rec)
-    if report is None or report.get("kind") != q.kind:
+    claim = claim_of(rec)
+    if claim is None or claim.question != q.kind:
         return registry.Verdict(False, "grading.judge.no_report")
-    if report.get("unanswered"):
+    if claim.unanswered:
         return registry.Verdict(False, "grading.check.unanswered")
-    context = {k: _decoded(v) for k, v in (report.get("context") or {}).items()}
-    seen = observations.get(str(report.get("context_run")), {})
-    if q.kind == "sealed":
-        status, key, fields = judge_record(q, from_plain(report.get("value")))
+    if q.kind is QuestionKind.SEALED:
+        status, key, fields = judge_record(q, from_plain(claim.value))
         return registry.Verdict(status == "correct", key, fields)
-    if q.kind == "run":
-        runs = observations.get(str(report.get("run")))
-        return (
-            as_verdict(q.observe(runs), q.hint_key)
-            if runs and q.observe
-            else registry.Verdict(False, "grading.judge.no_run")
-        )
-    if q.kind in ("formula", "function", "model"):
-        if q.kind != "model" and "function" not in report:
-            return registry.Verdict(False, "grading.judge.no_source", {"got": report.get("not_function", "?")})
-        got = results.get(q.id)
-        if got is None and judge_failure:  # the judge process ended before it wrote any result
+    if q.kind is QuestionKind.VALUE:
+        return _value(q, claim)
+    if q.kind in (QuestionKind.FORMULA, QuestionKind.FUNCTION) and claim.function is None:
+        return registry.Verdict(False, "grading.judge.no_source", {"got": claim.not_function or "?"})
+    got = results.get(q.id)
+    if got is None:
+        if judge_failure:  # the judge process ended before it answered anything
             key = "grading.judge.timeout" if "seconds" in judge_failure else "grading.judge.died"
             return registry.Verdict(False, key, dict(judge_failure))
-        if got is None:
-            key = "grading.judge.no_model" if q.kind == "model" else "grading.judge.no_result"
-            return registry.Verdict(False, key, {"error": "-"})
-        failed = _failed_call(got)
-        if failed is not None:
-            return failed
-        values = [from_plain(v) for v in got]
-        if q.kind == "model":
-            return as_verdict(q.observe(values[0], seen), q.hint_key) if q.observe else registry.Verdict(False)
-        if q.kind == "function":
-            probes = [*q.probes, *q.grader_probes]
-            for probe, out in zip(probes, values):
-                v = as_verdict(q.output_check(probe, out), q.hint_key)
-                if not v.correct:
-                    return v
-            return registry.Verdict(len(values) == len(probes))
-        return q.compare_formula(values, q.samples(grader=True))
-    value = from_plain(report.get("value"))
-    if q.observe is not None:
-        return as_verdict(q.observe(value, seen), q.hint_key)
-    return verdict_of(q, value, context)
+        missing = {QuestionKind.MODEL: "grading.judge.no_model", QuestionKind.RUN: "grading.judge.no_run"}
+        return registry.Verdict(False, missing.get(q.kind, "grading.judge.no_result"), {"error": "-"})
+    if got.how.startswith("timeout"):  # its child ran past its time (``timeout 20 s``)
+        return registry.Verdict(False, "grading.judge.timeout", {"seconds": got.how.split()[1]})
+    if got.how:  # its child died: how (an exit status, a signal), never what it printed
+        return registry.Verdict(False, "grading.judge.died", {"how": got.how})
+    if q.kind is QuestionKind.RUN:
+        from labkit.grading import rerun
+
+        return rerun.verdict(q.id, seed, got.values[0] if got.values else {})
+    seen = len(q.samples()) if q.kind is QuestionKind.FORMULA else len(q.probes)
+    failed = _failed_call(got.values, seen)
+    if failed is not None:
+        return failed
+    values = [from_plain(v) for v in got.values]
+    if q.kind is QuestionKind.MODEL:
+        return _model(q, values[0] if values else None, seed)
+    if q.kind is QuestionKind.FUNCTION:
+        probes = [*q.probes, *q.grader_probes]
+        for probe, out in zip(probes, values):
+            v = as_verdict(q.output_check(probe, out), q.hint_key)
+            if not v.correct:
+                return v
+        return registry.Verdict(len(values) == len(probes))
+    return q.compare_formula(values, q.samples(grader=True))
+
+
+def _model(q: registry.Question, loss: Any, seed: int) -> registry.Verdict:
+    """A model handed in: its loss against the reference the question's ``observe`` holds for it."""
+    if q.observe is None or not isinstance(loss, (int, float)):
+        return registry.Verdict(False, "grading.judge.no_model", {"error": "-"})
+    return as_verdict(q.observe(float(loss), {}), q.hint_key)
+
+
+def _value(q: registry.Question, claim: Claim) -> registry.Verdict:
+    """A value, judged in the check's context: only a context the lesson registered (``contexts=``), where
+    it registered any; a missing or unknown one scores 0 with a message, never stops the grading."""
+    context = {k: _decoded(v) for k, v in claim.context.items()}
+    value = from_plain(claim.value)
+    if q.contexts and not any(all(context.get(k) == v for k, v in case.items()) for case in q.contexts):
+        names = sorted({k for case in q.contexts for k in case})
+        return registry.Verdict(False, "grading.judge.context", {"names": ", ".join(names)})
+    if q.observe is not None:  # judged against a run: the notebook's runs are not evidence for the grader
+        return registry.Verdict(False, "grading.judge.no_run", {"error": "-"})
+    try:
+        return verdict_of(q, value, context)
+    except OptionError:  # the check was called without a context its answer needs
+        return registry.Verdict(False, "grading.judge.no_context", {"names": ", ".join(q.needs())})
 
 
 def _decoded(value: Any) -> Any:

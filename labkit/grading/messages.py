@@ -132,6 +132,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{n:@notebook|notebooks} written to {out}",
         "ro": "{n:@notebook scris|notebook-uri scrise} în {out}",
     },
+    "grading.cli.grade.seed": {
+        "en": "the seed of the inputs the exercises on the ranks are re-run with (default: a new one; each report records its own, to grade again the same way)",
+        "ro": "sămânța datelor de intrare cu care se rulează din nou exercițiile pe ranguri (implicit: una nouă; fiecare raport o înregistrează pe a sa, ca să notați din nou la fel)",
+    },
     "grading.cli.grade.no_sandbox": {
         "en": "run the submissions as plain processes of yours, without a sandbox (only for notebooks you trust)",
         "ro": "rulează predările ca procese obișnuite ale voastre, fără sandbox (doar pentru notebook-uri în care aveți încredere)",
@@ -255,6 +259,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "kernelul a murit ({message}); verificările de dinainte se punctează",
     },
     "grading.grade.run.failed": {"en": "could not be run ({message})", "ro": "nu a putut fi rulat ({message})"},
+    "grading.grade.run.refused": {
+        "en": "was not graded: {message} (hand in the notebook file itself)",
+        "ro": "nu a fost notat: {message} (predați chiar fișierul notebook-ului)",
+    },
+    "grading.grade.run.grader_error": {
+        "en": "could not be scored ({message}); tell your instructor",
+        "ro": "nu a putut fi punctat ({message}); anunțați-vă profesorul",
+    },
     "grading.grade.run.unreadable": {
         "en": "is not a readable notebook ({message})",
         "ro": "nu este un notebook care poate fi citit ({message})",
@@ -382,12 +394,20 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "notarea nu a putut rula funcția voastră ({error})",
     },
     "grading.judge.died": {
-        "en": "the grader's judge process ended with exit status {code} before it checked this ({last})",
-        "ro": "procesul de notare s-a încheiat cu codul {code} înainte să verifice acest răspuns ({last})",
+        "en": "the grader's process for this answer ended ({how}) before it checked it",
+        "ro": "procesul de notare pentru acest răspuns s-a încheiat ({how}) înainte să-l verifice",
     },
     "grading.judge.timeout": {
-        "en": "the grader's judge process ran past {seconds} s before it checked this",
-        "ro": "procesul de notare a depășit {seconds} s înainte să verifice acest răspuns",
+        "en": "the grader's process for this answer ran past {seconds} s before it checked it",
+        "ro": "procesul de notare pentru acest răspuns a depășit {seconds} s înainte să-l verifice",
+    },
+    "grading.judge.context": {
+        "en": "this answer is checked for the lesson's own cases only ({names} as the lesson sets them)",
+        "ro": "acest răspuns se verifică doar pentru cazurile lecției ({names} așa cum le stabilește lecția)",
+    },
+    "grading.judge.no_context": {
+        "en": "the check was called without {names}, which its answer depends on: pass it as the lesson's cell does",
+        "ro": "verificarea a fost apelată fără {names}, de care depinde răspunsul: dați-l așa cum face celula lecției",
     },
     # labkit.grading.sandbox
     "grading.sandbox.unavailable": {

@@ -51,6 +51,7 @@ from labkit.grading.observed import as_verdict, observations_of
 from labkit.grading.points import DTYPE_BYTES, SAMPLES, UNSEEN, grader_points, samples
 from labkit.i18n import LANGS, catalog, t
 from labkit.wire.errors import OptionError
+from labkit.wire.grading import QuestionKind, QuestionStatus
 
 __all__ = [
     "DTYPE_BYTES", "SAMPLES", "UNSEEN", "Question", "Verdict", "as_number", "compare", "grader_points", "question",
@@ -90,15 +91,25 @@ class Question:
         return self.id.split(".", 1)[0]
 
     @property
-    def kind(self) -> str:
-        """sealed, run, model, formula, function or value: how the grader judges it."""
+    def kind(self) -> QuestionKind:
+        """How the grader judges it (``labkit.wire.grading.QuestionKind``)."""
         if self.sealed:
-            return "sealed"
+            return QuestionKind.SEALED
         if self.takes in ("run", "model"):
-            return self.takes
+            return QuestionKind(self.takes)
         if self.formula:
-            return "formula"
-        return "function" if self.probes else "value"
+            return QuestionKind.FORMULA
+        return QuestionKind.FUNCTION if self.probes else QuestionKind.VALUE
+
+    def needs(self) -> list[str]:
+        """The context names a value question's answer cannot be computed without."""
+        if not callable(self.answer):
+            return []
+        return [
+            p.name
+            for p in inspect.signature(self.answer).parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ]
 
     @property
     def hint_key(self) -> str:
@@ -111,6 +122,20 @@ class Question:
 
     def hint(self, lang: str | None = None) -> str:
         return t(self.hint_key, lang)
+
+    def feedback(self, verdict: Verdict, wrong_tries: int) -> tuple[QuestionStatus, str | None, str | None]:
+        """The one rule for what a verdict shows, in the notebook and in the grader's report alike:
+        (status, message key, hint key). A wrong answer with nothing more to say than the hint gets the
+        hint for this try; a diagnosis of what is wrong (an exercise's) gets that try's hint beside it."""
+        if verdict.correct:
+            return QuestionStatus.CORRECT, None, None
+        if verdict.key == "grading.check.unanswered":
+            return QuestionStatus.UNANSWERED, verdict.key, None
+        if verdict.key == self.hint_key:
+            return QuestionStatus.WRONG, self.hint_for(wrong_tries), None
+        if verdict.key and verdict.key.startswith("grading.exercise."):
+            return QuestionStatus.WRONG, verdict.key, self.hint_for(wrong_tries)
+        return QuestionStatus.WRONG, verdict.key, None
 
     def judge(self, value: Any, context: Mapping[str, Any]) -> Verdict:
         """Compare the student's value with this question's answer (in the notebook)."""

@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import re
+import sys
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -19,8 +20,9 @@ from typing import Any
 
 from labkit.grading import registry
 from labkit.grading.checks import fmt_points
-from labkit.grading.grade import NotebookScore, QuestionScore, StudentReport, find_submissions, grade_all
+from labkit.grading.grade import NotebookScore, QuestionScore, StudentReport, collect, grade_all
 from labkit.i18n import get_lang, known, t
+from labkit.wire.grading import NotebookStatus
 
 
 def _percent(points: float, max_points: float) -> str:
@@ -196,6 +198,7 @@ def grade_folder(
     log: Any = None,
     box: Any = None,
     env: dict[str, str] | None = None,
+    seed: int | None = None,
 ) -> list[StudentReport]:
     """Grade every student in ``submissions``; write their reports and the gradebook under ``out_dir``.
 
@@ -204,18 +207,31 @@ def grade_folder(
     """
     root, out = Path(submissions), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    found = find_submissions(root, skip=out)
+    found = collect(root, skip=out)
     tasks = [
-        (path, out / student / (os.path.splitext(name)[0] + ".executed.ipynb"), name)
-        for student, files in found.items()
+        (path, out / _folder(student) / (os.path.splitext(name)[0] + ".executed.ipynb"), name)
+        for student, files in found.notebooks.items()
         for path, name in files
     ]
-    scores = iter(grade_all(tasks, timeout, jobs, log, box, env))
+    scores = iter(grade_all(tasks, timeout, jobs, log, box, env, seed))
     students = []
-    for student, files in found.items():
-        mine = [next(scores) for _ in files]
+    for student in sorted({*found.notebooks, *found.refused}):
+        mine = [next(scores) for _ in found.notebooks.get(student, [])]
+        mine += [
+            NotebookScore(name, None, NotebookStatus.REFUSED, message=why)
+            for name, why in found.refused.get(student, [])
+        ]
         rep = StudentReport(student, mine, report_lang(mine, lang))
-        write_student(rep, out / student)
+        try:
+            write_student(rep, out / _folder(student))
+        except OSError as e:  # one student's report folder: said, and the class's gradebook still written
+            print(f"labkit grade: the report of {student!r} could not be written ({type(e).__name__})", file=sys.stderr)
         students.append(rep)
     write_gradebook(students, out, lang)
     return students
+
+
+def _folder(student: str) -> str:
+    """A student's report folder: their name, made safe as one path component."""
+    safe = re.sub(r"[^\w.@+-]", "_", student).strip(".") or "_"
+    return safe[:100]

@@ -1,13 +1,16 @@
 """Run one submitted notebook with papermill: the program ``labkit grade`` starts in each sandbox.
 
-    python -m labkit.grading.runner NOTEBOOK OUT_DIR --timeout 600 [--parameters JSON]
+    python -m labkit.grading.runner NOTEBOOK OUT_DIR --results-fd N --timeout 600 [--parameters JSON]
 
-It writes ``OUT_DIR/executed.ipynb``, ``OUT_DIR/kernel.log`` and ``OUT_DIR/status.json``
-(``{"status", "message"}``). The notebook runs top to bottom in a fresh kernel of this
-Python, with its saved outputs cleared first; a crashing cell does not stop the cells after
-it; ``--timeout`` is for all its cells together. Everything here runs inside the sandbox, as
-the student's code does, so nothing it writes is trusted: the grader reads these files as
-the student's claims and judges them itself (``labkit.grading.judge``).
+The notebook runs top to bottom in a fresh kernel of this Python, with its saved outputs cleared
+first; a crashing cell does not stop the cells after it; ``--timeout`` is for all its cells together.
+``OUT_DIR`` is the sandbox's own small folder (gone with it): the kernel's log and the models a check
+hands in are written there. When the run has ended, this process sends what came out of it to the
+grader over the pipe ``--results-fd`` (inherited; no other process of the sandbox can reach it:
+this one is non-dumpable and the kernel does not inherit it), as frames (``labkit.wire.grading.Frame``):
+how the run ended, the executed notebook, the kernel's log, the models. The grader never opens a
+file the sandbox could write. Nothing sent is trusted: the grader judges it as the student's claims
+(``labkit.grading.judge``).
 """
 
 from __future__ import annotations
@@ -16,17 +19,22 @@ import argparse
 import json
 import math
 import os
+import re
+import stat
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
+from labkit.grading.sandbox import not_dumpable
 from labkit.wire import env as envvars
+from labkit.wire.grading import Frame, FrameKind, NotebookStatus, RunnerStatus
 
-KERNEL_ENV = ("LABKIT_LANG", "LABKIT_OBSERVE_SINK", "LABKIT_GRADE_OUT")  # what the kernel gets from this process
+KERNEL_ENV = ("LABKIT_LANG", "LABKIT_GRADE_OUT")  # what the kernel gets from this process
 
 
 def cleared(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -128,20 +136,77 @@ def execute(
     return status, message
 
 
+MAX_NOTEBOOK = 128 << 20
+MAX_LOG = 8 << 20  # the kernel log's end
+MAX_MODEL = 256 << 20
+MAX_MODELS = 8
+MODEL_NAME = re.compile(r"model-[A-Za-z0-9._-]{1,120}\.pt")
+
+
+def read_regular(path: Path, cap: int, tail: bool = False) -> bytes | None:
+    """A regular file's bytes (its last ``cap`` with ``tail``, else None when longer), never through a link,
+    never blocking on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(fd).st_size
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or (size > cap and not tail):
+            return None
+        if size > cap:
+            f.seek(size - cap)
+        return f.read(cap)
+
+
+def frames(out: Path, status: str, message: str) -> Iterator[tuple[Frame, bytes]]:
+    """What the grader gets back: how the run ended, the executed notebook, the kernel's log, the models."""
+    body = RunnerStatus(NotebookStatus(status), message[:2000]).to_json().encode()
+    yield Frame(FrameKind.STATUS, len(body)), body
+    for what, name, cap, tail in ((FrameKind.NOTEBOOK, "executed.ipynb", MAX_NOTEBOOK, False),
+                                  (FrameKind.KERNEL_LOG, "executed.kernel.log", MAX_LOG, True)):  # fmt: skip
+        data = read_regular(out / name, cap, tail)
+        if data is not None:
+            yield Frame(what, len(data)), data
+    sent = 0
+    for name in sorted(os.listdir(out)):
+        if sent < MAX_MODELS and MODEL_NAME.fullmatch(name):
+            data = read_regular(out / name, MAX_MODEL)
+            if data is not None:
+                sent += 1
+                yield Frame(FrameKind.MODEL, len(data), name), data
+
+
+def send(fd: int, out: Path, status: str, message: str) -> None:
+    with os.fdopen(fd, "wb") as pipe:
+        try:
+            for frame, data in frames(out, status, message):
+                pipe.write(frame.to_json().encode() + b"\n")
+                pipe.write(data)
+        except BrokenPipeError:  # the grader took what it wanted
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m labkit.grading.runner")
     p.add_argument("notebook")
     p.add_argument("out")
+    p.add_argument("--results-fd", type=int, required=True, help="the pipe to the grader")
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--parameters", default=None, help="papermill parameters, as a JSON object")
     p.add_argument("--name", default=None, help="the notebook's file name as handed in")
     args = p.parse_args(argv)
+    not_dumpable()  # before the kernel starts: it must not reach this process's pipe to the grader
+    os.set_inheritable(args.results_fd, False)
     out = Path(args.out)
-    nb = nbformat.read(args.notebook, as_version=4)
-    env = {k: v for k in KERNEL_ENV if (v := envvars.get(k, None)) is not None}
-    parameters = json.loads(args.parameters) if args.parameters else None
-    status, message = execute(nb, out / "executed.ipynb", args.timeout, env, parameters, args.name)
-    (out / "status.json").write_text(json.dumps({"status": status, "message": message}))
+    try:
+        nb = nbformat.read(args.notebook, as_version=4)
+        env = {k: v for k in KERNEL_ENV if (v := envvars.get(k, None)) is not None}
+        parameters = json.loads(args.parameters) if args.parameters else None
+        status, message = execute(nb, out / "executed.ipynb", args.timeout, env, parameters, args.name)
+    except Exception as e:  # the notebook did not even load: say so, the grader goes on
+        status, message = "failed", f"{type(e).__name__}"
+    send(args.results_fd, out, status, message)
     return 0
 
 

@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +64,17 @@ def sandbox_uid() -> int:
     """A user id for one sandbox (as root): unique among this process's sandboxes and other processes'."""
     with _uid_lock:
         return process_uids()[next(_uids) % 100]
+
+
+def not_dumpable() -> None:
+    """This process's memory and descriptors out of reach of the other processes of its sandbox (same user):
+    no ``/proc/PID/mem``, ``/proc/PID/fd`` or ptrace. A child that execs is dumpable again."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):  # not Linux: no bubblewrap either
+        pass
 
 
 class SandboxUnavailable(Exception):
@@ -94,6 +106,16 @@ class Mounts:
     rw: dict[str, str] = field(default_factory=dict)  # sandbox path -> host path
     files: dict[str, str] = field(default_factory=dict)  # sandbox path -> host file (read-only)
     hide: list[str] = field(default_factory=list)  # folders inside the mounts that the sandbox sees empty
+    tmpfs: dict[str, int] = field(default_factory=dict)  # sandbox path -> bytes: private, gone with the sandbox
+
+
+@dataclass
+class Pipes:
+    """How a program in a sandbox talks to the grader: its standard input, and descriptors it inherits
+    (the same numbers inside). Nothing the program writes on the machine's disk is read back."""
+
+    stdin: int | None = None
+    keep: tuple[int, ...] = ()
 
 
 def python_paths() -> list[str]:
@@ -148,14 +170,28 @@ class Plain:
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
 
-    def run(self, argv: list[str], env: dict[str, str], mounts: Mounts, timeout: float, log: Path) -> Outcome:
+    def run(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        mounts: Mounts,
+        timeout: float,
+        log: Path,
+        pipes: Pipes | None = None,
+    ) -> Outcome:
         marker = uuid.uuid4().hex
         env = {**os.environ, **env, "LABKIT_GRADE_JOB": marker}
-        for path, host in mounts.rw.items():  # the paths the program is given are the host's
-            env = {k: v.replace(path, host) for k, v in env.items()}
-        argv = [_host_path(a, mounts) for a in argv]
-        processes = _user_tasks(os.getuid()) + self.limits.processes
-        return _supervise(argv, env, timeout, log, lambda: _set_limits(self.limits, processes), marker, cwd=None)
+        with tempfile.TemporaryDirectory(prefix="labkit-plain-") as scratch:
+            rw = dict(mounts.rw)
+            for path in mounts.tmpfs:  # a folder of its own, thrown away after (no size limit without a sandbox)
+                rw[path] = os.path.join(scratch, path.strip("/").replace("/", "_"))
+                os.makedirs(rw[path])
+            for path, host in rw.items():  # the paths the program is given are the host's
+                env = {k: v.replace(path, host) for k, v in env.items()}
+            argv = [_host_path(a, Mounts(rw=rw, files=mounts.files)) for a in argv]
+            processes = _user_tasks(os.getuid()) + self.limits.processes
+            limits = lambda: _set_limits(self.limits, processes)  # noqa: E731
+            return _supervise(argv, env, timeout, log, limits, marker, cwd=None, pipes=pipes)
 
 
 def _host_path(arg: str, mounts: Mounts) -> str:
@@ -209,7 +245,7 @@ class Bubblewrap:
             cmd += ["--perms", "0755", "--dir", parent]
         for path in ("/tmp", HOME, "/dev/shm"):
             cmd += ["--perms", "1777", "--size", str(self.limits.tmp_size), "--tmpfs", path]
-        targets = [*python_paths(), *mounts.ro, WORK, *mounts.files, *mounts.rw]
+        targets = [*python_paths(), *mounts.ro, WORK, *mounts.files, *mounts.rw, *mounts.tmpfs]
         for parent in _parents(targets):
             if parent not in made and parent not in ("/tmp", HOME, "/dev/shm"):
                 cmd += ["--perms", "0755", "--dir", parent]
@@ -223,6 +259,8 @@ class Bubblewrap:
             cmd += ["--ro-bind", host, path]
         for path, host in mounts.rw.items():
             cmd += ["--bind", host, path]
+        for path, size in mounts.tmpfs.items():
+            cmd += ["--perms", "1777", "--size", str(size), "--tmpfs", path]
         cmd += ["--chdir", WORK, "--clearenv"]
         for k, v in sorted(env.items()):
             cmd += ["--setenv", k, v]
@@ -233,7 +271,15 @@ class Bubblewrap:
             cmd += ["--", *argv]
         return cmd
 
-    def run(self, argv: list[str], env: dict[str, str], mounts: Mounts, timeout: float, log: Path) -> Outcome:
+    def run(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        mounts: Mounts,
+        timeout: float,
+        log: Path,
+        pipes: Pipes | None = None,
+    ) -> Outcome:
         uid = sandbox_uid() if self.root else None
         env = {"HOME": HOME, "USER": "student", "LOGNAME": "student", "PATH": _path(), "LANG": "C.UTF-8", **env}
         if uid is not None:
@@ -241,7 +287,8 @@ class Bubblewrap:
                 os.chown(host, uid, uid)
         processes = self.limits.processes if self.root else _user_tasks(os.getuid()) + self.limits.processes
         cmd = self.command(argv, env, mounts, uid)
-        return _supervise(cmd, None, timeout, log, lambda: _set_limits(self.limits, processes), None, cwd="/")
+        limits = lambda: _set_limits(self.limits, processes)  # noqa: E731
+        return _supervise(cmd, None, timeout, log, limits, None, cwd="/", pipes=pipes)
 
 
 def _path() -> str:
@@ -250,14 +297,26 @@ def _path() -> str:
 
 
 def _supervise(
-    cmd: list[str], env: dict[str, str] | None, timeout: float, log: Path, limits, marker: str | None, cwd: str | None
+    cmd: list[str],
+    env: dict[str, str] | None,
+    timeout: float,
+    log: Path,
+    limits: Callable[[], None],
+    marker: str | None,
+    cwd: str | None,
+    pipes: Pipes | None = None,
 ) -> Outcome:
     start = time.monotonic()
+    pipes = pipes or Pipes()
+    stdin = pipes.stdin if pipes.stdin is not None else subprocess.DEVNULL
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=limits,
+            cmd, env=env, cwd=cwd, stdin=stdin, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True, preexec_fn=limits, pass_fds=pipes.keep,
         )  # fmt: skip
+        for fd in (pipes.stdin, *pipes.keep):  # the sandbox holds its ends now: the grader's copies must close
+            if fd is not None:
+                os.close(fd)
         try:
             code: int | None = proc.wait(timeout=timeout)
             timed_out = False

@@ -281,7 +281,6 @@ def main() -> None:
         envvars.require("LABKIT_SOCKET"), token, hello, on_message=lambda m: from_kernel(m, inbox), on_close=kernel_gone
     )
     rank_api.use_channel(client)
-    observe.connect_sink()  # before any cell code: the sink's name leaves the environment here
     send = rank_api.send
 
     job = load_job(run_dir)

@@ -14,21 +14,17 @@ units FSDP made, the parameter bytes held, the gradients, FSDP2's prefetch setti
 
 ``LABKIT_OBSERVE=0`` turns it off (to measure what it costs): no exercise of that run can then score.
 
-The observation goes two ways. To the notebook, as a ``"observed"`` message in the cell's
-``Run`` (``run.events``), so that ``labkit.check`` gives immediate feedback. And, while
-``labkit grade`` runs, to the grader's sink: a Unix socket named in ``LABKIT_OBSERVE_SINK``,
-opened by the bootstrap before the cell runs, with the variable then removed from the
-environment. The grader accepts a connection only from a rank process (it checks the peer
-from outside, see ``labkit.grading.sink``) and verifies exercises from what arrives there,
-never from the values the cell reported or from the ``Run`` the notebook holds. A cell that
-rewrites labkit's internals from inside the rank is not stopped by this (docs/grading.md).
+The observation goes to the notebook, as an ``"observed"`` message in the cell's ``Run``
+(``run.events``), so that ``labkit.check`` gives immediate feedback. ``labkit grade`` does not take
+it from the student's notebook run at all: it re-runs each exercise on ranks of its own, in its judge's
+sandbox, with inputs of its own (``labkit.grading.rerun``), and reads the observation those ranks send
+to its own launcher. A cell that rewrites labkit's internals from inside a rank changes what its own
+notebook shows, nothing more.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import socket
 import sys
 import threading
 import time
@@ -42,7 +38,6 @@ from labkit.ranks.comm import C10D_OPS, CommCounter
 from labkit.wire import env as envvars
 from labkit.wire.protocol import Msg
 
-ENV_SINK = "LABKIT_OBSERVE_SINK"
 KIND = Msg.OBSERVED  # the message type the notebook receives (Run.events)
 MAX_TRACE = 4000  # entries kept per cell; the rest are counted only
 MAX_GLOBALS = 200
@@ -67,37 +62,6 @@ _IO = {  # c10d operator -> (index of its input, index of its output) among the 
     "c10d::alltoall_": (1, 0),
 }
 _MODELS = ("TransformerLM", "TransformerBlock")
-
-_sink: socket.socket | None = None
-_sink_lock = threading.Lock()
-
-
-def connect_sink() -> None:
-    """Open the grader's sink, if this run has one, and take its name out of the environment."""
-    global _sink
-    path = envvars.pop(ENV_SINK)
-    if not path:
-        return
-    try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        s.connect(path)
-        _sink = s
-    except OSError as e:  # the grader will find no observation of this rank: say why, in its log
-        sys.stderr.write(f"labkit: the grader's sink is not reachable ({e})\n")
-
-
-def _to_sink(record: dict[str, Any]) -> None:
-    global _sink
-    if _sink is None:
-        return
-    line = (json.dumps(record, default=repr) + "\n").encode()
-    with _sink_lock:
-        try:
-            _sink.sendall(line)
-        except (OSError, ValueError):
-            _sink = None
-
 
 _REDUCE_OPS = ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM")  # c10d's RedOpType
 
@@ -302,7 +266,4 @@ def _send(observer: Observer, namespace: dict[str, Any], ok: bool, cell_id: int 
     except Exception as e:  # the observation must never fail the cell
         summary = {"ok": False, "error": f"{type(e).__name__}: {e}"[:300], "trace": [], "globals": {}}
     summary["seconds"] = round(time.perf_counter() - started, 4)
-    run_id = envvars.get("LABKIT_RUN_ID") or ""
-    key = run_id if cell_id is None else f"{run_id}#{cell_id}"
     rank_api.send(Msg.OBSERVED, cell=cell_id, observation=summary)
-    _to_sink({"run": key, "rank": rank_api.rank(), "world_size": rank_api.world_size(), "observation": summary})
