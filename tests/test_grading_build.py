@@ -204,3 +204,19 @@ def test_nbgrader_metadata_on_the_check_and_solution_cells():
     cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": "x-y", "points": 1}
     recipe = 'labkit.check("x.y", 1)' + "code" + "True" + "False" + "True" + "x-y" + "1.0"
     assert checksum(cell) == hashlib.md5(recipe.encode()).hexdigest()  # nbgrader.utils.compute_checksum, 0.9
+
+
+def test_the_student_catalog_gives_multiple_choice_no_mistake_hints():
+    """Which options of a multiple-choice question have a known mistake's hint rules them out: the students'
+    install carries none (neither the keys nor their texts); the grader's report still shows them."""
+    from labkit.grading import registry, student
+
+    registry.load_questions()
+    sealed = [q for q in registry.all_questions() if q.sealed]
+    assert any(q.mistakes for q in sealed), "no multiple-choice question with a known mistake to test"
+    for entry in student.catalog()["questions"]:
+        q = registry.get(entry["id"])
+        if q.sealed:
+            assert entry["mistakes"] == [] and not any(".mistake" in k for k in entry["texts"]), q.id
+        else:
+            assert entry["mistakes"] == [k for _, k in q.mistakes]

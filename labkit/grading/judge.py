@@ -201,8 +201,10 @@ def _value(q: registry.Question, claim: Claim) -> registry.Verdict:
     if q.contexts and not any(all(context.get(k) == v for k, v in case.items()) for case in q.contexts):
         names = sorted({k for case in q.contexts for k in case})
         return registry.Verdict(False, "grading.judge.context", {"names": ", ".join(names)})
-    if q.observe is not None:  # judged against a run: the notebook's runs are not evidence for the grader
-        return registry.Verdict(False, "grading.judge.no_run", {"error": "-"})
+    if q.observe is not None:  # the notebook judged it against its own run, which is no evidence to the grader
+        if q.reference is None:
+            return registry.Verdict(False, "grading.judge.no_run", {"error": "-"})
+        return registry.Verdict(True) if q.reference(value) else registry.Verdict(False, q.hint_key)
     try:
         return verdict_of(q, value, context)
     except OptionError:  # the check was called without a context its answer needs

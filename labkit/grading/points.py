@@ -16,8 +16,9 @@ from typing import Any
 SAMPLES = 4
 UNSEEN: dict[str, tuple[Any, ...]] = {
     "n_params": (1_234_567_891, 6_700_000_017, 70_553_706_496, 13_000_000_003),
-    "world_size": (3, 24, 1000, 7),
-    "gpus_per_node": (4, 16, 8, 2),
+    # physically possible together: whole nodes (world_size a multiple of gpus_per_node), a rank in the world
+    "world_size": (12, 48, 1000, 7),
+    "gpus_per_node": (4, 16, 8, 1),
     "global_rank": (9, 37, 999, 5),
     "precision": ("bf16", "fp32", "fp16", "fp32"),
     "gpu_bytes": (23e9, 141e9, 47.5e9, 96e9),

@@ -85,6 +85,9 @@ class Question:
     grader_probes: tuple[dict[str, Any], ...] = ()  # probes only the grader tries (never in a student install)
     contexts: tuple[dict[str, Any], ...] = ()  # a value question: contexts a student install can check it in
     hashed: Mapping[str, Any] | None = field(default=None, compare=False)  # a student install: the sealed answers
+    # a value the notebook judges against the student's own run (``observe``): how the grader judges it,
+    # from the value alone (the notebook's runs are no evidence to it); a test checks it against a real run
+    reference: Callable[[Any], bool] | None = None
 
     @property
     def lesson(self) -> str:
@@ -293,6 +296,7 @@ def question(
     output_check: Callable[[dict[str, Any], Any], Any] | None = None,
     batch: Sequence[int] = (),
     contexts: Sequence[dict[str, Any]] = (),
+    reference: Callable[[Any], bool] | None = None,
 ) -> Any:
     """Register a question. With neither ``answer``, ``verify`` nor ``observe``, use it as a decorator:
     the decorated function computes the expected value from the check's context.
@@ -306,7 +310,7 @@ def question(
     options = dict(
         points=points, hint=hint, hints=hints, rel=rel, abs=abs, mistakes=mistakes, formula=formula, sealed=sealed,
         takes=takes, at_run=at_run, run_rel=run_rel, observe=observe, probes=probes, grader_probes=grader_probes,
-        output_check=output_check, batch=batch, contexts=contexts,
+        output_check=output_check, batch=batch, contexts=contexts, reference=reference,
     )  # fmt: skip
     if answer is _UNSET and verify is None and observe is None and not probes:
 
@@ -334,6 +338,7 @@ def question(
     q = Question(
         qid, points, answer, verify, rel, abs, tuple(known), formula, sealed, takes, at_run, run_rel, observe,
         tuple(probes), output_check, tuple(batch), args, len(levels), tuple(grader_probes), tuple(contexts),
+        reference=reference,
     )  # fmt: skip
     _QUESTIONS[qid] = q
     return q

@@ -113,7 +113,9 @@ def _sealed_value(q: registry.Question, salt: str) -> dict[str, Any] | None:
 def entry(q: registry.Question) -> dict[str, Any]:
     """One question as the student's install knows it (see the module docstring)."""
     messages = all_messages()
-    keys = [q.hint_key, *(f"{q.hint_key}{i}" for i in range(2, q.levels + 1)), *(k for _, k in q.mistakes)]
+    # multiple choice: no known mistake's hint, not even its text, since which options have one rules them out
+    mistakes = [] if q.sealed else [k for _, k in q.mistakes]
+    keys = [q.hint_key, *(f"{q.hint_key}{i}" for i in range(2, q.levels + 1)), *mistakes]
     sealed = None
     salt = _salt(q)
     if q.kind == "formula":
@@ -130,7 +132,7 @@ def entry(q: registry.Question) -> dict[str, Any]:
         "takes": q.takes,
         "args": list(q.args),
         "levels": q.levels,
-        "mistakes": [k for _, k in q.mistakes],
+        "mistakes": mistakes,
         "texts": {k: dict(messages[k]) for k in keys if k in messages},
         "observe": _name(q.observe),
         "output_check": _name(q.output_check),

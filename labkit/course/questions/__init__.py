@@ -20,9 +20,9 @@ from labkit.grading.points import grader_points
 grader_points(
     {
         "n_params": (987_654_323, 2_345_678_917, 405_000_000_041, 31_415_926_537),
-        "world_size": (5, 96, 12, 333),
-        "gpus_per_node": (8, 4, 2, 16),
-        "global_rank": (13, 250, 7, 1023),
+        "world_size": (5, 96, 12, 336),  # with gpus_per_node and global_rank: clusters that exist
+        "gpus_per_node": (1, 4, 2, 16),
+        "global_rank": (3, 50, 7, 335),
         "precision": ("fp16", "bf16", "fp32", "bf16"),
         "gpu_bytes": (12e9, 192e9, 33.3e9, 64e9),
         "root_params": (3_141_593, 999_983, 12_345_679, 65_537),

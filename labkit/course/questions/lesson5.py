@@ -63,6 +63,8 @@ def _halved(value: Any, observations: dict[int, dict[str, Any]]) -> bool:
 question(
     "lesson5.halved_collectives",
     observe=_halved,
+    # the grader's: what FSDP does with param_dtype=bf16, reduce_dtype=fp32 (the lesson's own run measures it)
+    reference=lambda value: _as_set(value) == {"all_gather"},
     hint={
         "en": "Compare the bf16 row of the collectives' table with the fp32 row, column by column. "
         "Which dtype does each collective move: param_dtype or reduce_dtype?",
