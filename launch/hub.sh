@@ -42,6 +42,26 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || die "labkit hub: run it as root: each student's server runs under the student's own uid" \
     "labkit hub: porniți-l ca root: serverul fiecărui student rulează cu uid-ul studentului"
+
+# Students log in on this machine: what of the checkout holds the answers must be unreadable to them
+# (the lessons' sources and the questions hold every solution and reference, notebooks/ the solution
+# edition, .git all of it). Checked as every student and as nobody, before anything else is done.
+protected=(labkit/course/questions labkit/course/lessons notebooks .git)
+for user in nobody ${LABKIT_HUB_STUDENTS//,/ }; do
+    id "$user" >/dev/null 2>&1 || continue
+    for path in "${protected[@]}"; do
+        [ -e "$repo/$path" ] || continue
+        # readable = the folder can be listed, or a file in it opened by name
+        # (the names are looked up as root: a folder that cannot be listed may still let its files be opened)
+        if runuser -u "$user" -- sh -c 'ls "$1" >/dev/null 2>&1 && exit 0; shift
+            for f in "$@"; do cat "$f" >/dev/null 2>&1 && exit 0; done; exit 1' sh "$repo/$path" \
+            $(find "$repo/$path" -maxdepth 2 -type f 2>/dev/null | head -n 5); then
+            die "labkit hub: %s can read %s, which holds the course's answers: run  chmod -R o-rwx %s  (or keep the checkout where students cannot read it) and start again" \
+                "labkit hub: %s poate citi %s, care conține răspunsurile cursului: rulați  chmod -R o-rwx %s  (sau țineți copia unde studenții nu o pot citi) și porniți din nou" \
+                "$user" "$repo/$path" "${protected[*]/#/$repo/}"
+        fi
+    done
+done
 bash "$repo/launch/setup-env.sh"
 venv=${LABKIT_VENV:-$repo/.venv}
 py=$venv/bin/python
@@ -55,9 +75,9 @@ mkdir -p "$LABKIT_HUB_DIR" && chmod 0711 "$LABKIT_HUB_DIR"
 # The environment's Python may not be (a pyenv build under /root): the servers run a view of a
 # readable Python of the same version, seeing the same packages (labkit.hub.view).
 site=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-if ! runuser -u nobody -- test -r "$repo/launch/jupyter" -a -r "$site"; then
-    die "labkit hub: %s is not readable by other users: the students' servers run it; put the checkout where they can read it" \
-        "labkit hub: %s nu poate fi citit de alți utilizatori: serverele studenților îl rulează; puneți copia unde o pot citi" "$repo"
+if ! runuser -u nobody -- test -r "$site"; then
+    die "labkit hub: %s is not readable by other users: the students' servers run its packages; put the environment where they can read it (LABKIT_VENV)" \
+        "labkit hub: %s nu poate fi citit de alți utilizatori: serverele studenților îi rulează pachetele; puneți mediul unde îl pot citi (LABKIT_VENV)" "$site"
 fi
 
 # configurable-http-proxy, from npm, once
@@ -114,7 +134,11 @@ for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))')
 export LABKIT_HUB_API_PORT LABKIT_HUB_PROXY_API_PORT
-export LABKIT_HUB_JUPYTER_CONFIG=$repo/launch/jupyter # JupyterLab's course defaults (no news prompt)
+# JupyterLab's course defaults (no news prompt), copied beside the student editions: no path into the
+# checkout is in a student's environment
+rm -rf "$LABKIT_HUB_DIR/jupyter" && cp -R "$repo/launch/jupyter" "$LABKIT_HUB_DIR/jupyter"
+chmod -R a+rX "$LABKIT_HUB_DIR/jupyter"
+export LABKIT_HUB_JUPYTER_CONFIG=$LABKIT_HUB_DIR/jupyter
 say "labkit hub: http://%s:%s (state in %s)" "labkit hub: http://%s:%s (starea în %s)" \
     "${LABKIT_HUB_IP:-127.0.0.1}" "${LABKIT_HUB_PORT:-8000}" "$LABKIT_HUB_DIR"
 cd "$LABKIT_HUB_DIR"

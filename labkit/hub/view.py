@@ -52,11 +52,23 @@ def make_view(dest: str, student_install: str | None = None) -> str:
     site = sysconfig.get_paths()["purelib"]
     pth = os.path.join(dest, "lib", f"python{version}", "site-packages", "labkit-course.pth")
     with open(pth, "w") as f:
-        line = f"import site, sys; site.addsitedir({site!r})"  # .pth files in the course's site-packages run too
-        if student_install:
-            line += f"; sys.path.insert(0, {os.path.abspath(student_install)!r})"
-        f.write(line + "\n")
+        f.write(course_path_line(site, student_install) + "\n")
     return python
+
+
+def course_path_line(site: str, student_install: str | None) -> str:
+    """The view's one ``.pth`` line: the course environment's site-packages on the path, with the ``.pth``
+    files there run too, except an editable install's (it names the instructor's checkout, and would
+    import labkit from there), and the student install ahead of everything."""
+    code = (
+        f"import os, sys; d = {site!r}; sys.path.append(d); "
+        "[exec(l) if l.startswith(('import ', 'import\t')) else sys.path.append(os.path.join(d, l.strip())) "
+        "for n in sorted(os.listdir(d)) if n.endswith('.pth') and not n.startswith('__editable__') "
+        "for l in open(os.path.join(d, n)) if l.strip() and not l.startswith('#')]"
+    )
+    if student_install:
+        code += f"; sys.path.insert(0, {os.path.abspath(student_install)!r})"
+    return code
 
 
 if __name__ == "__main__":

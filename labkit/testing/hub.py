@@ -128,6 +128,15 @@ class Hub:
                 self.proc.wait(timeout=10)
 
 
+PROTECTED = ("labkit/course/questions", "labkit/course/lessons", "notebooks", ".git")  # as launch/hub.sh checks
+
+
+def protect_checkout() -> None:
+    """What ``launch/hub.sh`` requires before it starts: no other user can read the answers in this checkout."""
+    for path in PROTECTED:
+        subprocess.run(["chmod", "-R", "o-rwx", os.path.join(ROOT, path)], check=False)
+
+
 def start_hub(
     folder: str, users: dict[str, User], spawner: str = "local", env: dict[str, str] | None = None, timeout: float = 120
 ) -> Hub:
@@ -136,6 +145,7 @@ def start_hub(
 
     students = [u for u in users if not u.endswith("prof")]
     instructors = [u for u in users if u.endswith("prof")]
+    protect_checkout()
     port, marker = free_port(), secrets.token_hex(8)
     os.makedirs(folder, exist_ok=True)
     os.chmod(folder, 0o711)
