@@ -66,7 +66,7 @@ STARTUP = 180  # seconds a sandbox may take beyond the notebook's cells (the ker
 JUDGE_SECONDS = 300  # the judge's sandbox, all of a notebook's tasks
 AFTER_SECONDS = 120  # reading and scoring one notebook after its sandboxes ended (the grader's own work)
 MAX_STREAM = 768 << 20  # bytes the grader takes from one sandbox's pipe
-OUT_SIZE = 1 << 30  # the sandbox's folder for what a check hands in (tmpfs: gone with the sandbox)
+OUT_SIZE = 256 << 20  # the sandbox's folder for what a check hands in (tmpfs: gone with the sandbox)
 MAX_SUBMISSION = 64 << 20  # bytes of one submitted notebook
 MAX_RECORDS = 5000  # check records read from one notebook
 SAFE_NAME = re.compile(r"model-[A-Za-z0-9._-]{1,120}\.pt")
@@ -413,7 +413,11 @@ def score(
         if c is None:
             rows.append(QuestionScore(q.id, QuestionStatus.MISSING, 0, q.points))
             continue
-        verdict = judge.verdict(q, c.record, results or {}, judge_failure, seed)
+        try:
+            verdict = judge.verdict(q, c.record, results or {}, judge_failure, seed)
+        except Exception as e:  # whatever the record held: this question scores 0, and says so
+            print(f"labkit grade: {q.id}: {type(e).__name__}: {e}"[:500], file=sys.stderr)
+            verdict = registry.Verdict(False, "grading.judge.unreadable", {"error": type(e).__name__})
         status, key, hint = q.feedback(verdict, c.attempts)
         row = QuestionScore(q.id, status, q.points if verdict.correct else 0, q.points, key, dict(verdict.fields))
         row.attempts, row.cell, row.hint = c.attempts, c.cell, hint

@@ -405,6 +405,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "this answer is checked for the lesson's own cases only ({names} as the lesson sets them)",
         "ro": "acest răspuns se verifică doar pentru cazurile lecției ({names} așa cum le stabilește lecția)",
     },
+    "grading.judge.unreadable": {
+        "en": "the grader could not read what this check handed in ({error})",
+        "ro": "notarea nu a putut citi ce a predat această verificare ({error})",
+    },
     "grading.judge.no_context": {
         "en": "the check was called without {names}, which its answer depends on: pass it as the lesson's cell does",
         "ro": "verificarea a fost apelată fără {names}, de care depinde răspunsul: dați-l așa cum face celula lecției",

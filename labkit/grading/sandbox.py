@@ -86,9 +86,9 @@ class Limits:
     memory: int = 16 * GiB  # address space per process (RLIMIT_AS)
     cpu_seconds: int = 3600  # per process
     processes: int = 1024  # tasks (threads count) of the sandbox's user
-    file_size: int = 4 * GiB
+    file_size: int = GiB
     open_files: int = 4096
-    tmp_size: int = 4 * GiB  # each of /tmp and the home folder
+    tmp_size: int = GiB  # each of /tmp, /dev/shm and the home folder (memory: gone with the sandbox)
 
 
 @dataclass

@@ -48,9 +48,15 @@ class Record:
     SCHEMA: ClassVar[int] = 1
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as JSON data; a field at its default is left out (the reader puts the default back)."""
         out: dict[str, Any] = {"kind": self.KIND, "schema": self.SCHEMA}
         for f in dataclasses.fields(self):
-            out[f.name] = _plain(getattr(self, f.name))
+            value = getattr(self, f.name)
+            if f.default is not dataclasses.MISSING and value == f.default and type(value) is type(f.default):
+                continue
+            if f.default_factory is not dataclasses.MISSING and value == f.default_factory():
+                continue
+            out[f.name] = _plain(value)
         return out
 
     def to_json(self) -> str:
