@@ -621,9 +621,7 @@ def _take(path: Path, student: str, name: str, entry: os.DirEntry, found: Found)
         found.refused.setdefault(student, []).append((name, "a symbolic link"))
     elif not stat.S_ISREG(info.st_mode):
         found.refused.setdefault(student, []).append((name, "not a regular file"))
-    elif info.st_nlink > 1:  # a hard link: the same file as another's (another student's, or the solution)
-        found.refused.setdefault(student, []).append((name, "a hard link to another file"))
-    else:
+    else:  # a hard link is a file of the folder's own: the submissions folder is the instructor's copy
         found.notebooks.setdefault(student, []).append((path, name))
 
 

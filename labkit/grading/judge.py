@@ -198,6 +198,9 @@ def _value(q: registry.Question, claim: Claim) -> registry.Verdict:
     it registered any; a missing or unknown one scores 0 with a message, never stops the grading."""
     context = {k: _decoded(v) for k, v in claim.context.items()}
     value = from_plain(claim.value)
+    missing = [name for name in q.needs() if context.get(name) is None]
+    if missing:  # called without a context its answer needs (the student install said "checked when you hand in")
+        return registry.Verdict(False, "grading.judge.no_context", {"names": ", ".join(missing)})
     if q.contexts and not any(all(context.get(k) == v for k, v in case.items()) for case in q.contexts):
         names = sorted({k for case in q.contexts for k in case})
         return registry.Verdict(False, "grading.judge.context", {"names": ", ".join(names)})
