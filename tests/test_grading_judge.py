@@ -175,6 +175,7 @@ def test_hashes_accept_what_the_exact_comparison_accepts_at_the_boundary_too():
 def _judge(tasks, tmp_path, box=None):
     from labkit.grading import grade, sandbox
 
+    tmp_path.mkdir(exist_ok=True)
     return grade.evaluate(box or sandbox.find(), tmp_path, tasks, {"LABKIT_HOME": grade.labkit_home()})
 
 
@@ -327,3 +328,49 @@ def test_a_judge_past_its_time_runs_once_and_says_so(tmp_path):
     row = next(r for r in score("lesson1", [(0, rec)], results, why) if r.id == "lesson1.bytes_per_param")
     assert row.key == "grading.judge.timeout"
     assert row.feedback == f"the grader's process for this answer ran past {grade.JUDGE_SECONDS} s before it checked it"
+
+
+# -- a loader, on the grader's own checkpoint -----------------------------------------------------
+
+
+def _right_loader(checkpoint_dir, cfg):
+    import torch.distributed.checkpoint as dcp
+
+    from labkit.models import TransformerLM
+
+    plain = TransformerLM(cfg)
+    state = {"train": {"model": plain.state_dict()}}
+    dcp.load(state, checkpoint_id=checkpoint_dir, no_dist=True)
+    plain.load_state_dict(state["train"]["model"])
+    return plain
+
+
+def _fresh_model(checkpoint_dir, cfg):  # forgot to load
+    from labkit.models import TransformerLM
+
+    return TransformerLM(cfg)
+
+
+def _forges_the_measure(checkpoint_dir, cfg):
+    """What a hostile loader tries: patch the measure, and hand back a model that is not one."""
+    import sys
+
+    ev = sys.modules.get("labkit.grading.evaluate")
+    if ev is not None:
+        ev.model_loss = lambda task: [1.0, 1.0]
+    raise RuntimeError("no model")
+
+
+def test_a_loader_is_judged_on_a_checkpoint_of_the_graders_own(tmp_path, capsys):
+    q = registry.get("lesson7.reloaded_loss")
+    verdicts = {}
+    for fn in (_right_loader, _fresh_model, _forges_the_measure):
+        rec = {"id": q.id, "report": checks.claim(q, fn, None, {})}
+        tasks = judge.tasks([q], judge.choose([(0, rec)]), seed=1234)
+        assert [t.does for t in tasks] == [TaskKind.LOAD, TaskKind.MODEL_LOSS] and tasks[0].seed == 1234
+        results, why = _judge(tasks, tmp_path / fn.__name__)
+        verdicts[fn.__name__] = judge.verdict(q, rec, results, why, 1234)
+    assert verdicts["_right_loader"].correct, verdicts
+    assert verdicts["_fresh_model"].key == "grading.exercise.reloaded"
+    assert verdicts["_forges_the_measure"].key == "grading.check.crashed"
+    capsys.readouterr()

@@ -18,7 +18,6 @@ specific with each wrong try in the kernel (``Question.hints``); the report coun
 from __future__ import annotations
 
 import html
-import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,7 +27,6 @@ from labkit.fmt import fmt_spec
 from labkit.grading import registry
 from labkit.grading.observed import run_id
 from labkit.i18n import get_lang, t
-from labkit.wire import env as envvars
 from labkit.wire.errors import OptionError
 from labkit.wire.grading import CheckRecord, Claim
 from labkit.wire.records import RunRecord
@@ -43,7 +41,6 @@ _COLORS = {
     "recorded": ("#1565c0", "#e3f2fd"),
     "deferred": ("#1565c0", "#e3f2fd"),
 }
-GRADE_OUT = "LABKIT_GRADE_OUT"  # while graded: a folder for what a check hands in besides its record (a model)
 
 
 def fmt_points(x: float, lang: str | None = None) -> str:
@@ -183,15 +180,13 @@ def claim(q: registry.Question, value: Any, run: RunRecord | None, context: dict
     fields: dict[str, Any] = {}
     if value is Ellipsis or value is NotImplemented:
         return Claim(q.kind, unanswered=True).to_dict()
-    if q.kind in ("formula", "function"):
+    if q.kind in ("formula", "function", "model"):
         try:
             fields["function"] = snapshot.snapshot(value)
         except (snapshot.NotAFunction, OSError, TypeError, SyntaxError):  # not a function, or no source for it
             fields["not_function"] = type(value).__name__
     elif q.kind == "run":
         fields["run"] = run_id(value)
-    elif q.kind == "model":
-        fields["model"] = _hand_in_model(q, value)
     else:
         try:
             fields["value"] = snapshot.to_plain(value)
@@ -206,21 +201,6 @@ def claim(q: registry.Question, value: Any, run: RunRecord | None, context: dict
         except (TypeError, ValueError):
             encoded[name] = {"$kind": type(v).__name__}
     return Claim(q.kind, context=encoded, **fields).to_dict()
-
-
-def _hand_in_model(q: registry.Question, model: Any) -> dict[str, Any] | None:
-    """While graded, the model's weights go to the grader's folder: its judge measures them itself."""
-    folder = envvars.get(GRADE_OUT)
-    cfg = getattr(model, "cfg", None)
-    if not folder or cfg is None or not hasattr(model, "state_dict"):
-        return None
-    import dataclasses
-
-    import torch
-
-    name = f"model-{q.id}-{_wrong_tries[q.id]}-{os.getpid()}.pt"
-    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, os.path.join(folder, name))
-    return {"file": name, "config": dataclasses.asdict(cfg)}
 
 
 def _result(

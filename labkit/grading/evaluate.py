@@ -17,8 +17,9 @@ and only then passed on. A child that dies, hangs past its time or answers nonse
 
 What a child runs: a function snapshot (``labkit.grading.snapshot``) at each set of arguments (plain
 JSON, or ``{"$model": {...}}`` for a ``TransformerLM`` of that configuration on the meta device); a
-model handed in, loaded with ``torch.load(weights_only=True)`` into a ``TransformerLM`` and measured
-by its loss on one ``synthetic_batch``; or an exercise re-run on the grader's own ranks
+loader handed in, called on a DCP checkpoint the child writes from a seed, whose model's weights the
+next child, which never ran student code, loads as data (``weights_only``) and measures against the
+checkpoint's own on one ``synthetic_batch``; or an exercise re-run on the grader's own ranks
 (``labkit.grading.rerun``).
 """
 
@@ -95,22 +96,65 @@ def call_task(task: JudgeTask) -> list[Any]:
     return out
 
 
-def model_loss(task: JudgeTask) -> list[Any]:
+def _seeded_model(task: JudgeTask) -> Any:
+    """The checkpoint's model: ``task.config``'s shape, weights from ``task.seed`` (the same in both children)."""
     import torch
 
     from labkit.models.config import ModelConfig
-    from labkit.models.transformer import TransformerLM, synthetic_batch
+    from labkit.models.transformer import TransformerLM
 
+    torch.manual_seed(task.seed)
+    return TransformerLM(ModelConfig(**(task.config or {})))
+
+
+def load(task: JudgeTask) -> list[Any]:
+    """A loader handed in, called on a DCP checkpoint this child writes first (before any student code runs);
+    the weights of the model it returned go to ``task.state``, for the next child to measure."""
+    import tempfile
+
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    from labkit.models.config import ModelConfig
+
+    folder = tempfile.mkdtemp(prefix="labkit-judge-checkpoint-")
+    model = _seeded_model(task)
+    dcp.save({"train": {"model": model.state_dict()}}, checkpoint_id=folder, no_dist=True)  # as the lesson's ranks
+    del model
     try:
-        cfg = ModelConfig(**(task.config or {}))
-        model = TransformerLM(cfg)
-        state = torch.load(task.state or "", map_location="cpu", weights_only=True)
-        model.load_state_dict(state)
-        with torch.no_grad():
-            loss = model(*synthetic_batch(cfg, *task.batch)).item()
+        fn = rebuild(task.function or {})
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.alarm(CALL_SECONDS)
+        try:
+            loaded = fn(folder, ModelConfig(**(task.config or {})))
+        finally:
+            signal.alarm(0)
+        state = {k: v.detach().to("cpu").clone() for k, v in loaded.state_dict().items()}
+        torch.save(state, task.state or "")
     except BaseException as e:
         return [error(e)]
-    return [loss]
+    return [True]
+
+
+def model_loss(task: JudgeTask) -> list[Any]:
+    """(the checkpoint's own loss, the loss of the weights the loader returned), on one synthetic batch, here:
+    in a child that ran no student code, with the weights loaded as data (``weights_only``)."""
+    import torch
+
+    from labkit.models.transformer import synthetic_batch
+
+    try:
+        model = _seeded_model(task)
+        batch = synthetic_batch(model.cfg, *task.batch)
+        with torch.no_grad():
+            want = model(*batch).item()
+            model.load_state_dict(torch.load(task.state or "", map_location="cpu", weights_only=True))
+            got = model(*batch).item()
+    except FileNotFoundError:  # the loader failed: its own task says how
+        return [{"$error": "NoModel", "message": ""}]
+    except BaseException as e:
+        return [error(e)]
+    return [want, got]
 
 
 def rank_task(task: JudgeTask) -> list[Any]:
@@ -122,7 +166,7 @@ def rank_task(task: JudgeTask) -> list[Any]:
         return [error(e)]
 
 
-RUN = {TaskKind.CALLS: call_task, TaskKind.MODEL_LOSS: model_loss, TaskKind.RANKS: rank_task}
+RUN = {TaskKind.CALLS: call_task, TaskKind.LOAD: load, TaskKind.MODEL_LOSS: model_loss, TaskKind.RANKS: rank_task}
 
 
 # -- the parent: one child per task ------------------------------------------------------------

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import stat
 import sys
@@ -66,10 +65,9 @@ STARTUP = 180  # seconds a sandbox may take beyond the notebook's cells (the ker
 JUDGE_SECONDS = 300  # the judge's sandbox, all of a notebook's tasks
 AFTER_SECONDS = 120  # reading and scoring one notebook after its sandboxes ended (the grader's own work)
 MAX_STREAM = 768 << 20  # bytes the grader takes from one sandbox's pipe
-OUT_SIZE = 256 << 20  # the sandbox's folder for what a check hands in (tmpfs: gone with the sandbox)
+OUT_SIZE = 256 << 20  # the sandbox's folder for the executed notebook and the kernel's log (tmpfs: gone with it)
 MAX_SUBMISSION = 64 << 20  # bytes of one submitted notebook
 MAX_RECORDS = 5000  # check records read from one notebook
-SAFE_NAME = re.compile(r"model-[A-Za-z0-9._-]{1,120}\.pt")
 
 
 @dataclass
@@ -158,7 +156,6 @@ class Returned:
     status: RunnerStatus | None = None
     notebook: bytes | None = None
     kernel_log: bytes = b""
-    models: dict[str, bytes] = field(default_factory=dict)
 
 
 def read_frames(data: bytes) -> Returned:
@@ -184,8 +181,6 @@ def read_frames(data: bytes) -> Returned:
             got.notebook = body
         elif frame.what is FrameKind.KERNEL_LOG:
             got.kernel_log = body
-        elif frame.what is FrameKind.MODEL and SAFE_NAME.fullmatch(frame.name) and len(got.models) < 16:
-            got.models[frame.name] = body
     return got
 
 
@@ -226,7 +221,7 @@ def execute(
         argv += ["--parameters", json.dumps(parameters)]
     if name:
         argv += ["--name", Path(name).name]
-    env = _environment(home, {"LABKIT_GRADE_OUT": out, **env})
+    env = _environment(home, env)
     outcome = box.run(argv, env, mounts, timeout + STARTUP, work / "sandbox.log", sandbox.Pipes(keep=(writer,)))
     got = read_frames(drain.result())
     if got.status is not None:
@@ -245,23 +240,17 @@ def execute(
 
 
 def evaluate(
-    box: Any, work: Path, tasks: list[JudgeTask], env: dict[str, str], models: dict[str, bytes] | None = None
+    box: Any, work: Path, tasks: list[JudgeTask], env: dict[str, str]
 ) -> tuple[dict[str, JudgeResult], dict[str, Any]]:
     """Run the judge (``labkit.grading.evaluate``) on ``tasks`` in a sandbox of its own: its results by
     task, and why there are none (empty when it answered). Its tasks go over a pipe, its results come
-    back over another, the models it measures are mounted read-only. A judge that ended without
+    back over another; it sees nothing of the machine but the system, Python and the students' labkit. A judge that ended without
     answering every task, before its time was out, runs once more for the rest (the machine can kill
     it); both runs' output is in ``work / "judge.log"``, which only the instructor reads."""
     if not tasks:
         return {}, {}
-    folder = work / "judge"
-    folder.mkdir(exist_ok=True)
-    files = {}
-    for name, data in (models or {}).items():
-        (folder / name).write_bytes(data)
-        files[f"{sandbox.WORK}/judge/{name}"] = str(folder / name)
     home = env.get("LABKIT_HOME", labkit_home())
-    mounts = sandbox.Mounts(ro=[os.path.join(home, "labkit")], files=files, hide=_instructors_labkit(home))
+    mounts = sandbox.Mounts(ro=[os.path.join(home, "labkit")], hide=_instructors_labkit(home))
     results: dict[str, JudgeResult] = {}
     outcome = None
     for _ in range(2):
@@ -533,8 +522,8 @@ def _grade(
         lesson = lesson_of(nb, records)
         questions = registry.lesson_questions(lesson) if lesson else []
         chosen = judge.choose(records)
-        tasks = judge.tasks(questions, chosen, got.models, executed, seed)
-        results, judge_failure = evaluate(box, work, tasks, dict(env), got.models)
+        tasks = judge.tasks(questions, chosen, executed, seed)
+        results, judge_failure = evaluate(box, work, tasks, dict(env))
         judge_log = work / "judge.log"
         if judge_log.exists():  # after the kernel's: what the judge process printed, for the instructor only
             with out_path.with_suffix(".kernel.log").open("ab") as f:

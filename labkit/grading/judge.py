@@ -11,7 +11,7 @@ judges here:
 | sealed | the first answer recorded | comparing it with the answer |
 | value | the value (and the context it depends on) | computing the answer here, in a context the lesson registered |
 | run | the exercise's functions, as the notebook's cells define them | re-running them on the grader's own ranks in the judge's sandbox, with inputs from this grading's seed (``labkit.grading.rerun``) |
-| model | the model's weights (a file) | its loss, measured by the judge, against what the grader's own re-run measured |
+| model | a loader: the function that builds the model from a checkpoint | called by the judge on a checkpoint of its own (weights from this grading's seed); the loss of what it returned against the checkpoint's own loss, measured apart |
 
 A record without a report, or whose report is not what its kind needs, scores 0. What a student's
 function raised at one of the grader's own points is named by its type only: its message could carry
@@ -71,16 +71,19 @@ def claim_of(rec: dict[str, Any]) -> Claim | None:
         return None
 
 
+CHECKPOINT_MODEL = {"vocab_size": 384, "dim": 48, "n_layers": 3, "n_heads": 4, "seq_len": 16}  # not the lesson's
+
+
 def tasks(
     questions: list[registry.Question],
     chosen: dict[str, Chosen],
-    models: dict[str, bytes],
     executed: nbformat.NotebookNode | None = None,
     seed: int = 0,
 ) -> list[JudgeTask]:
     """What the judge process must run: each formula's and function's snapshot at the grader's points,
-    each model handed in (by its file name, among ``models``), and each exercise on the ranks re-run
-    from the functions the notebook's cells define (``executed``), with inputs from ``seed``."""
+    each loader on a checkpoint of the grader's (two tasks: the student's call, then the measure, in a
+    child that never ran student code), and each exercise on the ranks re-run from the functions the
+    notebook's cells define (``executed``); the checkpoint's weights and the ranks' inputs from ``seed``."""
     out = []
     for q in questions:
         c = chosen.get(q.id)
@@ -90,13 +93,11 @@ def tasks(
         if q.kind in (QuestionKind.FORMULA, QuestionKind.FUNCTION) and claim.function is not None:
             calls = q.samples(grader=True) if q.kind is QuestionKind.FORMULA else [*q.probes, *q.grader_probes]
             out.append(JudgeTask(q.id, TaskKind.CALLS, function=claim.function, calls=calls))
-        elif q.kind is QuestionKind.MODEL and claim.model is not None:
-            name = str(claim.model.get("file", ""))
-            if name in models and isinstance(claim.model.get("config"), dict):
-                out.append(
-                    JudgeTask(q.id, TaskKind.MODEL_LOSS, state=f"/submission/judge/{name}",
-                              config=claim.model["config"], batch=list(q.batch))
-                )  # fmt: skip
+        elif q.kind is QuestionKind.MODEL and claim.function is not None:
+            weights = f"/tmp/labkit-judge-{len(out)}.pt"
+            common = {"state": weights, "config": CHECKPOINT_MODEL, "seed": seed}
+            out.append(JudgeTask(f"{q.id}#load", TaskKind.LOAD, function=claim.function, **common))
+            out.append(JudgeTask(q.id, TaskKind.MODEL_LOSS, batch=list(q.batch), **common))
         elif q.kind is QuestionKind.RUN and executed is not None:
             from labkit.grading import rerun
 
@@ -152,7 +153,7 @@ def verdict(
         return registry.Verdict(status == "correct", key, fields)
     if q.kind is QuestionKind.VALUE:
         return _value(q, claim)
-    if q.kind in (QuestionKind.FORMULA, QuestionKind.FUNCTION) and claim.function is None:
+    if q.kind in (QuestionKind.FORMULA, QuestionKind.FUNCTION, QuestionKind.MODEL) and claim.function is None:
         return registry.Verdict(False, "grading.judge.no_source", {"got": claim.not_function or "?"})
     got = results.get(q.id)
     if got is None:
@@ -169,13 +170,15 @@ def verdict(
         from labkit.grading import rerun
 
         return rerun.verdict(q.id, seed, got.values[0] if got.values else {})
+    if q.kind is QuestionKind.MODEL:
+        loaded = results.get(f"{q.id}#load")
+        failed = _failed_call(loaded.values, 0) if loaded is not None else None
+        return failed or _model(q, got.values)
     seen = len(q.samples()) if q.kind is QuestionKind.FORMULA else len(q.probes)
     failed = _failed_call(got.values, seen)
     if failed is not None:
         return failed
     values = [from_plain(v) for v in got.values]
-    if q.kind is QuestionKind.MODEL:
-        return _model(q, values[0] if values else None, seed)
     if q.kind is QuestionKind.FUNCTION:
         probes = [*q.probes, *q.grader_probes]
         for probe, out in zip(probes, values):
@@ -186,11 +189,18 @@ def verdict(
     return q.compare_formula(values, q.samples(grader=True))
 
 
-def _model(q: registry.Question, loss: Any, seed: int) -> registry.Verdict:
-    """A model handed in: its loss against the reference the question's ``observe`` holds for it."""
-    if q.observe is None or not isinstance(loss, (int, float)):
+def _model(q: registry.Question, values: list[Any]) -> registry.Verdict:
+    """A loader's model: the loss of the weights it returned against the checkpoint's own (both measured by the
+    judge, in a child that ran no student code); ``[{"$error": ...}]`` when it returned no model's weights."""
+    failed = _failed_call(values, 0)
+    if failed is not None:
+        return failed
+    if len(values) != 2 or not all(isinstance(v, (int, float)) for v in values):
         return registry.Verdict(False, "grading.judge.no_model", {"error": "-"})
-    return as_verdict(q.observe(float(loss), {}), q.hint_key)
+    want, got = (float(v) for v in values)
+    if abs(got - want) <= 1e-5 * abs(want):
+        return registry.Verdict(True)
+    return registry.Verdict(False, "grading.exercise.reloaded", {"got": f"{got:.6f}", "want": f"{want:.6f}"})
 
 
 def _value(q: registry.Question, claim: Claim) -> registry.Verdict:

@@ -147,11 +147,15 @@ class Question:
                 return Verdict(False, "grading.check.type.run", {"got": kind(value)})
             if self.observe is not None:
                 return as_verdict(self.observe(observations_of(value)), self.hint_key)
-        if self.takes == "model" and not hasattr(value, "parameters"):
-            return Verdict(False, "grading.check.type.model", {"got": kind(value)})
-        if self.takes == "model" and self.observe is not None:
-            loss = model_loss(value, self.batch)
-            return as_verdict(self.observe(loss, observations_of(context.get("run"))), self.hint_key)
+        if self.takes == "model":  # a loader: (checkpoint_dir, cfg) -> the model, tried on the run's checkpoint
+            if not callable(value) or isinstance(value, type):
+                return Verdict(False, "grading.check.type.function", {"got": kind(value)})
+            model = _call(self, lambda checkpoint_dir, cfg: value(checkpoint_dir, cfg), context)
+            if not hasattr(model, "parameters"):
+                return Verdict(False, "grading.check.type.model", {"got": kind(model)})
+            loss = model_loss(model, self.batch)
+            return as_verdict(self.observe(loss, observations_of(context.get("run"))) if self.observe else False,
+                              self.hint_key)  # fmt: skip
         if self.verify is not None:
             return as_verdict(_call(self, self.verify, context, value), self.hint_key)
         if self.probes:

@@ -4,11 +4,11 @@
 
 The notebook runs top to bottom in a fresh kernel of this Python, with its saved outputs cleared
 first; a crashing cell does not stop the cells after it; ``--timeout`` is for all its cells together.
-``OUT_DIR`` is the sandbox's own small folder (gone with it): the kernel's log and the models a check
-hands in are written there. When the run has ended, this process sends what came out of it to the
+``OUT_DIR`` is the sandbox's own small folder (gone with it): the executed notebook and the kernel's
+log are written there. When the run has ended, this process sends what came out of it to the
 grader over the pipe ``--results-fd`` (inherited; no other process of the sandbox can reach it:
 this one is non-dumpable and the kernel does not inherit it), as frames (``labkit.wire.grading.Frame``):
-how the run ended, the executed notebook, the kernel's log, the models. The grader never opens a
+how the run ended, the executed notebook, the kernel's log. The grader never opens a
 file the sandbox could write. Nothing sent is trusted: the grader judges it as the student's claims
 (``labkit.grading.judge``).
 """
@@ -19,7 +19,6 @@ import argparse
 import json
 import math
 import os
-import re
 import stat
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from labkit.grading.sandbox import not_dumpable
 from labkit.wire import env as envvars
 from labkit.wire.grading import Frame, FrameKind, NotebookStatus, RunnerStatus
 
-KERNEL_ENV = ("LABKIT_LANG", "LABKIT_GRADE_OUT")  # what the kernel gets from this process
+KERNEL_ENV = ("LABKIT_LANG",)  # what the kernel gets from this process
 
 
 def cleared(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -138,9 +137,6 @@ def execute(
 
 MAX_NOTEBOOK = 128 << 20
 MAX_LOG = 8 << 20  # the kernel log's end
-MAX_MODEL = 256 << 20
-MAX_MODELS = 8
-MODEL_NAME = re.compile(r"model-[A-Za-z0-9._-]{1,120}\.pt")
 
 
 def read_regular(path: Path, cap: int, tail: bool = False) -> bytes | None:
@@ -160,7 +156,7 @@ def read_regular(path: Path, cap: int, tail: bool = False) -> bytes | None:
 
 
 def frames(out: Path, status: str, message: str) -> Iterator[tuple[Frame, bytes]]:
-    """What the grader gets back: how the run ended, the executed notebook, the kernel's log, the models."""
+    """What the grader gets back: how the run ended, the executed notebook, the kernel's log."""
     body = RunnerStatus(NotebookStatus(status), message[:2000]).to_json().encode()
     yield Frame(FrameKind.STATUS, len(body)), body
     for what, name, cap, tail in ((FrameKind.NOTEBOOK, "executed.ipynb", MAX_NOTEBOOK, False),
@@ -168,13 +164,6 @@ def frames(out: Path, status: str, message: str) -> Iterator[tuple[Frame, bytes]
         data = read_regular(out / name, cap, tail)
         if data is not None:
             yield Frame(what, len(data)), data
-    sent = 0
-    for name in sorted(os.listdir(out)):
-        if sent < MAX_MODELS and MODEL_NAME.fullmatch(name):
-            data = read_regular(out / name, MAX_MODEL)
-            if data is not None:
-                sent += 1
-                yield Frame(FrameKind.MODEL, len(data), name), data
 
 
 def send(fd: int, out: Path, status: str, message: str) -> None:

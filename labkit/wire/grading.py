@@ -80,7 +80,6 @@ class FrameKind(_Str):
     STATUS = "status"  # a RunnerStatus
     NOTEBOOK = "notebook"  # the executed notebook
     KERNEL_LOG = "kernel_log"  # the kernel's output (its end, when long)
-    MODEL = "model"  # a model a check handed in (``labkit.grading.checks``), by file name
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,6 @@ class Frame(Record):
     KIND: ClassVar[str] = "frame"
     what: FrameKind
     size: int
-    name: str = ""  # a model's file name
 
 
 @dataclass(frozen=True)
@@ -113,7 +111,6 @@ class Claim(Record):
     function: dict[str, Any] | None = None  # formula, function: the snapshot (labkit.grading.snapshot)
     not_function: str | None = None  # what was handed in instead of a function
     run: str | None = None  # run: the run's id (the notebook's own feedback only)
-    model: dict[str, Any] | None = None  # model: {"file", "config"}
     value: Any = None  # sealed, value: the value, as plain JSON
     context_run: str | None = None
     context: dict[str, Any] = field(default_factory=dict)  # the check's keywords, encoded
@@ -134,7 +131,8 @@ class CheckRecord(Record):
 
 class TaskKind(_Str):
     CALLS = "calls"  # call a function handed in at the given arguments
-    MODEL_LOSS = "model_loss"  # load a model handed in, measure its loss on one synthetic batch
+    LOAD = "load"  # call a loader handed in on a checkpoint the grader made, keep the weights it returned
+    MODEL_LOSS = "model_loss"  # the loss of those weights against the checkpoint's own, from the same seed
     RANKS = "ranks"  # re-run an exercise on the grader's own ranks (labkit.grading.rerun)
 
 
@@ -147,9 +145,10 @@ class JudgeTask(Record):
     does: TaskKind
     function: dict[str, Any] | None = None  # CALLS: the snapshot
     calls: list[dict[str, Any]] = field(default_factory=list)  # CALLS: keyword arguments, one dict a call
-    state: str | None = None  # MODEL_LOSS: the weights, a path inside the judge's sandbox
-    config: dict[str, Any] | None = None
-    batch: list[int] = field(default_factory=list)
+    state: str | None = None  # LOAD, MODEL_LOSS: the weights the loader returned, a path inside the judge's sandbox
+    config: dict[str, Any] | None = None  # LOAD, MODEL_LOSS: the model's shape
+    batch: list[int] = field(default_factory=list)  # MODEL_LOSS: synthetic_batch(cfg, *batch)
+    seed: int = 0  # LOAD, MODEL_LOSS: the checkpoint's weights
     ranks: dict[str, Any] | None = None  # RANKS: the re-run's task (labkit.grading.rerun.task)
     seconds: float = 60.0  # the child's time
 

@@ -115,11 +115,13 @@ question(
     batch=(8, 10_000, 0),  # the ranks' probe batch: synthetic_batch(cfg, 8, 10_000, 0)
     observe=exercises.reloaded_loss,  # against the loss labkit saw rank 0's model give on it, just saved
     hint={
-        "en": "Give dcp.load the nested dict {{'train': {{'model': plain.state_dict()}}}} and no_dist=True, "
-        "then load_state_dict the inner 'model' dict into plain. The check evaluates plain on the probe batch.",
-        "ro": "Dați lui dcp.load dicționarul imbricat {{'train': {{'model': plain.state_dict()}}}} și no_dist=True, "
-        "apoi încărcați cu load_state_dict dicționarul interior 'model' în plain. Verificarea evaluează plain pe "
-        "lotul de probă.",
+        "en": "Make a TransformerLM of shape cfg, give dcp.load the nested dict {{'train': {{'model': ...}}}} "
+        "holding its state dict, with no_dist=True, then load_state_dict the inner 'model' dict into it and "
+        "return it. The check evaluates the model your function returns on the probe batch.",
+        "ro": "Faceți un TransformerLM de forma cfg, dați lui dcp.load dicționarul imbricat "
+        "{{'train': {{'model': ...}}}} cu dicționarul lui de stare, cu no_dist=True, apoi încărcați cu "
+        "load_state_dict dicționarul interior 'model' în el și întoarceți-l. Verificarea evaluează pe lotul de "
+        "probă modelul întors de funcția voastră.",
     },
 )
 
