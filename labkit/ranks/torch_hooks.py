@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.i18n import t
+from labkit.wire.protocol import Msg
 
 MIN_TORCH = (2, 6)  # fully_shard, FSDPModule and MixedPrecisionPolicy are public in torch.distributed.fsdp
 MAX_TORCH = (3, 0)  # exclusive, as pyproject says
@@ -72,7 +73,7 @@ def missing(hook_id: str, api: str) -> None:
     warnings.warn(missing_message(api, hook.lost, version), TorchHookWarning, stacklevel=3)
     from labkit.ranks import rank
 
-    rank.send("hook_missing", hook=hook_id, api=api, torch=version, feature=hook.lost)
+    rank.send(Msg.HOOK_MISSING, hook=hook_id, api=api, torch=version, feature=hook.lost)
 
 
 # -- the accessors the rank-side modules use -------------------------------------------------
