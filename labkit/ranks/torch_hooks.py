@@ -152,7 +152,9 @@ def _annotations(cls: type) -> set[str]:
     return {name for klass in cls.__mro__ for name in getattr(klass, "__annotations__", {})}
 
 
-def _needs(path: str, attrs: tuple[str, ...] = (), annotated: tuple[str, ...] = (), source: tuple[str, ...] = ()):
+def _needs(
+    path: str, attrs: tuple[str, ...] = (), annotated: tuple[str, ...] = (), source: tuple[str, ...] = ()
+) -> Callable[[], list[str]]:
     """A probe: ``path`` importable, with callable/class attributes ``attrs``, annotations ``annotated``
     (instance attributes declared on the class) and ``source`` snippets in its source code."""
 

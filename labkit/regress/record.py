@@ -71,10 +71,10 @@ def memory_section(run: Run) -> dict[str, Any]:
     for r, msgs in _messages(run, Msg.MEMCAT).items():
         phases[str(r)] = [_phase_row(cast(MemCat, m)) for m in msgs]
     categories = {}  # per rank: the largest peak breakdown memtrack sent (its total, by category)
-    for r, rows in phases.items():
+    for rank, rows in phases.items():
         peaks_r = [row["categories"] for row in rows if row["phase"] == "peak"]
         if peaks_r:
-            categories[r] = max(peaks_r, key=lambda c: sum(c.values()))
+            categories[rank] = max(peaks_r, key=lambda c: sum(c.values()))
     return {"sampled_peak": sampled, "categories_at_peak": categories, "phases": phases}
 
 

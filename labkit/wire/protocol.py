@@ -148,6 +148,10 @@ def retyped(msg: dict[str, Any], kind: Msg) -> dict[str, Any]:
 # trackers' messages also carry the caller's own ``fields`` (``config``, the setting's name).
 
 
+class Received(TypedDict, total=False):
+    rank: int  # added by the kernel's server to every message it receives (never sent by a rank)
+
+
 class Hello(TypedDict, total=False):
     rank: int
     local_rank: int
