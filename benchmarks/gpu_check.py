@@ -221,7 +221,7 @@ for i in range(2):
         train(model, opt, i)
 if cuda:
     torch.cuda.synchronize()
-    rank.send("allocator", allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
+    rank.send(Msg.ALLOCATOR, allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
               max_allocated=torch.cuda.max_memory_allocated(), max_reserved=torch.cuda.max_memory_reserved())
 
 # collective bytes of one step: ZeRO-3 (FSDP2 FULL_SHARD), then DDP
@@ -296,7 +296,7 @@ def check_memory(plan: Plan, run: Any) -> Result:
         states = cats["params"] + cats["grads"] + cats["optimizer"]
         worst = max(worst, abs(states - predicted) / predicted)
         shown = {k: fmt_bytes(v) for k, v in cats.items() if v}
-        alloc = next((m for m in run.events[r] if m.get(TYPE) == "allocator"), None)
+        alloc = next((m for m in run.events[r] if m.get(TYPE) == Msg.ALLOCATOR), None)
         if alloc:  # the caching allocator's own category: reserved, never handed to a tensor
             shown["allocator cache"] = fmt_bytes(alloc["reserved"] - alloc["allocated"])
             shown["peak reserved"] = fmt_bytes(alloc["max_reserved"])

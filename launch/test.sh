@@ -3,13 +3,16 @@
 #   bash launch/test.sh            # everything, browser tests included
 #   bash launch/test.sh --fast     # the fast tier: no test that launches ranks or a browser (under a minute)
 #   bash launch/test.sh -k launcher   # extra arguments go to pytest
-# Every run first checks the code with ruff (lint and format) over labkit, tests, benchmarks and launch.
+# Every run first checks the code with ruff (lint and format) over labkit, tests, benchmarks and launch,
+# and with mypy over the modules [tool.mypy] names (where mypy is installed: the test extra pins it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash launch/setup-env.sh
 lint() {
   .venv/bin/python -m ruff check labkit tests benchmarks launch
   .venv/bin/python -m ruff format --check labkit tests benchmarks launch
+  # the type checker over the declared records and their readers ([tool.mypy]), where the test extra put it
+  if .venv/bin/python -c "import mypy" 2>/dev/null; then .venv/bin/python -m mypy; fi
 }
 pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider)
 if [ "${1:-}" = "--fast" ]; then

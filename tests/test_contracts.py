@@ -20,8 +20,9 @@ import pytest
 
 from labkit.wire import protocol, records
 from labkit.wire.errors import LaunchError, RankError, RunError, RunTimeout
-from labkit.wire.job import JobSpec
+from labkit.wire.job import JobMode, JobSpec
 from labkit.wire.protocol import PAYLOADS, TIME, TYPE, Msg, message, stamped
+from labkit.wire.record import RecordError
 from labkit.wire.records import RankState, Stream, events_of, first_message, given, last_message, messages, span
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,6 +179,8 @@ def test_the_job_spec_round_trips_as_the_json_the_bootstrap_read(tmp_path):
     Job.make("x = 1\n", {"n": 3}, (), {}).write(str(tmp_path), cfg)
     raw = json.loads((tmp_path / "job.json").read_text())
     assert raw == {
+        "kind": "job",
+        "schema": 1,
         "mode": "code",
         "backend": "gloo",
         "pg_timeout": 30.0,
@@ -185,19 +188,19 @@ def test_the_job_spec_round_trips_as_the_json_the_bootstrap_read(tmp_path):
         "source_file": str(tmp_path / "cell.py"),
         "vars_file": "vars.pkl",
     }
-    assert list(raw) == ["mode", "backend", "pg_timeout", "sample_interval", "source_file", "vars_file"]
     spec = JobSpec.read(str(tmp_path))
     assert spec.source_file == str(tmp_path / "cell.py") and JobSpec.from_json(spec.to_json()) == spec
-    assert json.loads(JobSpec("serve", "nccl", 120).to_json()) == {
-        "mode": "serve",
-        "backend": "nccl",
-        "pg_timeout": 120,
-        "sample_interval": 0.2,
-    }
+    assert spec.mode is JobMode.CODE and spec.mode == "code"
+    serve = JobSpec.from_json(JobSpec("serve", "nccl", 120).to_json())
+    assert serve.mode is JobMode.SERVE and serve.pg_timeout == 120.0 and serve.source_file is None
     with pytest.raises(ValueError, match="mode"):
-        JobSpec("cell", "gloo", 1.0)
+        JobSpec("cell", "gloo", 1.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="source_file"):
-        JobSpec("code", "gloo", 1.0)
+        JobSpec("code", "gloo", 1.0)  # type: ignore[arg-type]
+    with pytest.raises(RecordError, match="job.pg_timeout: expected a number, got str"):
+        JobSpec.from_json(json.dumps({**raw, "pg_timeout": "30"}))  # what a bootstrap refuses, named
+    with pytest.raises(RecordError, match="job.mode: 'cell' is not one of code, path, function, serve"):
+        JobSpec.from_json(json.dumps({**raw, "mode": "cell"}))
 
 
 def test_run_error_declares_what_it_carries():

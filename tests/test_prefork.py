@@ -9,8 +9,10 @@ what is particular to the server, and a few faults on both paths.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -23,6 +25,8 @@ import labkit
 from labkit.launch import forkserver, prefork
 from labkit.testing.processes import leftover_ranks, with_env
 from labkit.wire.errors import RankError
+from labkit.wire.prefork import ForkReady, ForkReply, ForkRequest, ImportedFile
+from labkit.wire.record import RecordError
 
 ROOT = Path(__file__).resolve().parents[1]
 # the rank's parent is torchrun's agent: forked from the server, it still has the server's command line
@@ -83,11 +87,31 @@ def test_changed_files(tmp_path):
     f = tmp_path / "m.py"
     f.write_text("x = 1\n")
     st = f.stat()
-    files = [[str(f), st.st_size, st.st_mtime_ns]]
+    files = [ImportedFile(str(f), st.st_size, st.st_mtime_ns)]
     assert not prefork.changed_files(files)
     f.write_text("x = 22\n")
     assert prefork.changed_files(files)
-    assert prefork.changed_files([[str(tmp_path / "gone.py"), 1, 1]])
+    assert prefork.changed_files([ImportedFile(str(tmp_path / "gone.py"), 1, 1)])
+
+
+def test_the_server_and_the_kernel_speak_in_declared_records():
+    """Each line between them is a record of its kind: read back equal, and a bad one answered with
+    the field named (the kernel then waits for that id's answer, not for its timeout)."""
+    ready = ForkReady(ready=True, pid=7, threads=1, files=[ImportedFile("/x.py", 3, 4)])
+    assert ForkReady.from_json(ready.to_json()) == ready and ready.to_dict()["kind"] == "prefork_ready"
+    request = ForkRequest(3, ["--nnodes=1"], {"PATH": "/bin"}, "/tmp", 0o22, "/tmp/agent.log")
+    assert ForkRequest.from_json(request.to_json()) == request
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        bad = {**request.to_dict(), "argv": "--nnodes=1"}
+        forkserver.serve(theirs, json.dumps(bad).encode())
+        forkserver.serve(theirs, b"not json")
+        answers = [ForkReply.from_json(line) for line in ours.recv(65536).splitlines()]
+    assert answers[0].id == 3 and answers[0].pid is None
+    assert "prefork_request.argv: expected a list, got str" in str(answers[0].error)
+    assert answers[1].id is None and "not JSON" in str(answers[1].error)
+    with pytest.raises(RecordError, match="prefork_reply.pid: expected int, got str"):
+        ForkReply.from_json('{"id": 1, "pid": "12"}')
 
 
 def test_the_run_environment_goes_where_proc_shows_it():
@@ -106,8 +130,6 @@ def test_the_run_environment_goes_where_proc_shows_it():
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), **room}
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    import json
-
     got = json.loads(out.stdout)
     assert got["shown"][:2] == ["LABKIT_RUN_ID=run-test-1", "LABKIT_SOCKET=/s"]
     assert 10 < len(got["shown"]) < 43, "as many whole entries as fit, no more"

@@ -23,6 +23,8 @@ from labkit.launch.run import Run
 from labkit.ranks import torch_hooks
 from labkit.regress import compare, record, report, sweep
 from labkit.regress.compare import Tolerances, regressions
+from labkit.wire.record import RecordError
+from labkit.wire.run_record import NotebookRecord, RunRecord
 
 STEPS = 3
 
@@ -106,6 +108,38 @@ def test_the_notebook_record_counts_cells_as_in_the_source_notebook():
     ]
     assert rec["checks"] == [{"id": "lesson9.q1", "cell": 4, "status": "correct"}]
     assert rec["lesson"] == "lesson9" and rec["parameters"] == {"nproc": 2, "backend": "gloo"}
+
+
+def test_the_records_are_declared_and_the_committed_baselines_still_load():
+    """The run and notebook records are ``labkit.wire.run_record``'s; their JSON is the form the
+    baselines were written in ("schema": "labkit.run/1", no "kind"), so every baseline reads back equal."""
+    rec = record.run_record(fake_run())
+    assert "kind" not in rec and list(rec)[:3] == ["schema", "run_id", "nproc"]
+    assert RunRecord.from_dict(rec).to_dict() == rec
+    files = sorted((Path(__file__).resolve().parents[1] / "baselines").rglob("*.record.json"))
+    assert files, "the committed baselines"
+    for f in files:
+        raw = json.loads(f.read_text())
+        nb = NotebookRecord.from_dict(raw)
+        assert nb.to_dict() == raw, f
+        assert all(RunRecord.from_dict(r["record"]).schema_name() == record.SCHEMA for r in nb.runs)
+    with pytest.raises(RecordError, match="labkit.run: schema 2"):
+        RunRecord.from_dict({**rec, "schema": "labkit.run/2"})  # a newer labkit's: refused, not misread
+    with pytest.raises(RecordError, match="labkit.run.nproc: expected int, got str"):
+        RunRecord.from_dict({**rec, "nproc": "2"})
+
+
+def test_a_record_output_that_is_not_one_is_named_not_compared():
+    """A run record in a notebook's output that is not one (a field of another type) is left out of the
+    runs and named in the notebook's errors: the comparison then shows it, rather than a KeyError."""
+    run = fake_run()
+    bad = {**record.run_record(run), "memory": []}
+    nb = executed_notebook(run)
+    cell = next(c for c in nb.cells if any(record.MIME in o.get("data", {}) for o in c.get("outputs", [])))
+    cell.outputs[0]["data"][record.MIME] = bad
+    rec = record.notebook_record(nb, "en/09_fixture")
+    assert rec["runs"] == [] and rec["errors"][0]["ename"] == "RecordError"
+    assert "labkit.run.memory: expected an object, got list" in rec["errors"][0]["evalue"]
 
 
 def test_the_record_output_shows_nothing_to_text_readers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):

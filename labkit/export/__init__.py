@@ -30,7 +30,7 @@ from labkit.export.cells import MAGIC, Bindings, Position, TorchrunCell, read_ce
 from labkit.export.runtime import standin_sources
 from labkit.i18n import t
 from labkit.wire.errors import OptionError
-from labkit.wire.protocol import TIME, TYPE
+from labkit.wire.protocol import TIME, TYPE, Msg
 
 # -- writing the script ------------------------------------------------------------------
 
@@ -135,7 +135,12 @@ def header(path: str, chosen: list[TorchrunCell], nproc: int | None, script: str
     return "\n".join(lines) + '\n"""'
 
 
-WIRE = {"type": TYPE, "time": TIME}  # the message keys, for the stand-in of labkit.rank in the script
+# the message keys and the types the stand-in of labkit.rank sends (Msg's values: the script has no labkit)
+WIRE = {
+    "type": TYPE,
+    "time": TIME,
+    "kinds": {m.value: m.value for m in (Msg.REPORT, Msg.STEP_START, Msg.STEP, Msg.LOG, Msg.PHASE, Msg.CELL)},
+}
 
 
 def build_script(

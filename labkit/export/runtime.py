@@ -17,8 +17,8 @@ from labkit.ranks.rank import to_jsonable as _labkit_to_jsonable
 def _labkit_standin_rank(wire):
     """labkit is not installed here: a stand-in for ``labkit.rank`` with the same calls and JSON lines.
 
-    ``wire``: the message keys (``labkit.wire.protocol``'s TYPE and TIME), given by the export so that
-    this copy writes messages as labkit does. tests/test_export.py checks its calls against labkit.rank's.
+    ``wire``: the message keys (``labkit.wire.protocol``'s TYPE and TIME) and the types it sends
+    (``kinds``: ``Msg``'s values), given by the export so that this copy writes messages as labkit does. tests/test_export.py checks its calls against labkit.rank's.
     """
     import contextlib
     import json
@@ -38,6 +38,7 @@ def _labkit_standin_rank(wire):
     mod.world_size = lambda: int(os.environ.get("WORLD_SIZE", "1"))
 
     to_jsonable = _labkit_to_jsonable  # labkit.ranks.rank's, copied into the script by the export
+    kinds = wire["kinds"]
 
     def use_channel(client):
         channel[0] = client
@@ -58,18 +59,18 @@ def _labkit_standin_rank(wire):
     def report(**named_values):
         clean = to_jsonable(named_values)
         mod.values.update(clean)
-        send("report", values=clean)
+        send(kinds["report"], values=clean)
 
     @contextlib.contextmanager
     def step(index=None):
         i = count[0] if index is None else index
         total = {} if steps_total[0] is None else {"n": steps_total[0]}  # inside steps(n), as labkit.rank
         t0 = time.perf_counter()
-        send("step_start", i=i, **total)
+        send(kinds["step_start"], i=i, **total)
         yield
         dt = time.perf_counter() - t0
         count[0] = i + 1
-        send("step", i=i, dt=dt, **total)
+        send(kinds["step"], i=i, dt=dt, **total)
         for hook in list(step_hooks):
             hook(i)
 
@@ -95,12 +96,12 @@ def _labkit_standin_rank(wire):
         return torch.device("cuda", mod.local_rank()) if nccl else torch.device("cpu")
 
     def log(text):
-        send("log", text=str(text)[:500])
+        send(kinds["log"], text=str(text)[:500])
 
     def phase(name):
         for hook in list(phase_hooks):
             hook(name)
-        send("phase", name=name)
+        send(kinds["phase"], name=name)
 
     def hook_list(hooks):
         def register(hook):
@@ -138,6 +139,7 @@ def _labkit_setup(nproc, pg_timeout, messages, wire):
         "backend": os.environ.get("LABKIT_BACKEND"),  # set by hand, it wins over the cells' --backend
         "pg_timeout": float(os.environ.get("LABKIT_PG_TIMEOUT", pg_timeout)),
         "messages": messages,
+        "kinds": wire["kinds"],
     }
 
 
@@ -186,7 +188,7 @@ def _labkit_begin_cell(state, index, backend, own_init):
             torch.cuda.set_device(local)  # LOCAL_RANK, before anything touches CUDA
             kwargs["device_id"] = torch.device("cuda", local)
         dist.init_process_group(backend, **kwargs)
-    rank.send("cell", index=index)
+    rank.send(state["kinds"]["cell"], index=index)
 
 
 def _labkit_end_cell(state, index):

@@ -4,11 +4,11 @@ cell's torchrun agent is forked, so that a cell does not pay the torch import (a
     python -u -m labkit.launch.forkserver FD KERNEL_PID [pdeathsig]
 
 ``labkit.launch.prefork`` starts it (kernel side) and talks to it over a socket pair (``FD``),
-one JSON line each way:
+one JSON line each way, each a record declared in ``labkit.wire.prefork``:
 
-    server -> kernel   {"ready": true, "pid": P, "threads": 1}        once the imports are done
-    kernel -> server   {"argv": [...], "env": {...}, "cwd": ..., "umask": 18, "log": ".../agent.log"}
-    server -> kernel   {"pid": AGENT_PID}  or  {"error": "..."}
+    server -> kernel   ForkReady(ready=True, pid=P, threads=1, files=[...])   once the imports are done
+    kernel -> server   ForkRequest(id, argv, env, cwd, umask, log, prune)
+    server -> kernel   ForkReply(id, pid=AGENT_PID)  or  ForkReply(id, error="...")
 
 The server imports torch, torchrun and the rank's side of labkit, and does nothing that starts
 a thread or CUDA (it checks: its ``ready`` says how many threads it has, and the kernel will not
@@ -38,9 +38,10 @@ import signal
 import socket
 import sys
 import traceback
-from typing import Any
 
 from labkit.launch.agent import RANK_IMPORTS
+from labkit.wire.prefork import ForkReady, ForkReply, ForkRequest, ImportedFile
+from labkit.wire.record import Record
 
 ROOM_VAR = "LABKIT_PREFORK_ROOM"  # padding in the server's environment: the space a forked agent writes its own into
 OWNER_VAR = (
@@ -95,21 +96,35 @@ def main(argv: list[str]) -> None:
         # for a process that forks without exec)
         gc.freeze()
     except BaseException:
-        send(sock, {"error": traceback.format_exc(limit=8)})
+        send(sock, ForkReady(ready=False, error=traceback.format_exc(limit=8)))
         os._exit(1)
-    send(sock, {"ready": True, "pid": os.getpid(), "threads": threads(), "files": imported_files()})
+    send(sock, ForkReady(ready=True, pid=os.getpid(), threads=threads(), files=imported_files()))
     while True:
         line = reader.readline()
         if not line:  # the kernel is gone
             os._exit(0)
-        request: dict[str, Any] = {}
-        try:
-            request = json.loads(line)
-            send(sock, {"id": request.get("id"), "pid": fork_agent(request, sock)})
-        except Exception as exc:
-            send(sock, {"id": request.get("id"), "error": f"{type(exc).__name__}: {exc}"})
-        if request.get("prune"):  # housekeeping the cell would otherwise wait for
-            prune(request["prune"])
+        serve(sock, line)
+
+
+def serve(sock: socket.socket, line: bytes) -> None:
+    """Answer one request line: the agent's pid, or why not (a line that is no request included)."""
+    request: ForkRequest | None = None
+    try:
+        request = ForkRequest.from_json(line)
+        send(sock, ForkReply(request.id, pid=fork_agent(request, sock)))
+    except Exception as exc:
+        send(sock, ForkReply(request.id if request else id_of(line), error=f"{type(exc).__name__}: {exc}"))
+    if request is not None and request.prune:  # housekeeping the cell would otherwise wait for
+        prune(request.prune)
+
+
+def id_of(line: bytes) -> int | None:
+    """The ``id`` of a request that could not be read as one, where it has one: the kernel waits for it."""
+    try:
+        found = json.loads(line).get("id")
+    except (ValueError, AttributeError):
+        return None
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
 def warm_up() -> None:
@@ -122,27 +137,28 @@ def warm_up() -> None:
                + ["--run-path", "cell.py"])  # fmt: skip
 
 
-def imported_files() -> list[tuple[str, int, int]]:
+def imported_files() -> list[ImportedFile]:
     """labkit's modules in this process and torch's version file, as (path, size, mtime_ns): a
     change to any of them on disk makes this server stale (``prefork.what_changed``)."""
     import torch
 
     paths = {os.path.join(os.path.dirname(torch.__file__), "version.py")}
     for name, module in list(sys.modules.items()):
-        if name.split(".")[0] == "labkit" and getattr(module, "__file__", None):
-            paths.add(module.__file__)
+        file = getattr(module, "__file__", None)
+        if name.split(".")[0] == "labkit" and file:
+            paths.add(file)
     files = []
     for path in sorted(paths):
         try:
             st = os.stat(path)
         except OSError:
             continue
-        files.append((path, st.st_size, st.st_mtime_ns))
+        files.append(ImportedFile(path, st.st_size, st.st_mtime_ns))
     return files
 
 
-def send(sock: socket.socket, msg: dict[str, Any]) -> None:
-    sock.sendall(json.dumps(msg).encode() + b"\n")
+def send(sock: socket.socket, record: Record) -> None:
+    sock.sendall(record.to_json().encode() + b"\n")
 
 
 def prune(root: str) -> None:
@@ -154,7 +170,7 @@ def prune(root: str) -> None:
         pass
 
 
-def fork_agent(request: dict[str, Any], sock: socket.socket) -> int:
+def fork_agent(request: ForkRequest, sock: socket.socket) -> int:
     """Fork the agent (through a middle process that exits at once); return its pid."""
     if threads() != 1:  # a fork copies one thread: a lock another one held would stay locked forever
         raise OSError(f"{threads()} threads in the server; it forks only while it has one")
@@ -181,21 +197,21 @@ def fork_agent(request: dict[str, Any], sock: socket.socket) -> int:
     return int(answer)
 
 
-def become_agent(request: dict[str, Any], sock: socket.socket) -> None:
+def become_agent(request: ForkRequest, sock: socket.socket) -> None:
     """In the forked agent: what Popen would have set up, then torchrun's main. Never returns."""
     try:
         os.close(sock.detach())  # the server's end of the socket pair is not the agent's
         os.setsid()  # start_new_session=True: killpg(agent pid) reaches torchrun and nothing else
         default_signals()
-        stdio(request["log"])
-        os.chdir(request["cwd"])
-        os.umask(request["umask"])
-        set_environ(request["env"])
-        apply_import_time_settings(request["env"])
+        stdio(request.log)
+        os.chdir(request.cwd)
+        os.umask(request.umask)
+        set_environ(request.env)
+        apply_import_time_settings(request.env)
         import labkit.launch.agent as agent
 
-        sys.argv = [agent.__file__, *request["argv"]]
-        sys.path[0] = request["cwd"]  # as python -m puts the current folder first
+        sys.argv = [agent.__file__, *request.argv]
+        sys.path[0] = request.cwd  # as python -m puts the current folder first
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import json
+import dataclasses
 import os
 import signal
 import socket
@@ -31,12 +31,15 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from labkit.i18n import t
 from labkit.launch.forkserver import OWNER_VAR, ROOM_VAR
 from labkit.wire import env as envvars
+from labkit.wire.prefork import ForkReady, ForkReply, ForkRequest, ImportedFile
+from labkit.wire.record import RecordError
 
+R = TypeVar("R", ForkReady, ForkReply)
 SWITCH = "LABKIT_PREFORK"  # "0": no server, every cold cell starts torchrun as a new interpreter
 READY_WAIT = 120.0  # seconds a cell waits for a server still importing torch (a loaded 2-core machine: 5-10 s)
 ANSWER_WAIT = 30.0  # seconds for the server to fork an agent
@@ -72,14 +75,14 @@ def fingerprint() -> dict[str, Any]:
     return {"env": env, "cwd": os.getcwd(), "python": sys.executable}
 
 
-def changed_files(files: list[list[Any]]) -> bool:
+def changed_files(files: list[ImportedFile]) -> bool:
     """Has any file the server imported (path, size, mtime_ns) changed on disk since (an edit, a ``pip install``)?"""
-    for path, size, mtime in files:
+    for f in files:
         try:
-            st = os.stat(path)
+            st = os.stat(f.path)
         except OSError:
             return True
-        if st.st_size != size or st.st_mtime_ns != mtime:
+        if st.st_size != f.size or st.st_mtime_ns != f.mtime_ns:
             return True
     return False
 
@@ -114,7 +117,7 @@ class Server:
         self.sock = ours
         self._buffer = b""
         self._asked = 0
-        self.files: list[list[Any]] = []  # what the server imported, as it found it on disk
+        self.files: list[ImportedFile] = []  # what the server imported, as it found it on disk
         self.ready = False
         self.threads = 0
         self.error: str | None = None
@@ -157,34 +160,46 @@ class Server:
         """Until the server says it has imported everything (True), or it died or is unusable (False)."""
         if self.ready:
             return True
-        msg = self._read(seconds)
-        if msg is None or not msg.get("ready"):
-            self.error = (msg or {}).get("error") or self.error
-            if msg is None and self.alive():
+        line = self._read(seconds)
+        msg = self._record(ForkReady, line) if line is not None else None
+        if msg is None or not msg.ready:
+            self.error = (msg.error if msg else None) or self.error
+            if line is None and self.alive():
                 self.error = t("launch.prefork.why.silent", seconds=seconds)
             return False
-        self.threads = int(msg.get("threads", 0))
-        self.files = msg.get("files") or []
+        self.threads = msg.threads
+        self.files = msg.files
         self.ready = self.threads == 1
         return self.ready
 
-    def request(self, msg: dict[str, Any]) -> dict[str, Any] | None:
-        """Ask for an agent; its answer (an answer to an earlier, abandoned request is ended and skipped)."""
+    def request(self, request: ForkRequest) -> ForkReply | None:
+        """Ask for an agent (the request's ``id`` is this server's count); its answer (an answer to an
+        earlier, abandoned request is ended and skipped). None: the server closed, stayed silent, or
+        said something that is not a reply (``error`` says what)."""
         self._asked += 1
         try:
-            self.sock.sendall(json.dumps({**msg, "id": self._asked}).encode() + b"\n")
+            self.sock.sendall(dataclasses.replace(request, id=self._asked).to_json().encode() + b"\n")
         except OSError:
             return None
         deadline = time.monotonic() + ANSWER_WAIT
         while True:
-            answer = self._read(max(0.0, deadline - time.monotonic()))
-            if answer is None or answer.get("id") == self._asked:
+            line = self._read(max(0.0, deadline - time.monotonic()))
+            answer = self._record(ForkReply, line) if line is not None else None
+            if answer is None or answer.id == self._asked:
                 return answer
-            if "pid" in answer:  # nobody waits for that agent any more
-                AgentProcess(int(answer["pid"])).end()
+            if answer.pid is not None:  # nobody waits for that agent any more
+                AgentProcess(answer.pid).end()
 
-    def _read(self, seconds: float) -> dict[str, Any] | None:
-        """One JSON line from the server within ``seconds``; None if it closed or stayed silent."""
+    def _record(self, kind: type[R], line: bytes) -> R | None:
+        """``line`` read as a ``kind`` record; None, with the reason in ``error``, when it is none."""
+        try:
+            return kind.from_json(line)
+        except RecordError as exc:
+            self.error = str(exc)
+            return None
+
+    def _read(self, seconds: float) -> bytes | None:
+        """One line from the server within ``seconds``; None if it closed or stayed silent."""
         deadline = time.monotonic() + seconds
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
@@ -203,7 +218,7 @@ class Server:
                 return None
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        return line
 
     def close(self) -> None:
         """End the server (its EOF; SIGKILL if it lingers). Nothing of a run depends on it."""
@@ -327,21 +342,22 @@ def spawn_agent(
         server = usable_server()
         if server is None:
             return None
-        request = {"argv": argv, "env": env, "cwd": os.getcwd(), "umask": _umask(), "log": log, "prune": prune}
+        request = ForkRequest(0, argv, env, os.getcwd(), _umask(), log, prune)  # its id: server.request's
         held = sigint_held()
         with adopting(), held:  # a Ctrl-C waits until the agent is ours, never between the fork and its answer
             answer = server.request(request)
-        agent = AgentProcess(int(answer["pid"])) if answer and "pid" in answer else None
+        agent = AgentProcess(answer.pid) if answer is not None and answer.pid is not None else None
+        why = answer.error if answer is not None else None
         if agent is not None and not agent.adopted():  # not our child: we could not wait for it
             agent.end()
             agent = None
-            answer = {"error": t("launch.prefork.why.adopt")}
+            why = t("launch.prefork.why.adopt")
         if held.caught:  # the cell was interrupted while its agent was handed over: nothing of it stays
             if agent is not None:
                 agent.end()
             raise KeyboardInterrupt
         if agent is None:
-            _replace(t("launch.prefork.died", why=(answer or {}).get("error") or server.why_dead()), "died")
+            _replace(t("launch.prefork.died", why=why or server.why_dead()), "died")
         return agent
 
 

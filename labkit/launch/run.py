@@ -9,12 +9,12 @@ samples, step times, each rank's output. Nothing is derived from a guess.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from labkit.launch.logs import RankLog
 from labkit.wire import records
-from labkit.wire.protocol import ELAPSED, TIME, TYPE, Msg, Status
-from labkit.wire.records import RankState
+from labkit.wire.protocol import ELAPSED, TIME, TYPE, Done, Exit, Hello, Log, Msg, Received, Report, Status, Step
+from labkit.wire.records import Message, RankState
 
 __all__ = ["RankLog", "RankState", "Run"]
 
@@ -28,7 +28,7 @@ class Run:
         self.backend = backend
         self.run_dir = run_dir
         self.ranks = {r: RankState(r) for r in range(nproc)}
-        self.events: dict[int, list[dict[str, Any]]] = {r: [] for r in range(nproc)}
+        self.events: dict[int, list[Message]] = {r: [] for r in range(nproc)}
         self.values: dict[int, dict[str, Any]] = {r: {} for r in range(nproc)}
         self.results: dict[int, Any] = {}
         self.memory: dict[int, list[dict[str, Any]]] = {r: [] for r in range(nproc)}
@@ -43,9 +43,13 @@ class Run:
 
     # -- filled by the rank group -----------------------------------------
 
-    def ingest(self, msg: dict[str, Any]) -> None:
-        r = msg.get("rank")
-        if r not in self.ranks:
+    def ingest(self, msg: Message) -> None:
+        """Take one message in (the server added its ``rank``). Each type's payload is read as
+        ``labkit.wire.protocol`` declares it (``Hello``, ``Step``...), so a field read here that the
+        type does not declare is a type checker's error, not a silent None. A sender may still leave
+        a field out (or an older rank's message lack one): hence ``get`` with what it means then."""
+        r = cast(Received, msg).get("rank")
+        if r is None or r not in self.ranks:
             return
         state = self.ranks[r]
         state.last_seen = time.time()
@@ -53,31 +57,36 @@ class Run:
         if kind != Msg.MEM:  # memory samples live in self.memory; keep events small
             self.events[r].append(msg)
         if kind == Msg.HELLO:
-            state.pid, state.connected, state.status = msg.get("pid"), True, Status.RUNNING
+            state.pid, state.connected, state.status = cast(Hello, msg).get("pid"), True, Status.RUNNING
         elif kind == Msg.MEM:
             sample = {k: v for k, v in msg.items() if k not in (TYPE, "rank", TIME)}
             sample[ELAPSED] = msg.get(TIME, time.time()) - self.started
             self.memory[r].append(sample)
         elif kind == Msg.REPORT:
-            self.values[r].update(msg.get("values") or {})
+            self.values[r].update(cast(Report, msg).get("values") or {})
         elif kind == Msg.STEP:
-            state.last_step, state.last_step_time = msg.get("i"), msg.get("dt")
-            if isinstance(msg.get("dt"), (int, float)):
-                self.step_times[r].append(float(msg["dt"]))
+            self._step(state, r, cast(Step, msg))
         elif kind == Msg.LOG:
-            state.last_log = str(msg.get("text", ""))
+            state.last_log = str(cast(Log, msg).get("text", ""))
         elif kind == Msg.ERROR:
             state.error, state.status = msg, Status.FAILED
             if state.exit_code is None:
                 state.exit_code = 1  # what the rank exits with after reporting (torchrun may report only the first)
         elif kind == Msg.EXIT:
-            state.exit_code, state.status = int(msg.get("code", 1)), Status.FAILED
+            state.exit_code, state.status = int(cast(Exit, msg).get("code", 1)), Status.FAILED
         elif kind == Msg.DONE:
             state.exit_code, state.status = 0, Status.DONE
-            if msg.get("result") is not None:
-                self.results[r] = msg["result"]
+            result = cast(Done, msg).get("result")
+            if result is not None:
+                self.results[r] = result
         elif kind == Msg.CLOSED:
             state.connected = False
+
+    def _step(self, state: RankState, r: int, step: Step) -> None:
+        dt = step.get("dt")
+        state.last_step, state.last_step_time = step.get("i"), dt
+        if isinstance(dt, (int, float)):
+            self.step_times[r].append(float(dt))
 
     def poll_logs(self) -> None:
         for r, log in self.logs.items():
@@ -139,11 +148,11 @@ class Run:
         p = self.peak_memory[r]
         return p.get("peak", p.get("allocated", p.get("tensor_bytes", p.get("rss"))))
 
-    def last_message(self, r: int, kind: str) -> dict[str, Any] | None:
+    def last_message(self, r: int, kind: Msg | str) -> Message | None:
         """The latest message of one type from rank ``r`` (the dashboard's live panels read these)."""
         return records.last_message(self, r, kind)
 
-    def messages(self, kind: str, **match: Any) -> dict[int, list[dict[str, Any]]]:
+    def messages(self, kind: Msg | str, **match: Any) -> dict[int, list[Message]]:
         """Every message of one type, per rank (e.g. ``run.messages("memcat")``); see ``records.messages``."""
         return records.messages(self, kind, **match)
 

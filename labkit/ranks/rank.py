@@ -21,7 +21,7 @@ from typing import Any
 
 from labkit.wire import env as envvars
 from labkit.wire.channel import ChannelClient
-from labkit.wire.protocol import Msg, stamped
+from labkit.wire.protocol import Msg, kind_of, stamped
 
 _client: ChannelClient | None = None
 values: dict[str, Any] = {}  # everything this rank reported, as sent
@@ -107,9 +107,12 @@ def _check_sendable(value: Any, path: str) -> None:
         raise TypeError(t("ranks.report.unsendable", name=path, type=type(value).__qualname__))
 
 
-def send(kind: str, **payload: Any) -> None:
-    """Send one message of type ``kind`` to the notebook (used by labkit's own trackers)."""
-    msg = stamped(kind, **to_jsonable(payload))
+def send(kind: Msg, **payload: Any) -> None:
+    """Send one message of type ``kind`` to the notebook (used by labkit's own trackers).
+
+    ``kind`` is a declared type (``labkit.wire.protocol.Msg``, its payload in ``PAYLOADS``); the plain
+    string of one is taken, any other raises ``ValueError`` before anything is sent."""
+    msg = stamped(kind_of(kind), **to_jsonable(payload))
     if _client is not None:
         _client.send(msg)
         return

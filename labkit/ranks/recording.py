@@ -17,16 +17,14 @@ from typing import Any
 
 from labkit.ranks import rank as _rank
 from labkit.wire import env as envvars
-
-MESSAGE = "comm_total"
-ENV_MESSAGE = "rank_env"
+from labkit.wire.protocol import CommAtStep, CommCounts, Msg, RankEnv
 
 
 def enabled() -> bool:
     return envvars.get("LABKIT_COUNT_COMM") != "0"
 
 
-def torch_env() -> dict[str, Any]:
+def torch_env() -> RankEnv:
     import torch
 
     nccl = None
@@ -49,7 +47,7 @@ def recording() -> Iterator[None]:
 
         def __init__(self) -> None:
             super().__init__()
-            self.sums: dict[str, dict[str, int]] = {}
+            self.sums: dict[str, CommCounts] = {}
 
         def record(self, *args: Any, **kwargs: Any) -> None:
             super().record(*args, **kwargs)
@@ -58,12 +56,14 @@ def recording() -> Iterator[None]:
             row["calls"] += 1
             row["bytes"] += int(call.bytes)
 
-    _rank.send(ENV_MESSAGE, **torch_env())
+    _rank.send(Msg.RANK_ENV, **torch_env())
     counter = Totals()
-    at_steps: list[dict[str, Any]] = []
+    at_steps: list[CommAtStep] = []
 
     def after_step(i: int) -> None:
-        at_steps.append({"step": i, "counts": {k: dict(v) for k, v in counter.sums.items()}})
+        at_steps.append(
+            {"step": i, "counts": {k: CommCounts(calls=v["calls"], bytes=v["bytes"]) for k, v in counter.sums.items()}}
+        )
 
     unhook = _rank.on_step(after_step)
     try:
@@ -71,4 +71,4 @@ def recording() -> Iterator[None]:
             yield
     finally:
         unhook()
-        _rank.send(MESSAGE, counts=counter.sums, at_steps=at_steps, world_size=_rank.world_size())
+        _rank.send(Msg.COMM_TOTAL, counts=counter.sums, at_steps=at_steps, world_size=_rank.world_size())

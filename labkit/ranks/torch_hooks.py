@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.i18n import t
+from labkit.wire.protocol import Msg
 
 MIN_TORCH = (2, 6)  # fully_shard, FSDPModule and MixedPrecisionPolicy are public in torch.distributed.fsdp
 MAX_TORCH = (3, 0)  # exclusive, as pyproject says
@@ -72,7 +73,7 @@ def missing(hook_id: str, api: str) -> None:
     warnings.warn(missing_message(api, hook.lost, version), TorchHookWarning, stacklevel=3)
     from labkit.ranks import rank
 
-    rank.send("hook_missing", hook=hook_id, api=api, torch=version, feature=hook.lost)
+    rank.send(Msg.HOOK_MISSING, hook=hook_id, api=api, torch=version, feature=hook.lost)
 
 
 # -- the accessors the rank-side modules use -------------------------------------------------
@@ -151,7 +152,9 @@ def _annotations(cls: type) -> set[str]:
     return {name for klass in cls.__mro__ for name in getattr(klass, "__annotations__", {})}
 
 
-def _needs(path: str, attrs: tuple[str, ...] = (), annotated: tuple[str, ...] = (), source: tuple[str, ...] = ()):
+def _needs(
+    path: str, attrs: tuple[str, ...] = (), annotated: tuple[str, ...] = (), source: tuple[str, ...] = ()
+) -> Callable[[], list[str]]:
     """A probe: ``path`` importable, with callable/class attributes ``attrs``, annotations ``annotated``
     (instance attributes declared on the class) and ``source`` snippets in its source code."""
 

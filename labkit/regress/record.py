@@ -25,18 +25,21 @@ import json
 import os
 import statistics
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from labkit.regress.fingerprint import fingerprint
 from labkit.wire import env as envvars
-from labkit.wire.records import messages
+from labkit.wire.protocol import CommTotal, HookMissing, MemCat, Msg, RankEnv, Spans
+from labkit.wire.record import RecordError
+from labkit.wire.records import Message, messages
+from labkit.wire.run_record import NotebookRecord, RunRecord
 
 if TYPE_CHECKING:
     from labkit.launch.run import Run
 
 MIME = "application/vnd.labkit.run+json"
-SCHEMA = "labkit.run/1"
-NOTEBOOK_SCHEMA = "labkit.notebook/1"
+SCHEMA = RunRecord.schema_name()  # "labkit.run/1"
+NOTEBOOK_SCHEMA = NotebookRecord.schema_name()  # "labkit.notebook/1"
 CHECK_MIME = "application/vnd.labkit.check+json"  # labkit.grading.checks.MIME, read back here
 SKIPPED_TAGS = ("injected-parameters", "papermill-error-cell-tag")  # cells papermill adds
 SAMPLED = ("rss", "tensor_bytes", "allocated", "reserved", "peak")
@@ -46,17 +49,18 @@ def _ranks(run: Run) -> list[int]:
     return sorted(run.ranks)
 
 
-def _messages(run: Run, kind: str) -> dict[int, list[dict[str, Any]]]:
+def _messages(run: Run, kind: Msg) -> dict[int, list[Message]]:
     found = messages(run, kind)
     return {r: found.get(r, []) for r in _ranks(run)}
 
 
-def _extra_fields(msg: dict[str, Any], known: tuple[str, ...]) -> dict[str, Any]:
+def _extra_fields(msg: Message, known: tuple[str, ...]) -> dict[str, Any]:
     """The fields a cell added to a tracker's message (``config=``, ``strategy=``...): how it labels the step."""
     return {k: v for k, v in msg.items() if k not in known and (v is None or isinstance(v, (str, int, float, bool)))}
 
 
-def _counts(counts: dict[str, Any]) -> dict[str, dict[str, int]]:
+def _counts(counts: Any) -> dict[str, dict[str, int]]:
+    """``{kind: {"calls", "bytes"}}`` as ints, from a ``comm`` or ``comm_total`` message's counts (None: none)."""
     return {k: {"calls": int(v.get("calls", 0)), "bytes": int(v.get("bytes", 0))} for k, v in (counts or {}).items()}
 
 
@@ -64,23 +68,24 @@ def memory_section(run: Run) -> dict[str, Any]:
     peaks = run.peak_memory
     sampled = {str(r): {k: v for k, v in peaks.get(r, {}).items() if k in SAMPLED} for r in _ranks(run)}
     phases: dict[str, list[dict[str, Any]]] = {}
-    for r, msgs in _messages(run, "memcat").items():
-        phases[str(r)] = [
-            {
-                "step": m.get("step"),
-                "phase": m.get("phase"),
-                "device": m.get("device"),
-                "categories": {k: int(v) for k, v in (m.get("categories") or {}).items()},
-                **({"stage": m.get("stage", "")} if m.get("phase") == "peak" else {}),
-            }
-            for m in msgs
-        ]
+    for r, msgs in _messages(run, Msg.MEMCAT).items():
+        phases[str(r)] = [_phase_row(cast(MemCat, m)) for m in msgs]
     categories = {}  # per rank: the largest peak breakdown memtrack sent (its total, by category)
-    for r, rows in phases.items():
+    for rank, rows in phases.items():
         peaks_r = [row["categories"] for row in rows if row["phase"] == "peak"]
         if peaks_r:
-            categories[r] = max(peaks_r, key=lambda c: sum(c.values()))
+            categories[rank] = max(peaks_r, key=lambda c: sum(c.values()))
     return {"sampled_peak": sampled, "categories_at_peak": categories, "phases": phases}
+
+
+def _phase_row(m: MemCat) -> dict[str, Any]:
+    return {
+        "step": m.get("step"),
+        "phase": m.get("phase"),
+        "device": m.get("device"),
+        "categories": {k: int(v) for k, v in (m.get("categories") or {}).items()},
+        **({"stage": m.get("stage", "")} if m.get("phase") == "peak" else {}),
+    }
 
 
 COMM_KNOWN = ("t", "time", "rank", "counts", "calls", "world_size", "step")
@@ -89,16 +94,16 @@ SPANS_KNOWN = ("t", "time", "rank", "spans", "start", "end", "unit_bytes", "unit
 
 def comm_section(run: Run) -> dict[str, Any]:
     total, steps = {}, {}
-    for r, msgs in _messages(run, "comm_total").items():
+    for r, msgs in _messages(run, Msg.COMM_TOTAL).items():
         if msgs:
-            m = msgs[-1]
+            m = cast(CommTotal, msgs[-1])
             total[str(r)] = {
                 "counts": _counts(m.get("counts")),
                 "at_steps": [
                     {"step": s.get("step"), "counts": _counts(s.get("counts"))} for s in m.get("at_steps", [])
                 ],
             }
-    for r, msgs in _messages(run, "comm").items():
+    for r, msgs in _messages(run, Msg.COMM).items():
         steps[str(r)] = [
             {"step": m.get("step"), "label": _extra_fields(m, COMM_KNOWN), "counts": _counts(m.get("counts"))}
             for m in msgs
@@ -108,16 +113,17 @@ def comm_section(run: Run) -> dict[str, Any]:
 
 def timeline_section(run: Run) -> dict[str, list[dict[str, Any]]]:
     out = {}
-    for r, msgs in _messages(run, "spans").items():
+    for r, msgs in _messages(run, Msg.SPANS).items():
         rows = []
-        for m in msgs:
+        for msg in msgs:
+            m = cast(Spans, msg)
             kinds: dict[str, int] = {}
             for s in m.get("spans") or []:
                 kinds[s.get("kind", "?")] = kinds.get(s.get("kind", "?"), 0) + 1
             rows.append(
                 {
                     "step": m.get("step"),
-                    "label": _extra_fields(m, SPANS_KNOWN),
+                    "label": _extra_fields(msg, SPANS_KNOWN),
                     "flavor": m.get("flavor"),
                     "units": list(m.get("units") or []),
                     "unit_bytes": {k: int(v) for k, v in (m.get("unit_bytes") or {}).items()},
@@ -146,36 +152,43 @@ def error_of(run: Run) -> dict[str, Any] | None:
     return {"type": type(run.error).__name__, "rank": getattr(run.error, "rank", None)}
 
 
-def rank_env(run: Run) -> dict[str, Any] | None:
+def rank_env(run: Run) -> RankEnv | None:
     """The torch, CUDA and NCCL versions the lowest rank reported (``labkit.ranks.recording``)."""
-    for msgs in _messages(run, "rank_env").values():
+    for msgs in _messages(run, Msg.RANK_ENV).values():
         if msgs:
-            return msgs[-1]
+            return cast(RankEnv, msgs[-1])
     return None
 
 
 def run_record(run: Run) -> dict[str, Any]:
-    """The record of one ended run (see the module docstring)."""
+    """The record of one ended run (see the module docstring), as the JSON object it is written as."""
+    return declared_run_record(run).to_dict()
+
+
+def declared_run_record(run: Run) -> RunRecord:
+    """The record of one ended run, declared (``labkit.wire.run_record.RunRecord``)."""
     from labkit.ranks.rank import to_jsonable
 
-    missing = sorted({m.get("hook", "?") for msgs in _messages(run, "hook_missing").values() for m in msgs})
-    return {
-        "schema": SCHEMA,
-        "run_id": run.run_id,
-        "nproc": run.nproc,
-        "backend": run.backend,
-        "ok": bool(run.ok),
-        "error": error_of(run),
-        "exit_codes": {str(r): c for r, c in run.exit_codes.items()},
-        "wall_time": round(run.wall_time, 3),
-        "steps": steps_section(run),
-        "memory": memory_section(run),
-        "comm": comm_section(run),
-        "timeline": timeline_section(run),
-        "values": {str(r): to_jsonable(v) for r, v in run.values.items()},
-        "missing_hooks": missing,
-        "fingerprint": fingerprint(rank_env(run)),
-    }
+    missing = sorted(
+        {cast(HookMissing, m).get("hook", "?") for msgs in _messages(run, Msg.HOOK_MISSING).values() for m in msgs}
+    )
+    env = rank_env(run)
+    return RunRecord(
+        run_id=run.run_id,
+        nproc=run.nproc,
+        backend=run.backend,
+        ok=bool(run.ok),
+        error=error_of(run),
+        exit_codes={str(r): c for r, c in run.exit_codes.items()},
+        wall_time=round(run.wall_time, 3),
+        steps=steps_section(run),
+        memory=memory_section(run),
+        comm=comm_section(run),
+        timeline=timeline_section(run),
+        values={str(r): to_jsonable(v) for r, v in run.values.items()},
+        missing_hooks=missing,
+        fingerprint=fingerprint(dict(env) if env else None),
+    )
 
 
 # -- in the kernel ---------------------------------------------------------------------
@@ -238,12 +251,19 @@ def notebook_record(
     seconds: float | None = None,
 ) -> dict[str, Any]:
     """The record of an executed notebook: its runs (by cell), its checks, its errors, where it ran."""
-    runs, checks, errors = [], [], []
+    runs: list[dict[str, Any]] = []
+    checks: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
     for i, cell in source_cells(nb):
         n = 0
         for out in cell.get("outputs", []):
             data = out.get("data", {})
-            if isinstance(data.get(MIME), dict):
+            if MIME in data:  # written by the notebook's kernel: read as declared, kept as written
+                try:
+                    RunRecord.from_dict(data[MIME])
+                except RecordError as exc:  # named where the comparison shows it, never a KeyError later
+                    errors.append({"cell": i, "ename": type(exc).__name__, "evalue": str(exc)[:300]})
+                    continue
                 runs.append({"cell": i, "source": first_line(cell), "index": n, "record": dict(data[MIME])})
                 n += 1
             check = data.get(CHECK_MIME)
@@ -253,16 +273,15 @@ def notebook_record(
                 errors.append({"cell": i, "ename": out.get("ename", ""), "evalue": str(out.get("evalue", ""))[:300]})
     meta = nb.get("metadata", {}).get("labkit", {})
     fp = next((r["record"].get("fingerprint") for r in runs if r["record"].get("fingerprint")), None)
-    return {
-        "schema": NOTEBOOK_SCHEMA,
-        "notebook": name,
-        "lesson": meta.get("lesson"),
-        "lang": meta.get("lang"),
-        "parameters": dict(parameters or {}),
-        "status": status,
-        "seconds": round(seconds, 1) if seconds is not None else None,
-        "fingerprint": fp or fingerprint(),
-        "runs": runs,
-        "checks": checks,
-        "errors": errors,
-    }
+    return NotebookRecord(
+        notebook=name,
+        lesson=meta.get("lesson"),
+        lang=meta.get("lang"),
+        parameters=dict(parameters or {}),
+        status=status,
+        seconds=round(seconds, 1) if seconds is not None else None,
+        fingerprint=fp or fingerprint(),
+        runs=runs,
+        checks=checks,
+        errors=errors,
+    ).to_dict()

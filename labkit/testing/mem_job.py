@@ -31,6 +31,7 @@ from labkit.models.config import ModelConfig, get_config
 from labkit.models.transformer import TransformerBlock, TransformerLM, synthetic_batch
 from labkit.ranks import memtrack
 from labkit.ranks.rank import send as rank_send
+from labkit.wire.protocol import Msg
 
 # Every dimension odd enough that neither FSDP1's flat parameters nor FSDP2's dim-0 shards
 # divide evenly at 4 ranks: both must pad.
@@ -135,7 +136,7 @@ def reference(
     def by_name(s: dict) -> dict[str, int]:
         return {str(k.value if hasattr(k, "value") else k): v for k, v in s[torch.device("cpu")].items()}
 
-    rank_send("fsdpmemtracker", config=spec, after_backward=by_name(after_backward), peak=by_name(peak))
+    rank_send(Msg.FSDPMEMTRACKER, config=spec, after_backward=by_name(after_backward), peak=by_name(peak))
 
 
 def main() -> None:
@@ -160,7 +161,7 @@ def main() -> None:
                 opt.step()
                 opt.zero_grad()
         for msg in tracker.results:
-            rank_send("memcat", config=spec, model=name, world_size=world, **msg)
+            rank_send(Msg.MEMCAT, config=spec, model=name, world_size=world, **msg)
         if spec == "fsdp2:reshard":  # the reference the tests compare with (an extra, slower step)
             reference(model, opt, cfg, rank, spec, steps)
         dist.barrier()

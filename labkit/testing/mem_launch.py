@@ -10,6 +10,7 @@ import functools
 from typing import Any
 
 from labkit.testing.jobs import of_config, run_script
+from labkit.wire.protocol import TYPE, Msg
 
 __all__ = ["MATRIX", "STEPS", "TEST_JOBS", "model_args", "of_config", "phase", "run_job", "test_job"]
 
@@ -101,6 +102,6 @@ test_job.__test__ = False  # a helper, not a test, even when pytest imports it
 def phase(events: dict[int, list[dict[str, Any]]], config: str, rank: int, name: str) -> dict[str, int]:
     """Bytes by category that ``rank`` measured at ``name`` (forward, backward, optimizer, peak)."""
     for m in events[rank]:
-        if m.get("t") == "memcat" and m.get("config") == config and m.get("phase") == name:
+        if m.get(TYPE) == Msg.MEMCAT and m.get("config") == config and m.get("phase") == name:
             return m["categories"]
     raise KeyError((config, rank, name))

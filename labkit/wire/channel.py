@@ -182,6 +182,8 @@ class ChannelServer:
 
     def _accept_tcp(self) -> None:
         """A rank from another machine: it gets a nonce, and must answer with its HMAC before anything else."""
+        if self._tcp is None:  # not listening on TCP: nothing to accept
+            return
         try:
             sock, peer = self._tcp.accept()
         except (BlockingIOError, OSError):

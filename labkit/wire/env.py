@@ -567,7 +567,7 @@ def get_float(name: str) -> float:
     value = get(name)
     if value is None:
         raise KeyError(f"{name} is not set and has no default")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 def require(name: str) -> str:

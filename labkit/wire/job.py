@@ -1,28 +1,53 @@
 """The job a rank is given: ``job.json`` in the run folder, written by the kernel (``labkit.launch.group``)
 before torchrun starts, read by every rank's bootstrap (``labkit.ranks.bootstrap``).
 
-The code itself does not travel in it: a cell's source is a file next to it (``source_file``), a
-function is ``function.pkl``, the ``--vars`` values are ``vars.pkl`` (``vars_file``, relative to the
-run folder). Warm ranks (``mode="serve"``) get their cells later, over the channel.
+It is a declared record (``labkit.wire.record``: ``"kind": "job"`` and its schema, every field
+checked as the bootstrap reads it); only the ranks of the same run read it, written moments before
+by the same labkit. The code itself does not travel in it: a cell's source is a file next to it
+(``source_file``), a function is ``function.pkl``, the ``--vars`` values are ``vars.pkl``
+(``vars_file``, relative to the run folder). Warm ranks (``mode="serve"``) get their cells later,
+over the channel.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar
+
+from labkit.wire.record import Record
 
 JOB_FILE = "job.json"
 FUNCTION_FILE = "function.pkl"  # mode "function": the pickled (function, args, kwargs)
-MODES = ("code", "path", "function", "serve")
+
+
+class JobMode(str, Enum):
+    """What a rank runs. A ``str``, so ``job.mode == "code"`` holds and it is plain ``"code"`` in JSON."""
+
+    CODE = "code"  # a cell's source
+    PATH = "path"  # a .py file
+    FUNCTION = "function"  # a pickled callable
+    SERVE = "serve"  # warm ranks: the cells come later, over the channel
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+MODES = tuple(m.value for m in JobMode)
 
 
 @dataclass(frozen=True)
-class JobSpec:
-    """What every rank of one run executes, and how."""
+class JobSpec(Record):
+    """What every rank of one run executes, and how: a declared record (``labkit.wire.record``), so a
+    ``job.json`` that is not one fails in the bootstrap with the field named."""
 
-    mode: str  # code (a cell), path (a .py file), function (a pickled callable), serve (warm ranks)
+    KIND: ClassVar[str] = "job"
+
+    mode: JobMode  # the plain string of one is taken
     backend: str  # gloo or nccl: the process group labkit makes for the code
     pg_timeout: float  # seconds a collective may wait before it fails
     sample_interval: float = 0.2  # seconds between memory samples
@@ -30,26 +55,12 @@ class JobSpec:
     vars_file: str | None = None  # the pickled --vars, relative to the run folder
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"job mode must be one of {MODES}, got {self.mode!r}")
-        if self.mode in ("code", "path") and not self.source_file:
+        if type(self.mode) is not JobMode:
+            if self.mode not in MODES:
+                raise ValueError(f"job mode must be one of {MODES}, got {self.mode!r}")
+            object.__setattr__(self, "mode", JobMode(self.mode))  # frozen: the one conversion, at construction
+        if self.mode in (JobMode.CODE, JobMode.PATH) and not self.source_file:
             raise ValueError(f"a {self.mode} job names its source_file")
-
-    def to_json(self) -> str:
-        """The JSON of ``job.json``: the fields that have a value, in the order above."""
-        return json.dumps({k: v for k, v in asdict(self).items() if v is not None})
-
-    @classmethod
-    def from_json(cls, text: str) -> JobSpec:
-        data: dict[str, Any] = json.loads(text)
-        return cls(
-            mode=data["mode"],
-            backend=data["backend"],
-            pg_timeout=float(data["pg_timeout"]),
-            sample_interval=float(data.get("sample_interval", 0.2)),
-            source_file=data.get("source_file"),
-            vars_file=data.get("vars_file"),
-        )
 
     def write(self, run_dir: str) -> None:
         with open(os.path.join(run_dir, JOB_FILE), "w") as f:

@@ -46,6 +46,12 @@ class Msg(str, Enum):
     FSDPMEMTRACKER = "fsdpmemtracker"
     GPU_TIMING = "gpu_timing"
     OBSERVED = "observed"  # cell, observation: what labkit saw the cell do (labkit.ranks.observe)
+    # the run's record (labkit.regress.record): what each cell ran on and issued, what torch lacked
+    RANK_ENV = "rank_env"  # torch, cuda, nccl: at the start of each cell (labkit.ranks.recording)
+    COMM_TOTAL = "comm_total"  # counts, at_steps, world_size: at the end of each cell (labkit.ranks.recording)
+    HOOK_MISSING = "hook_missing"  # hook, api, torch, feature: once per private torch API missing
+    # benchmarks/gpu_check.py: the CUDA caching allocator's totals, read against the sampler's
+    ALLOCATOR = "allocator"
     # warm ranks
     READY = "ready"  # the process group is up; cells can come
     EXEC = "exec"  # kernel -> rank: cell, code, vars
@@ -107,17 +113,32 @@ ELAPSED = "elapsed"  # a memory sample's time: seconds since the run started (ke
 # -- building a message -------------------------------------------------------------------
 
 
-def message(kind: Msg | str, /, **payload: Any) -> dict[str, Any]:
+def kind_of(kind: Msg | str) -> Msg:
+    """``kind`` as a ``Msg``: a plain string that names a declared type is taken (``"hello"``);
+    anything else raises a ``ValueError`` that lists the declared types (a new message type is
+    declared here, with its payload in ``PAYLOADS``, before anything sends it)."""
+    if type(kind) is Msg:  # the common case, without Msg()'s lookup
+        return kind
+    try:
+        return Msg(kind)
+    except ValueError:
+        known = ", ".join(m.value for m in Msg)
+        raise ValueError(
+            f"{str(kind)[:40]!r} is not a declared message type (labkit.wire.protocol.Msg: {known})"
+        ) from None
+
+
+def message(kind: Msg, /, **payload: Any) -> dict[str, Any]:
     """The message ``{TYPE: kind, **payload}``: what goes on the wire as one JSON line."""
     return {TYPE: kind, **payload}
 
 
-def stamped(kind: Msg | str, /, **payload: Any) -> dict[str, Any]:
+def stamped(kind: Msg, /, **payload: Any) -> dict[str, Any]:
     """A message with the sender's wall-clock time (``TIME``) after its type, as a rank sends it."""
     return {TYPE: kind, TIME: time.time(), **payload}
 
 
-def retyped(msg: dict[str, Any], kind: Msg | str) -> dict[str, Any]:
+def retyped(msg: dict[str, Any], kind: Msg) -> dict[str, Any]:
     """A copy of ``msg`` as a message of type ``kind`` (a warm cell's end read as a run's end)."""
     return {**msg, TYPE: kind}
 
@@ -125,6 +146,10 @@ def retyped(msg: dict[str, Any], kind: Msg | str) -> dict[str, Any]:
 # -- what each message carries --------------------------------------------------------------
 # total=False: a sender may leave a field out where it has no value (no CUDA, no step yet). The
 # trackers' messages also carry the caller's own ``fields`` (``config``, the setting's name).
+
+
+class Received(TypedDict, total=False):
+    rank: int  # added by the kernel's server to every message it receives (never sent by a rank)
 
 
 class Hello(TypedDict, total=False):
@@ -262,6 +287,42 @@ class Observed(TypedDict):
     observation: dict[str, Any]  # ok, trace, dropped, globals, seconds (labkit.ranks.observe)
 
 
+class RankEnv(TypedDict):
+    torch: str
+    cuda: str | None  # torch.version.cuda: None on a CPU build
+    nccl: str | None  # "2.21.5" where CUDA is there, else None
+
+
+class CommCounts(TypedDict):
+    calls: int
+    bytes: int
+
+
+class CommAtStep(TypedDict):
+    step: int
+    counts: dict[str, CommCounts]  # the whole cell's totals so far, after this step
+
+
+class CommTotal(TypedDict):
+    counts: dict[str, CommCounts]  # collective kind -> calls, payload bytes over the whole cell
+    at_steps: list[CommAtStep]
+    world_size: int
+
+
+class HookMissing(TypedDict):
+    hook: str  # labkit.ranks.torch_hooks.BY_ID's key
+    api: str  # the private torch name that is not there
+    torch: str  # this torch's version
+    feature: str  # the i18n key of what labkit cannot show without it
+
+
+class Allocator(TypedDict):
+    allocated: int
+    reserved: int
+    max_allocated: int
+    max_reserved: int
+
+
 class Exec(TypedDict):
     cell: int
     code: str
@@ -300,6 +361,10 @@ PAYLOADS: dict[Msg, type] = {
     Msg.FSDPMEMTRACKER: FsdpMemTracker,
     Msg.GPU_TIMING: GpuTiming,
     Msg.OBSERVED: Observed,
+    Msg.RANK_ENV: RankEnv,
+    Msg.COMM_TOTAL: CommTotal,
+    Msg.HOOK_MISSING: HookMissing,
+    Msg.ALLOCATOR: Allocator,
     Msg.READY: Empty,
     Msg.EXEC: Exec,
     Msg.CELL_DONE: CellDone,

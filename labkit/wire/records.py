@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import Any, Protocol, TypedDict, cast, runtime_checkable
 
 from labkit.wire.protocol import TYPE, Msg, Status
 
@@ -130,8 +130,11 @@ class Recorded(Protocol):
 class LogRecord(Protocol):
     """One rank's output as the dashboard shows it (``labkit.launch.logs.RankLog``)."""
 
-    streams: Mapping[str, Sized]  # "stdout"/"stderr" -> the lines kept
-    dropped: Mapping[str, int]  # lines no longer kept
+    @property
+    def streams(self) -> Mapping[str, Sized]: ...  # "stdout"/"stderr" -> the lines kept
+
+    @property
+    def dropped(self) -> Mapping[str, int]: ...  # lines no longer kept
 
     def text(self, stream: str) -> str: ...
 
@@ -141,17 +144,39 @@ class RunRecord(Recorded, Protocol):
     """What a run holds, as the views, the errors and the graders read it: ``labkit.launch.run.Run``
     is one. Everything is measured; nothing here is derived from a guess."""
 
-    run_id: str
-    nproc: int
-    backend: str
-    ranks: Mapping[int, RankState]
-    values: Mapping[int, Mapping[str, Any]]  # rank.report()
-    results: Mapping[int, Any]  # a function's return value, per rank
-    memory: Mapping[int, Sequence[Mapping[str, Any]]]  # memory samples (ELAPSED, rss, tensor_bytes, ...)
-    step_times: Mapping[int, Sequence[float]]
-    logs: Mapping[int, LogRecord]
-    error: BaseException | None
-    started: float
+    # read-only (properties): a reader's view, so a ``Run``'s dicts of its own types fit it
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def nproc(self) -> int: ...
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def ranks(self) -> Mapping[int, RankState]: ...
+
+    @property
+    def values(self) -> Mapping[int, Mapping[str, Any]]: ...  # rank.report()
+
+    @property
+    def results(self) -> Mapping[int, Any]: ...  # a function's return value, per rank
+
+    @property
+    def memory(self) -> Mapping[int, Sequence[Mapping[str, Any]]]: ...  # samples (ELAPSED, rss, tensor_bytes...)
+
+    @property
+    def step_times(self) -> Mapping[int, Sequence[float]]: ...
+
+    @property
+    def logs(self) -> Mapping[int, LogRecord]: ...
+
+    @property
+    def error(self) -> BaseException | None: ...
+
+    @property
+    def started(self) -> float: ...
 
     @property
     def ok(self) -> bool: ...
@@ -177,7 +202,7 @@ def events_of(source: Source) -> Events:
     # what isinstance(source, Recorded) asks (has it ``events``?), without a runtime Protocol check,
     # which costs tens of microseconds: the dashboard's table asks here a few times per rank and refresh
     events = getattr(source, "events", None)
-    return source if events is None else events
+    return cast(Events, source) if events is None else cast(Events, events)
 
 
 def messages(source: Source, kind: Msg | str, /, **match: Any) -> dict[int, list[Message]]:
