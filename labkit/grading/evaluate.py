@@ -145,7 +145,8 @@ def model_loss(task: JudgeTask) -> list[Any]:
 
     try:
         model = _seeded_model(task)
-        batch = synthetic_batch(model.cfg, *task.batch)
+        size, step, rank = task.batch
+        batch = synthetic_batch(model.cfg, size, step, rank)
         with torch.no_grad():
             want = model(*batch).item()
             model.load_state_dict(torch.load(task.state or "", map_location="cpu", weights_only=True))

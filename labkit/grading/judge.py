@@ -95,9 +95,10 @@ def tasks(
             out.append(JudgeTask(q.id, TaskKind.CALLS, function=claim.function, calls=calls))
         elif q.kind is QuestionKind.MODEL and claim.function is not None:
             weights = f"/tmp/labkit-judge-{len(out)}.pt"
-            common = {"state": weights, "config": CHECKPOINT_MODEL, "seed": seed}
-            out.append(JudgeTask(f"{q.id}#load", TaskKind.LOAD, function=claim.function, **common))
-            out.append(JudgeTask(q.id, TaskKind.MODEL_LOSS, batch=list(q.batch), **common))
+            load = JudgeTask(f"{q.id}#load", TaskKind.LOAD, function=claim.function, state=weights,
+                             config=CHECKPOINT_MODEL, seed=seed)  # fmt: skip
+            out += [load, JudgeTask(q.id, TaskKind.MODEL_LOSS, state=weights, config=CHECKPOINT_MODEL,
+                                    batch=list(q.batch), seed=seed)]  # fmt: skip
         elif q.kind is QuestionKind.RUN and executed is not None:
             from labkit.grading import rerun
 
@@ -182,7 +183,7 @@ def verdict(
     if q.kind is QuestionKind.FUNCTION:
         probes = [*q.probes, *q.grader_probes]
         for probe, out in zip(probes, values):
-            v = as_verdict(q.output_check(probe, out), q.hint_key)
+            v = as_verdict(q.output_check(probe, out) if q.output_check else False, q.hint_key)
             if not v.correct:
                 return v
         return registry.Verdict(len(values) == len(probes))

@@ -73,7 +73,7 @@ def _kernel_manager_class(env: dict[str, str], log: Any, sockets: str) -> type:
         def _kernel_spec_manager_default(self) -> KernelSpecManager:
             return GradingSpecs()
 
-        async def start_kernel(self, **kw: Any) -> None:
+        async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]  # jupyter_client's is untyped *args
             kw.setdefault("stdout", log)
             kw.setdefault("stderr", log)
             await super().start_kernel(**kw)
@@ -92,9 +92,9 @@ def execute(
     """Run ``nb`` with papermill into ``out_path``; (status, message). ``timeout`` is for all the
     cells together, the kernel's start not included. ``name``: the notebook's file name as handed in;
     the kernel's working folder holds a copy of it by that name, as Jupyter's would."""
-    import papermill
+    import papermill  # type: ignore[import-untyped]  # papermill ships no types
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    from papermill.exceptions import PapermillExecutionError
+    from papermill.exceptions import PapermillExecutionError  # type: ignore[import-untyped]
 
     deadline: float | None = None
 

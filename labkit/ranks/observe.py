@@ -30,6 +30,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 from labkit.ranks import fingerprint
@@ -71,9 +72,10 @@ def _reduce_op(args: Any) -> str | None:
     import torch
 
     for a in args:
-        if isinstance(a, torch.ScriptObject) and a._has_method("op"):
+        reduce_op: Any = a  # a TorchScript object: its methods are not in torch's stubs
+        if isinstance(a, torch.ScriptObject) and reduce_op._has_method("op"):
             try:
-                code = int(a.op())
+                code = int(reduce_op.op())
             except (RuntimeError, TypeError, ValueError):
                 return None
             return _REDUCE_OPS[code] if 0 <= code < len(_REDUCE_OPS) else str(code)
@@ -116,7 +118,7 @@ class Observer(CommCounter):
 
     def _caller(self) -> tuple[str | None, int | None, bool]:
         """(the cell function that issued the call, its line, whether the cell called torch.distributed itself)."""
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         direct = True
         while frame is not None:
             filename = frame.f_code.co_filename
