@@ -1,14 +1,19 @@
-"""What the sandbox costs: ``labkit grade`` of 20 submissions of one lesson, ``--jobs 2``, with and without it.
+"""What grading costs: one student's whole course, and 20 submissions of one lesson, ``--jobs 2``.
 
-The same folder (copies of one notebook: a lesson's solution, or the tests' fixture lesson) is
-graded by ``labkit grade``'s own code, once through bubblewrap and once with ``--no-sandbox``,
-alternating (``--rounds`` pairs, the order swapped each round, so that a machine whose load drifts
-is not read as the sandbox's cost). Both modes run the same programs (the notebook under papermill
-in a process of its own, the grader's judge in another), so the difference is the sandbox's: the
-namespaces, the mounts, the user switch. Every graded notebook must score full marks in both.
-Prints the wall time of each run and the cost: sandbox / no sandbox - 1. Target: at most 10%.
+Two measures, each graded by ``labkit grade``'s own code through bubblewrap:
+
+- ``--course``: one student's eight solution notebooks (``notebooks/en``), every one at full marks;
+- the default: 20 copies of one notebook (a lesson's solution, or the tests' fixture lesson), with
+  and without the sandbox, alternating (``--rounds`` pairs, the order swapped each round, so that a
+  machine whose load drifts is not read as the sandbox's cost). Target: the sandbox at most 10%.
+
+``--against REV`` grades the same way with labkit as it was at git revision ``REV`` too (a worktree of
+it, its own notebooks and its own students' install), interleaved with this checkout, and prints the
+ratio: what the grader's evidence path (the exercises re-run on the grader's own ranks, the judge's
+children, the pipes) costs over that revision's. Target: at most 25%.
 
     .venv/bin/python benchmarks/grade_sandbox.py                        # lesson 0 (English), 20 copies
+    .venv/bin/python benchmarks/grade_sandbox.py --course --against 5f731ad --rounds 2
     .venv/bin/python benchmarks/grade_sandbox.py --notebook tests/fixtures/grading/memory_solution.ipynb \\
         --questions tests/fixtures/grading/fixture_questions.py        # a lesson without ranks: the worst case
 """
@@ -16,68 +21,127 @@ Prints the wall time of each run and the cost: sandbox / no sandbox - 1. Target:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# run in a process of its own, with PYTHONPATH at the checkout measured: only what every revision has
+GRADE = """
+import json, sys, time
+from pathlib import Path
+from labkit.grading import sandbox
+from labkit.grading.report import grade_folder
+from labkit.grading.student import cached_install
+subs, out, jobs, timeout, plain = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5] == "1"
+env = {"LABKIT_HOME": str(cached_install())}  # built before the clock starts
+box = sandbox.find(no_sandbox=plain)
+start = time.perf_counter()
+students = grade_folder(subs, out, timeout, jobs=jobs, box=box, env=env)
+seconds = time.perf_counter() - start
+scores = [nb for s in students for nb in s.notebooks]
+print(json.dumps({"seconds": seconds, "full": sum(nb.points == nb.max_points > 0 for nb in scores),
+                  "total": len(scores), "bad": [(nb.file, str(nb.status), nb.points, nb.max_points)
+                                                for nb in scores if nb.points != nb.max_points][:5]}))
+"""
 
-def grade_once(subs: Path, out: Path, box, jobs: int, timeout: float, env: dict[str, str]) -> tuple[float, list]:
-    from labkit.grading.report import grade_folder
 
+def grade_once(checkout: Path, subs: Path, out: Path, jobs: int, timeout: float, plain: bool, env: dict) -> dict:
     if out.exists():
         shutil.rmtree(out)
-    start = time.perf_counter()
-    students = grade_folder(subs, out, timeout, jobs=jobs, box=box, env=env)
-    return time.perf_counter() - start, students
+    cmd = [sys.executable, "-c", GRADE, str(subs), str(out), str(jobs), str(timeout), "1" if plain else "0"]
+    done = subprocess.run(cmd, env={**env, "PYTHONPATH": str(checkout)}, capture_output=True, text=True, cwd=checkout)
+    if done.returncode != 0:
+        sys.exit(f"grading with {checkout} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def course(checkout: Path, folder: Path) -> Path:
+    """One student's eight lessons, from ``checkout``'s own solution notebooks."""
+    subs = folder / "submissions"
+    (subs / "ana").mkdir(parents=True)
+    for path in sorted((checkout / "notebooks" / "en").glob("0*.ipynb")):
+        shutil.copyfile(path, subs / "ana" / path.name)
+    return subs
+
+
+def copies(notebook: Path, n: int, folder: Path) -> Path:
+    subs = folder / "submissions"
+    for i in range(n):
+        (subs / f"student{i:02d}").mkdir(parents=True)
+        shutil.copyfile(notebook, subs / f"student{i:02d}" / notebook.name)
+    return subs
+
+
+def worktree(rev: str, folder: Path) -> Path:
+    path = folder / f"labkit-{rev}"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), rev], check=True,
+                   capture_output=True)  # fmt: skip
+    return path
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--notebook", default=str(ROOT / "notebooks" / "en" / "00_setup.ipynb"))
+    p.add_argument("--course", action="store_true", help="one student's eight lessons instead of copies of one")
+    p.add_argument("--notebook", default="notebooks/en/00_setup.ipynb", help="relative to the checkout measured")
     p.add_argument("--questions", default=None, help="a questions file the notebook needs (LABKIT_QUESTIONS)")
     p.add_argument("--submissions", type=int, default=20)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--rounds", type=int, default=1, help="pairs of runs, the order swapped each round")
     p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--against", metavar="REV", help="also grade with labkit at git revision REV; print the ratio")
     args = p.parse_args()
+    env = dict(os.environ)
     if args.questions:
-        os.environ["LABKIT_QUESTIONS"] = os.path.abspath(args.questions)
-
-    from labkit.grading import sandbox
-    from labkit.grading.student import cached_install
-
-    env = {"LABKIT_HOME": str(cached_install())}  # built once, outside the timing
-    boxes = {"sandbox": sandbox.find(), "no sandbox": sandbox.find(no_sandbox=True)}
-    times: dict[str, list[float]] = {name: [] for name in boxes}
+        env["LABKIT_QUESTIONS"] = os.path.abspath(args.questions)
     with tempfile.TemporaryDirectory(prefix="labkit-bench-") as tmp:
-        subs = Path(tmp) / "submissions"
-        for i in range(args.submissions):
-            (subs / f"student{i:02d}").mkdir(parents=True)
-            shutil.copyfile(args.notebook, subs / f"student{i:02d}" / Path(args.notebook).name)
-        print(f"{args.submissions} copies of {args.notebook}, --jobs {args.jobs}", flush=True)
-        for r in range(args.rounds):
-            order = list(boxes) if r % 2 == 0 else list(reversed(boxes))
-            for name in order:
-                seconds, students = grade_once(subs, Path(tmp) / "out", boxes[name], args.jobs, args.timeout, env)
-                scores = [nb for s in students for nb in s.notebooks]
-                full = sum(nb.points == nb.max_points > 0 for nb in scores)
-                print(f"round {r + 1}, {name:>10}: {seconds:7.1f} s  ({full}/{len(scores)} at full marks)", flush=True)
-                if full != len(scores):
-                    bad = [(nb.file, nb.status, nb.message) for nb in scores if nb.points != nb.max_points]
-                    print(f"  not at full marks: {bad[:3]}", file=sys.stderr)
-                    return 1
-                times[name].append(seconds)
-    with_box, without = statistics.median(times["sandbox"]), statistics.median(times["no sandbox"])
-    cost = with_box / without - 1
-    print(f"median: sandbox {with_box:.1f} s, no sandbox {without:.1f} s: the sandbox costs {100 * cost:+.1f}%")
-    print(f"per submission: {with_box / args.submissions:.2f} s and {without / args.submissions:.2f} s")
-    return 0 if cost <= 0.10 else 2
+        folder = Path(tmp)
+        runs = {"this checkout": (ROOT, False)}
+        if args.against:
+            runs[args.against] = (worktree(args.against, folder), False)
+        elif not args.course:
+            runs["no sandbox"] = (ROOT, True)
+        try:
+            subs = {}
+            for name, (checkout, _) in runs.items():
+                where = folder / name.replace(" ", "_")
+                subs[name] = (course(checkout, where) if args.course
+                              else copies(checkout / args.notebook, args.submissions, where))  # fmt: skip
+            what = "one student's 8 lessons" if args.course else f"{args.submissions} copies of {args.notebook}"
+            print(f"{what}, --jobs {args.jobs}", flush=True)
+            times: dict[str, list[float]] = {name: [] for name in runs}
+            for r in range(args.rounds):
+                for name in list(runs) if r % 2 == 0 else list(reversed(runs)):
+                    checkout, plain = runs[name]
+                    got = grade_once(checkout, subs[name], folder / "out", args.jobs, args.timeout, plain, env)
+                    print(f"round {r + 1}, {name:>14}: {got['seconds']:7.1f} s  ({got['full']}/{got['total']} "
+                          f"at full marks)", flush=True)  # fmt: skip
+                    if got["full"] != got["total"]:
+                        print(f"  not at full marks: {got['bad']}", file=sys.stderr)
+                        return 1
+                    times[name].append(got["seconds"])
+        finally:
+            for name, (checkout, _) in runs.items():
+                if checkout != ROOT:
+                    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(checkout)],
+                                   capture_output=True)  # fmt: skip
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    mine, other = medians["this checkout"], next((v for k, v in medians.items() if k != "this checkout"), None)
+    line = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in medians.items())
+    print(f"median: {line}")
+    if other is None:
+        return 0
+    cost = mine / other - 1
+    target = 0.25 if args.against else 0.10
+    print(f"this checkout costs {100 * cost:+.1f}% over {next(k for k in medians if k != 'this checkout')} "
+          f"(target: at most {100 * target:.0f}%)")  # fmt: skip
+    return 0 if cost <= target else 2
 
 
 if __name__ == "__main__":
