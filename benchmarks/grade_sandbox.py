@@ -127,7 +127,7 @@ def main() -> int:
                         return 1
                     times[name].append(got["seconds"])
         finally:
-            for name, (checkout, _) in runs.items():
+            for checkout, _ in runs.values():
                 if checkout != ROOT:
                     subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(checkout)],
                                    capture_output=True)  # fmt: skip
