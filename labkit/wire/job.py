@@ -13,9 +13,22 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from labkit.wire.setting import Word
+
 JOB_FILE = "job.json"
 FUNCTION_FILE = "function.pkl"  # mode "function": the pickled (function, args, kwargs)
-MODES = ("code", "path", "function", "serve")
+
+
+class Mode(Word):
+    """How a job's code reaches the ranks."""
+
+    CODE = "code"  # a cell, its source in a file
+    PATH = "path"  # a .py file
+    FUNCTION = "function"  # a pickled callable
+    SERVE = "serve"  # warm ranks: the cells come later, over the channel
+
+
+MODES = Mode.choices()
 
 
 @dataclass(frozen=True)
@@ -32,7 +45,8 @@ class JobSpec:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"job mode must be one of {MODES}, got {self.mode!r}")
-        if self.mode in ("code", "path") and not self.source_file:
+        object.__setattr__(self, "mode", Mode(self.mode))  # frozen: the string read back becomes the enum, once
+        if self.mode in (Mode.CODE, Mode.PATH) and not self.source_file:
             raise ValueError(f"a {self.mode} job names its source_file")
 
     def to_json(self) -> str:
