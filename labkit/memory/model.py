@@ -165,7 +165,7 @@ def _mode(strategy: str, strat: Strategy, flavor: str, shard: int, per: PerParam
 
 def peak_memory(
     model: Any,
-    strategy: str = "DDP",
+    strategy: str = Sharding.DDP,
     world_size: int = 1,
     precision: str = "bf16",
     optimizer: str = "adamw",
@@ -232,7 +232,7 @@ def peak_memory(
         all_units=e * (num_params if is_count else sum(units)),
         # a finished block's gradient shard stays on the device, unless offloaded to the host
         block_grad=bool(states.grads) * per.grad * max(units[1:], default=0.0) / (shard if strat.shard_grads else 1),
-        buckets=per.grad * num_params if name_key(strategy) in ("DDP", "ZERO0") else 0.0,
+        buckets=per.grad * num_params if name_key(strategy) in (Sharding.DDP, "ZERO0") else 0.0,
         prefetch=PREFETCH[name_key(backward_prefetch or Prefetch.NONE).replace("BACKWARD", "BACKWARD_")]
         if prefetch
         else None,
@@ -348,7 +348,9 @@ class Fit:
     __repr__ = __str__
 
 
-def fits(model: Any, gpu: str | float = "H100-80GB", strategy: str = "DDP", world_size: int = 1, **kw: Any) -> Fit:
+def fits(
+    model: Any, gpu: str | float = "H100-80GB", strategy: str = Sharding.DDP, world_size: int = 1, **kw: Any
+) -> Fit:
     """Whether the per-rank peak (see :func:`peak_memory`) fits one GPU's memory.
 
     ``model`` may also be a :class:`MemoryBreakdown` already computed.

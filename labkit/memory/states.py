@@ -200,7 +200,7 @@ class MemoryBreakdown:
     host_grads: float = 0.0
     host_optimizer: float = 0.0
     num_params: float = 0.0
-    strategy: str = "DDP"
+    strategy: str = Sharding.DDP
     flavor: str = ""
     world_size: int = 1
     precision: str = "bf16"
@@ -310,7 +310,7 @@ def shard_group(strat: Strategy, world_size: int, shard_group_size: int | None =
 
 def model_states(
     num_params: float,
-    strategy: str = "DDP",
+    strategy: str = Sharding.DDP,
     world_size: int = 1,
     precision: str = "bf16",
     optimizer: str = "adamw",

@@ -37,7 +37,7 @@ from labkit.timing.links import Link
 from labkit.timing.spans import intersect, length, union
 from labkit.wire.protocol import Msg
 from labkit.wire.records import Source, Span, Stream, given, messages, on
-from labkit.wire.setting import Flavor
+from labkit.wire.setting import Flavor, Strategy
 
 
 @dataclass
@@ -173,7 +173,7 @@ def step_segments(msg: dict[str, Any]) -> dict[str, Any]:
     it); the optimizer waits for them, so its gap counts from the last one's end.
     """
     spans = msg["spans"]
-    ddp = msg.get("strategy") == "DDP"  # its reducer issues each bucket from an autograd hook, on this thread
+    ddp = msg.get("strategy") == Strategy.DDP  # its reducer issues each bucket from an autograd hook, on this thread
 
     def on_thread(s: Span) -> bool:
         if s["stream"] == Stream.COMPUTE or (s["stream"] == Stream.COMM and s.get("blocking")):

@@ -124,7 +124,7 @@ class _Schedule:
     ) -> float:
         ln = self.inter if channel == "replicate" else self.link
         self.settle()
-        ddp = self.o["strategy"] == "DDP"
+        ddp = self.o["strategy"] == Strategy.DDP
         unsharding = bool(self.o.get("async_gather") and kind == "all_gather")
         background = unsharding or (ddp and self.o["sync_comm"])
         if not unsharding:  # an asynchronous unshard's work comes once it is done (``wait_gather``)
