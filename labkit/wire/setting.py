@@ -193,32 +193,35 @@ class Setting:
     model: str | None = None
 
     def __post_init__(self) -> None:
-        put = object.__setattr__  # frozen: the words given as strings become the enums, once, here
         spec = self.written()
+        put = object.__setattr__  # frozen: the words given as strings become the enums, once, here
         put(self, "flavor", pick(Flavor, self.flavor, "wire.setting.flavor", spec))
-        put(
-            self,
-            "options",
-            tuple(pick(Option, o, "wire.setting.option", spec, flavor=self.flavor) for o in self.options),
-        )
+        allowed = OPTIONS[self.flavor]
+        options = tuple(pick(Option, o, "wire.setting.option", spec, allowed, flavor=self.flavor) for o in self.options)
+        put(self, "options", options)
+        self.check_head(spec)
+        self.check_options(spec)
+        if self.model is not None and not self.model:
+            raise SettingError(t("wire.setting.model", spec=spec))
+
+    def check_head(self, spec: str) -> None:
+        """The words after the flavor: FSDP1's strategy and prefetch, FSDP2's word; the strategy the others imply."""
+        put = object.__setattr__
+        stray = [
+            w for w, own in ((self.prefetch, Flavor.FSDP1), (self.fsdp2, Flavor.FSDP2)) if w and self.flavor != own
+        ]
+        if stray or (self.flavor is Flavor.PLAIN and self.strategy is not None):
+            word = str(stray[0] if stray else self.strategy)
+            raise refuse("wire.setting.option", spec, word, OPTIONS[self.flavor], flavor=self.flavor)
         if self.flavor is Flavor.FSDP1:
             put(self, "strategy", pick(Strategy, self.strategy, "wire.setting.strategy", spec, FSDP1_STRATEGIES))
             if self.prefetch is not None:
                 put(self, "prefetch", pick(Prefetch, self.prefetch, "wire.setting.prefetch", spec))
-        elif self.prefetch is not None:
-            raise refuse("wire.setting.option", spec, str(self.prefetch), OPTIONS[self.flavor], flavor=self.flavor)
-        if self.flavor is Flavor.FSDP2:
+        elif self.flavor is Flavor.FSDP2:
             put(self, "fsdp2", pick(Fsdp2, self.fsdp2, "wire.setting.fsdp2", spec))
             self.agree(self.fsdp2.strategy, spec)  # type: ignore[union-attr]
-        elif self.fsdp2 is not None:
-            raise refuse("wire.setting.option", spec, str(self.fsdp2), OPTIONS[self.flavor], flavor=self.flavor)
-        if self.flavor is Flavor.DDP:
+        elif self.flavor is Flavor.DDP:
             self.agree(Strategy.DDP, spec)
-        elif self.flavor is Flavor.PLAIN and self.strategy is not None:
-            raise refuse("wire.setting.option", spec, str(self.strategy), OPTIONS[self.flavor], flavor=self.flavor)
-        self.check_options(spec)
-        if self.model is not None and not self.model:
-            raise SettingError(t("wire.setting.model", spec=spec))
 
     def agree(self, strategy: Strategy, spec: str) -> None:
         """Fill the strategy the flavor implies; one written that differs is refused."""
@@ -227,10 +230,8 @@ class Setting:
         object.__setattr__(self, "strategy", strategy)
 
     def check_options(self, spec: str) -> None:
-        allowed = OPTIONS[self.flavor]
+        """Each option once, and the backward prefetch given once (a word, or ``post`` / ``noprefetch``)."""
         for i, option in enumerate(self.options):
-            if option not in allowed:
-                raise refuse("wire.setting.option", spec, option.value, allowed, flavor=self.flavor)
             if option in self.options[:i]:
                 raise SettingError(t("wire.setting.twice", spec=spec, word=option.value))
         prefetches = [str(self.prefetch)] * (self.prefetch is not None) + [
@@ -258,11 +259,8 @@ class Setting:
 
     def written(self) -> str:
         """The string form of the fields as given (before they are checked): what an error quotes."""
-        words = [str(self.flavor)]
-        if str(self.flavor) == Flavor.FSDP1:
-            words += [str(w) for w in (self.strategy, self.prefetch) if w]
-        words += [str(self.fsdp2)] if self.fsdp2 else []
-        words += [str(o) for o in self.options]
+        strategy = self.strategy if self.flavor == Flavor.FSDP1 else None  # the others' is implied, not written
+        words = [str(w) for w in (self.flavor, strategy, self.prefetch, self.fsdp2, *self.options) if w]
         return ":".join(words) + (f"@{self.model}" if self.model is not None else "")
 
     def __str__(self) -> str:
