@@ -34,14 +34,20 @@ from labkit.models.config import get_config
 from labkit.testing.comm_launch import of_config, run_job
 from labkit.timing import simulate
 from labkit.wire.protocol import TYPE, Msg
+from labkit.wire.setting import Flavor, Prefetch, Setting, Strategy
 
+BASE = "fsdp1:FULL_SHARD:BACKWARD_PRE"  # the run the simulations start from
+# each configuration and the strategy its collectives follow in theory
 CONFIGS = {
-    "ddp": "DDP",
-    "fsdp1:FULL_SHARD:BACKWARD_PRE": "FULL_SHARD",
-    "fsdp1:FULL_SHARD:BACKWARD_POST": "FULL_SHARD",
-    "fsdp1:FULL_SHARD:NONE": "FULL_SHARD",
-    "fsdp1:SHARD_GRAD_OP": "SHARD_GRAD_OP",
-    "fsdp2:reshard": "FULL_SHARD",
+    spec: Setting.parse(spec).strategy
+    for spec in (
+        str(Flavor.DDP),
+        BASE,
+        "fsdp1:FULL_SHARD:BACKWARD_POST",
+        "fsdp1:FULL_SHARD:NONE",
+        "fsdp1:SHARD_GRAD_OP",
+        "fsdp2:reshard",
+    )
 }
 
 
@@ -54,7 +60,7 @@ def measured_vs_theory(events: dict, n: int, psi: int) -> list[list[str]]:
         spans = [m for m in ev if m[TYPE] == Msg.SPANS][-1]
         padded = spans["padded_units"]
         num = sum(padded.values()) or psi
-        root = padded.get("root", 0) if spans["flavor"] == "fsdp1" and strategy == "FULL_SHARD" else 0
+        root = padded.get("root", 0) if spans["flavor"] == Flavor.FSDP1 and strategy is Strategy.FULL_SHARD else 0
         theory = comm.total(comm.theory_bytes(num, strategy, n, unsharded_root_params=root))
         got = comm.total(counts)
         calls = "/".join(
@@ -67,16 +73,16 @@ def measured_vs_theory(events: dict, n: int, psi: int) -> list[list[str]]:
 
 
 def simulated(events: dict, links: list[str], scale: float) -> list[list[str]]:
-    prof = simulate.profile_from_run(of_config(events, "fsdp1:FULL_SHARD:BACKWARD_PRE"))
+    prof = simulate.profile_from_run(of_config(events, BASE))
     head = "SIMULATED on" if scale == 1 else f"SIMULATED, compute / {scale:g}, on"
     rows = [[head, "strategy", "prefetch", "step ms", "exposed comm ms", "peak units"]]
     for ln in links:
-        for strategy in ("FULL_SHARD", "SHARD_GRAD_OP", "DDP"):
-            options = [(pf, False) for pf in simulate.PREFETCH] + [("BACKWARD_PRE", True)]
-            for pf, fwd in options if strategy == "FULL_SHARD" else [("BACKWARD_PRE", False)]:
+        for strategy in (Strategy.FULL_SHARD, Strategy.SHARD_GRAD_OP, Strategy.DDP):
+            options = [(pf, False) for pf in simulate.PREFETCH] + [(Prefetch.BACKWARD_PRE, True)]
+            for pf, fwd in options if strategy is Strategy.FULL_SHARD else [(Prefetch.BACKWARD_PRE, False)]:
                 kw = {"strategy": strategy, "backward_prefetch": pf, "forward_prefetch": fwd, "compute_scale": scale}
                 r = simulate.simulate(prof, ln, **kw)
-                label = (str(pf) + (" +forward_prefetch" if fwd else "")) if strategy == "FULL_SHARD" else "-"
+                label = (str(pf) + (" +forward_prefetch" if fwd else "")) if strategy is Strategy.FULL_SHARD else "-"
                 rows.append(
                     [ln, strategy, label, f"{r.step_time * 1e3:.2f}", f"{r.exposed_comm * 1e3:.2f}", str(r.peak_units)]
                 )
@@ -91,14 +97,15 @@ def replay(events: dict) -> list[list[str]]:
     "from BACKWARD_PRE": FULL_SHARD's other prefetch modes predicted from the BACKWARD_PRE run's
     calibration, the schedule alone deciding the order (a check of the schedule, not a target).
     """
-    base = simulate.profile_from_run(of_config(events, "fsdp1:FULL_SHARD:BACKWARD_PRE"))
+    base = simulate.profile_from_run(of_config(events, BASE))
     head = ["CPU run replayed", "measured step ms", "simulated ms", "error", "host replayed ms", "from BACKWARD_PRE"]
     rows = [head]
     for config in CONFIGS:
         prof = simulate.profile_from_run(of_config(events, config))
         c = simulate.compare_to_measured(prof)
         cross = ""
-        if config.startswith("fsdp1:FULL_SHARD:"):
+        setting = Setting.parse(config)
+        if setting.flavor is Flavor.FSDP1 and setting.strategy is Strategy.FULL_SHARD and setting.prefetch:
             pf = prof.measured["backward_prefetch"]
             sim = simulate.simulate(
                 base, simulate.fit_link(of_config(events, config)), backward_prefetch=pf, cpu_bound=True, sync_comm=True

@@ -57,6 +57,7 @@ import nbformat
 
 from labkit.wire import devices as gpus
 from labkit.wire.protocol import TYPE, Msg
+from labkit.wire.setting import Strategy
 
 ROOT = Path(__file__).resolve().parents[1]
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
@@ -285,7 +286,7 @@ def check_memory(plan: Plan, run: Any) -> Result:
     from labkit.memory import model as mm
 
     psi = run.values[0]["num_params"]
-    predicted = mm.model_states(psi, "FULL_SHARD", plan.nproc, "fp32", "adamw").model_states
+    predicted = mm.model_states(psi, Strategy.FULL_SHARD, plan.nproc, "fp32", "adamw").model_states
     worst, notes = 0.0, []
     for r in range(plan.nproc):
         cats = next(
@@ -320,8 +321,8 @@ def check_comm(plan: Plan, run: Any) -> Result:
     unit = (n - 1) / n * 4  # wire bytes per parameter of "1Ψ"
     got = {"DDP": comm.total(ddp["counts"]) / (unit * psi), "ZeRO-3": comm.total(zero3["counts"]) / (unit * psi)}
     theory = {
-        "DDP": comm.total(comm.theory_bytes(psi, "DDP", n)) / (unit * psi),
-        "ZeRO-3": comm.total(comm.theory_bytes(zero3["padded"], "FULL_SHARD", n)) / (unit * psi),
+        "DDP": comm.total(comm.theory_bytes(psi, Strategy.DDP, n)) / (unit * psi),
+        "ZeRO-3": comm.total(comm.theory_bytes(zero3["padded"], Strategy.FULL_SHARD, n)) / (unit * psi),
     }
     ok = all(abs(got[k] - theory[k]) <= 0.02 * theory[k] for k in got)
     figure = ", ".join(f"{k} {got[k]:.3f}Ψ (theory {theory[k]:.3f}Ψ)" for k in got) + f" at N={n}"

@@ -84,9 +84,10 @@ from labkit.timing import predict
 from labkit.timing.calibrate import spans_messages, typical
 from labkit.timing.gloo import Topology
 from labkit.wire.protocol import TYPE, Msg
+from labkit.wire.setting import Flavor
 
 CONFIGS = (
-    "ddp",
+    str(Flavor.DDP),
     "fsdp1:FULL_SHARD:BACKWARD_PRE",
     "fsdp1:FULL_SHARD:BACKWARD_POST",
     "fsdp1:FULL_SHARD:NONE",

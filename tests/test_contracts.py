@@ -184,7 +184,6 @@ def test_the_job_spec_round_trips_as_the_json_the_bootstrap_read(tmp_path):
         "mode": "code",
         "backend": "gloo",
         "pg_timeout": 30.0,
-        "sample_interval": 0.2,
         "source_file": str(tmp_path / "cell.py"),
         "vars_file": "vars.pkl",
     }

@@ -1,6 +1,7 @@
-"""The environment registry (labkit/wire/env.py) against the repository: every ``LABKIT_*`` name used is
-in it, each entry's readers do read it, labkit's code reads them through it, and docs/environment.md is
-the table as it stands. Nothing is launched.
+"""The environment registries (labkit/wire/env.py, labkit/hub/env.py, labkit/testing/env.py) against the
+repository: every ``LABKIT_*`` name used is in one of them, each entry's readers do read it, each registry
+holds its owner's, labkit's code reads them through ``labkit.wire.env``, and docs/environment.md is the
+tables as they stand. Nothing is launched.
 
     .venv/bin/python -m pytest tests/test_environment.py -q
 """
@@ -19,8 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 NAME = re.compile(r"\bLABKIT_[A-Z0-9_]*[A-Z0-9]\b")
 SCANNED = ("labkit", "tests", "benchmarks", "launch", "docs")
 SUFFIXES = {".py", ".sh", ".md", ".yaml", ".yml", ".sbatch", ".toml", ".cfg", ".txt", ""}
-# the registry, its page, and this file (its made-up names test the registry itself)
-REGISTRY_FILES = {ROOT / "labkit" / "wire" / "env.py", ROOT / "docs" / "environment.md", Path(__file__).resolve()}
+# the registries, their page, and this file (its made-up names test the registry itself)
+REGISTRY_FILES = {
+    ROOT / "labkit" / "wire" / "env.py",
+    ROOT / "labkit" / "hub" / "env.py",
+    ROOT / "labkit" / "testing" / "env.py",
+    ROOT / "docs" / "environment.md",
+    Path(__file__).resolve(),
+}
 # read os.environ themselves: the base layer (below wire: i18n, log), and the runtime copied into exported scripts
 DIRECT_READERS = {"labkit/i18n.py", "labkit/log.py", "labkit/export/runtime.py", "labkit/wire/env.py"}
 
@@ -100,24 +107,25 @@ def test_the_scan_sees_the_code():
 
 
 def test_every_labkit_variable_used_is_in_the_registry():
-    missing = {name: sorted(files) for name, files in sorted(uses().items()) if name not in envvars.REGISTRY}
-    assert not missing, "add these to labkit/wire/env.py VARS (then --write docs/environment.md):\n" + "\n".join(
+    missing = {name: sorted(files) for name, files in sorted(uses().items()) if name not in envvars.table()}
+    assert not missing, "add these to their owner's registry (then --write docs/environment.md):\n" + "\n".join(
         f"{name}: {', '.join(files)}" for name, files in missing.items()
     )
 
 
 def test_every_registry_entry_is_used_and_read_where_it_says():
     found = uses()
-    unused = [v.name for v in envvars.VARS if v.name not in found]
+    every = envvars.all_vars()
+    unused = [v.name for v in every if v.name not in found]
     assert not unused, f"in the registry but used nowhere: {unused}"
     wrong = [
         f"{v.name}: {reader}"
-        for v in envvars.VARS
+        for v in every
         for reader in v.read_by
         if not module_file(reader).exists() or v.name not in module_file(reader).read_text()
     ]
     assert not wrong, "these entries name a reader that does not mention the variable:\n" + "\n".join(wrong)
-    assert len(envvars.REGISTRY) == len(envvars.VARS), "a variable is in VARS twice"
+    assert len(envvars.table()) == len(every), "a variable is in the registries twice"
 
 
 def test_labkit_reads_its_variables_through_the_registry():
@@ -129,7 +137,7 @@ def test_labkit_reads_its_variables_through_the_registry():
 
 
 def test_the_registry_refuses_an_unknown_name(monkeypatch):
-    with pytest.raises(KeyError, match="LABKIT_NO_SUCH_THING is not in labkit.wire.env.VARS"):
+    with pytest.raises(KeyError, match="LABKIT_NO_SUCH_THING is in no registry"):
         envvars.get("LABKIT_NO_SUCH_THING")
     monkeypatch.delenv("LABKIT_PG_TIMEOUT", raising=False)
     assert envvars.get("LABKIT_PG_TIMEOUT") == "120" and envvars.get_float("LABKIT_PG_TIMEOUT") == 120.0
@@ -145,3 +153,43 @@ def test_docs_environment_md_is_the_registry():
     assert page.read_text() == envvars.markdown(), (
         "docs/environment.md is stale: .venv/bin/python -m labkit.wire.env --write docs/environment.md"
     )
+
+
+def owned_by(v: envvars.Var, *owners: str) -> bool:
+    """Whether one of ``v``'s readers is under one of ``owners`` (dotted prefixes or path prefixes)."""
+    return any(r.startswith(owners) for r in v.read_by)
+
+
+def test_each_registry_holds_its_owners_variables():
+    from labkit.hub import env as hub_env
+    from labkit.testing import env as testing_env
+
+    assert envvars.REGISTRIES[0] == "labkit.wire.env" and len(envvars.REGISTRIES) == 3
+    not_hub = [v.name for v in hub_env.VARS if not owned_by(v, "labkit.hub", "launch/hub.sh")]
+    assert not not_hub, f"in labkit/hub/env.py but read by nothing of the hub: {not_hub}"
+    not_tests = [v.name for v in testing_env.VARS if not owned_by(v, "labkit.testing", "tests/")]
+    assert not not_tests, f"in labkit/testing/env.py but read by no test: {not_tests}"
+    elsewhere = [
+        v.name
+        for v in envvars.VARS
+        if v.read_by
+        and all(r.startswith(("labkit.hub", "launch/hub.sh", "labkit.testing", "tests/")) for r in v.read_by)
+    ]
+    assert not elsewhere, f"in labkit/wire/env.py but read only by the hub or the tests: {elsewhere}"
+
+
+def test_wire_reads_the_other_registries_by_name_not_by_import():
+    # labkit.wire imports neither the hub nor the tests: the registries are looked up as i18n's catalogs are
+    source = (ROOT / "labkit" / "wire" / "env.py").read_text()
+    tree = ast.parse(source)
+    imported = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert not [i for i in imported if "hub" in i or "testing" in i], imported
+    assert envvars.var("LABKIT_HUB_DIR").default == "/srv/labkit-hub"
+    assert envvars.var("LABKIT_TEST_SESSION").read_by == ("labkit.testing.processes",)
+
+
+def test_each_registry_writes_its_own_section():
+    page = envvars.markdown()
+    for module in envvars.registries():
+        assert module.section() in page and module.section().startswith(f"## {module.TITLE}\n")
+        assert all(f"| `{v.name}` |" in module.section() for v in module.VARS)

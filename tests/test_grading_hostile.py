@@ -62,13 +62,13 @@ def canaries(tmp_path_factory):
     secret = folder / "secret.txt"
     secret.write_text(f"{marker}-file\n")
     os.chmod(secret, 0o600)
-    old = os.environ.get("LABKIT_TEST_CANARY")
-    os.environ["LABKIT_TEST_CANARY"] = f"{marker}-env"
+    old = os.environ.get("FSDP_GRADER_CANARY")
+    os.environ["FSDP_GRADER_CANARY"] = f"{marker}-env"
     yield SimpleNamespace(marker=marker, file=secret)
     if old is None:
-        os.environ.pop("LABKIT_TEST_CANARY", None)
+        os.environ.pop("FSDP_GRADER_CANARY", None)
     else:
-        os.environ["LABKIT_TEST_CANARY"] = old
+        os.environ["FSDP_GRADER_CANARY"] = old
 
 
 def out_folder_attacks(canaries: SimpleNamespace, other: Path) -> dict[str, nbformat.NotebookNode]:
@@ -79,7 +79,7 @@ def out_folder_attacks(canaries: SimpleNamespace, other: Path) -> dict[str, nbfo
             "fixture",
             f"""
             import os
-            out = os.environ["LABKIT_GRADE_OUT"]
+            out = "/submission/out"
             for name, target in [("executed.kernel.log", {str(canaries.file)!r}), ("model-x.pt", "/proc/self/environ"),
                                  ("model-y.pt", {str(questions)!r})]:
                 try:
@@ -94,7 +94,7 @@ def out_folder_attacks(canaries: SimpleNamespace, other: Path) -> dict[str, nbfo
             "fixture",
             f"""
             import os, threading, time
-            out = os.environ["LABKIT_GRADE_OUT"]
+            out = "/submission/out"
             def swap():  # after papermill wrote it: a link to another student's work
                 while True:
                     try:
@@ -111,7 +111,7 @@ def out_folder_attacks(canaries: SimpleNamespace, other: Path) -> dict[str, nbfo
             "fixture",
             """
             import os
-            out = os.environ["LABKIT_GRADE_OUT"]
+            out = "/submission/out"
             log = os.path.join(out, "executed.kernel.log")
             os.remove(log)
             os.mkfifo(log)
@@ -123,7 +123,7 @@ def out_folder_attacks(canaries: SimpleNamespace, other: Path) -> dict[str, nbfo
             "fixture",
             """
             import os
-            out = os.environ["LABKIT_GRADE_OUT"]
+            out = "/submission/out"
             written = 0
             try:
                 with open(os.path.join(out, "model-big.pt"), "wb") as f:

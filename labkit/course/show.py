@@ -15,6 +15,7 @@ from typing import Any
 
 from labkit.fmt import fmt_number
 from labkit.i18n import t
+from labkit.wire.setting import Backend
 
 UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "GB": 10**9, "TB": 10**12}
 
@@ -80,7 +81,7 @@ def table(
     print("\n".join([line(head), "  ".join("-" * w for w in widths)] + [line(b) for b in body]))
 
 
-def machine(backend: str = "auto") -> dict[str, Any]:
+def machine(backend: str = Backend.AUTO) -> dict[str, Any]:
     """What this kernel's machine has for the lessons; printed, and returned as a dict."""
     import torch
     import torch.distributed as dist
@@ -89,7 +90,7 @@ def machine(backend: str = "auto") -> dict[str, Any]:
     from labkit.wire import devices as gpus
 
     visible = gpus.visible_gpus()
-    chosen = backend if backend != "auto" else ("nccl" if visible else "gloo")
+    chosen = backend if backend != Backend.AUTO else (Backend.NCCL if visible else Backend.GLOO)
     facts = {
         "torch": torch.__version__,
         "cores": os.cpu_count(),
@@ -97,7 +98,7 @@ def machine(backend: str = "auto") -> dict[str, Any]:
         "gloo": dist.is_gloo_available(),
         "nccl": dist.is_nccl_available(),
         "backend": chosen,
-        "ranks": len(visible) if chosen == "nccl" else max_cpu_ranks(),
+        "ranks": len(visible) if chosen == Backend.NCCL else max_cpu_ranks(),
     }
     width = max(len(t(f"course.machine.{k}")) for k in facts)
     for key, value in facts.items():

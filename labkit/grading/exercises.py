@@ -19,6 +19,7 @@ from typing import Any
 
 from labkit.grading.registry import Verdict
 from labkit.ranks.fingerprint import close, scaled
+from labkit.wire.setting import Flavor
 
 Observations = dict[int, dict[str, Any]]
 
@@ -117,7 +118,7 @@ def ddp_by_hand(r: int, world: int, obs: dict[str, Any]) -> Verdict | None:
     mine, ddp = _global(obs, "mine", "module"), _global(obs, "ddp", "module")
     if mine is None or not mine.get("params"):
         return _fail("missing", rank=r, what="model", name="mine")
-    if ddp is None or ddp.get("flavor") != "ddp":
+    if ddp is None or ddp.get("flavor") != Flavor.DDP:
         return _fail("missing", rank=r, what="DistributedDataParallel", name="ddp")
     calls = _calls(obs, "average_gradients")
     if not calls or any(c.get("op") != "all_reduce" for c in calls):
@@ -195,7 +196,7 @@ def mini_zero3(r: int, world: int, obs: dict[str, Any]) -> Verdict | None:
 
 @each_rank
 def wrap_units(r: int, world: int, obs: dict[str, Any]) -> Verdict | None:
-    for api, name in (("FSDP1", "fsdp1"), ("FSDP2", "fsdp2")):
+    for api, name in (("FSDP1", Flavor.FSDP1), ("FSDP2", Flavor.FSDP2)):  # the variables are named as the flavors
         m = _global(obs, name, "module")
         if m is None or m.get("flavor") != name:
             return _fail("missing", rank=r, what=api, name=name)
@@ -217,7 +218,7 @@ def wrap_units(r: int, world: int, obs: dict[str, Any]) -> Verdict | None:
 @each_rank
 def forward_prefetch(r: int, world: int, obs: dict[str, Any]) -> Verdict | None:
     model = _global(obs, "model", "module")
-    if model is None or model.get("flavor") != "fsdp2":
+    if model is None or model.get("flavor") != Flavor.FSDP2:
         return _fail("missing", rank=r, what="FSDP2 model", name="model")
     blocks = model.get("blocks", [])
     want = {a: [b] for a, b in zip(blocks, blocks[1:])}

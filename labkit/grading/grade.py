@@ -34,7 +34,6 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ import nbformat
 from labkit.grading import judge, registry, sandbox
 from labkit.grading.build import check_ids, lesson_from_ids
 from labkit.grading.checks import MIME
+from labkit.grading.judge import student_cells
 from labkit.grading.runner import cleared
 from labkit.wire.grading import (
     CheckRecord,
@@ -60,7 +60,6 @@ from labkit.wire.grading import (
 
 __all__ = ["NotebookScore", "QuestionScore", "cleared", "grade_notebook", "score"]
 
-PAPERMILL_MARKER_TAG = "papermill-error-cell-tag"  # the banner cells papermill adds after an error
 STARTUP = 180  # seconds a sandbox may take beyond the notebook's cells (the kernel's start, papermill)
 JUDGE_SECONDS = 300  # the judge's sandbox, all of a notebook's tasks
 AFTER_SECONDS = 120  # reading and scoring one notebook after its sandboxes ended (the grader's own work)
@@ -304,19 +303,6 @@ def _judge_failure(outcome: Any) -> dict[str, Any]:
 
 
 # -- reading the results back --------------------------------------------------------
-
-
-def student_cells(nb: nbformat.NotebookNode) -> Iterator[tuple[int, Any]]:
-    """(index in the student's file, cell), skipping the banner cells papermill inserts."""
-    i = 0
-    for cell in nb.cells:
-        if not isinstance(cell, dict):
-            continue
-        tags = (cell.get("metadata") or {}).get("tags") if isinstance(cell.get("metadata"), dict) else None
-        if isinstance(tags, list) and PAPERMILL_MARKER_TAG in tags:
-            continue
-        yield i, cell
-        i += 1
 
 
 def _outputs(cell: Any) -> list[dict[str, Any]]:

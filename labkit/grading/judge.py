@@ -21,6 +21,7 @@ those points (or anything else the function read) into the report.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,10 +112,24 @@ def tasks(
     return out
 
 
+PAPERMILL_MARKER_TAG = "papermill-error-cell-tag"  # the banner cells papermill adds after an error
+
+
+def student_cells(nb: nbformat.NotebookNode) -> Iterator[tuple[int, Any]]:
+    """(index in the student's file, cell), skipping the banner cells papermill inserts."""
+    i = 0
+    for cell in nb.cells:
+        if not isinstance(cell, dict):
+            continue
+        tags = (cell.get("metadata") or {}).get("tags") if isinstance(cell.get("metadata"), dict) else None
+        if isinstance(tags, list) and PAPERMILL_MARKER_TAG in tags:
+            continue
+        yield i, cell
+        i += 1
+
+
 def _sources(nb: nbformat.NotebookNode) -> list[str]:
     """Every cell's source as text (a markdown cell's too, so that indices are the notebook's)."""
-    from labkit.grading.grade import student_cells
-
     out = []
     for _, cell in student_cells(nb):
         source = cell.get("source", "")

@@ -51,11 +51,12 @@ from labkit.i18n import known, t
 from labkit.memory import model as mm
 from labkit.memory.faketrace import Spec, config_of, shard_group
 from labkit.wire.errors import LabkitError, OptionError
+from labkit.wire.setting import Flavor, Strategy
 
 __all__ = ["DEPTHS", "Estimate", "Spec", "analytical", "combine", "estimate_many", "estimate_peak", "register"]
 
 
-FSDP2_STRATEGIES = ("ZERO3", "ZERO2", "HYBRID_SHARD")  # what fully_shard can do, in memory_model's names
+FSDP2_STRATEGIES = ("ZERO3", "ZERO2", Strategy.HYBRID_SHARD)  # what fully_shard can do, in memory_model's names
 
 
 # ---------------------------------------------------------------------------------------
@@ -93,7 +94,7 @@ class Estimate:
         """Why the fake run and the model differ, category by category, with the numbers."""
         s, cfg = self.spec, config_of(self.spec)
         n = shard_group(s)
-        local = mm.local_numel(cfg, n, "fsdp2", rank=0)
+        local = mm.local_numel(cfg, n, Flavor.FSDP2, rank=0)
         pad = 4 * (local["params"] - cfg.num_params() / n)
         lines = []
         if pad >= 1:
@@ -329,7 +330,7 @@ def estimate_peak(
     checkpointing: bool = True,
     micro_batch: int = 1,
     seq_len: int | None = None,
-    strategy: str = "FULL_SHARD",
+    strategy: str = Strategy.FULL_SHARD,
     shard_group_size: int | None = None,
     timeout: float = 300.0,
     extrapolate: bool = True,
@@ -350,7 +351,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--nproc", "--world-size", dest="nproc", type=int, default=8, help=t("memory.est.help.nproc"))
     p.add_argument("--precision", default="bf16", help=t("memory.est.help.precision"))
     p.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=True, help=t("memory.est.help.ac"))
-    p.add_argument("--strategy", default="FULL_SHARD", help=t("memory.est.help.strategy"))
+    p.add_argument("--strategy", default=Strategy.FULL_SHARD, help=t("memory.est.help.strategy"))
     p.add_argument("--shard-group-size", type=int, default=None, help=t("memory.est.help.group"))
     p.add_argument("--micro-batch", type=int, default=1, help=t("memory.est.help.micro_batch"))
     p.add_argument("--seq-len", type=int, default=None, help=t("memory.est.help.seq_len"))

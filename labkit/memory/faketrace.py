@@ -18,6 +18,7 @@ from typing import Any
 
 from labkit.memory import model as mm
 from labkit.wire.errors import OptionError
+from labkit.wire.setting import Strategy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Spec:
     checkpointing: bool = True
     micro_batch: int = 1
     seq_len: int | None = None
-    strategy: str = "FULL_SHARD"
+    strategy: str = Strategy.FULL_SHARD
     shard_group_size: int | None = None
     layers: int | None = None
 
@@ -105,7 +106,7 @@ def measure(spec: Spec) -> dict[str, Any]:
     t0, cpu0 = time.perf_counter(), time.process_time()
     dist.init_process_group("fake", rank=0, world_size=n, store=FakeStore())
     try:
-        if strat.name == "HYBRID_SHARD":
+        if strat.name == Strategy.HYBRID_SHARD:
             group = shard_group(spec)
             mesh = init_device_mesh("cpu", (n // group, group), mesh_dim_names=("replicate", "shard"))
         else:

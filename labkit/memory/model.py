@@ -72,6 +72,8 @@ from labkit.memory.states import (
     resolve_strategy,
     shard_group,
 )
+from labkit.wire.setting import Flavor, Prefetch
+from labkit.wire.setting import Strategy as Sharding  # torch's names (memory.states.Strategy: the model's)
 
 __all__ = [
     "CATEGORIES", "CONVENTIONS", "GB", "GPUS", "OPTIMIZERS", "PRECISIONS", "STRATEGIES", "Activations", "Fit",
@@ -139,20 +141,20 @@ def activation_memory(
 # Peak memory: the largest of the step's moments (labkit.memory_peak)
 # ---------------------------------------------------------------------------------------
 
-FLAVORS = ("fsdp1", "fsdp2")
+FLAVORS = (Flavor.FSDP1, Flavor.FSDP2)
 # Temporaries as large as the tensor being updated that a single-tensor (foreach=False) step
 # keeps at once: Adam(W) makes sqrt(v), the denominator and the update; SGD updates in place.
 OPTIMIZER_TEMPS = {"adam": 3, "adamw": 3, "sgd": 0, "sgd_momentum": 0}
-PREFETCH = {"BACKWARD_PRE": "pre", "BACKWARD_POST": "post", "NONE": None}
+PREFETCH = {Prefetch.BACKWARD_PRE: "pre", Prefetch.BACKWARD_POST: "post", Prefetch.NONE: None}
 
 
 def _mode(strategy: str, strat: Strategy, flavor: str, shard: int, per: PerParam, torch_layout: bool) -> str:
     """How the parameters are held while computing: see ``memory_peak.StepShape``."""
     if strat.gathers_units or (strat.shard_grads and torch_layout):  # FULL/HYBRID_SHARD, SHARD_GRAD_OP
         mode = "full" if strat.gathers_units else "grad_op"
-        if flavor == "fsdp1" and shard == 1:
+        if flavor == Flavor.FSDP1 and shard == 1:
             mode = "whole"  # FSDP1 runs NO_SHARD on one rank
-    elif flavor == "fsdp2" and name_key(strategy) == "NOSHARD":  # fully_shard on a replicate-only mesh
+    elif flavor == Flavor.FSDP2 and name_key(strategy) == "NOSHARD":  # fully_shard on a replicate-only mesh
         mode = "full"
     else:
         mode = "whole"
@@ -163,12 +165,12 @@ def _mode(strategy: str, strat: Strategy, flavor: str, shard: int, per: PerParam
 
 def peak_memory(
     model: Any,
-    strategy: str = "DDP",
+    strategy: str = Sharding.DDP,
     world_size: int = 1,
     precision: str = "bf16",
     optimizer: str = "adamw",
     *,
-    flavor: str = "fsdp2",
+    flavor: str = Flavor.FSDP2,
     micro_batch: int = 1,
     seq_len: int | None = None,
     checkpointing: bool = False,
@@ -176,7 +178,7 @@ def peak_memory(
     shard_group_size: int | None = None,
     wrap: str | Sequence[int] = "block",
     prefetch: bool = True,
-    backward_prefetch: str | None = "BACKWARD_PRE",
+    backward_prefetch: str | None = Prefetch.BACKWARD_PRE,
     forward_prefetch: bool = False,
     limit_all_gathers: bool = True,
     convention: str = "zero",
@@ -211,11 +213,11 @@ def peak_memory(
     shard = shard_group(strat, world_size, shard_group_size) if strat.shard_grads else 1
     mode = _mode(strategy, strat, how, shard, per, torch_layout)
     units = unit_sizes(model, wrap) if not is_count else [num_params] if wrap == "none" else [largest_unit or 0.0] * 3
-    if how == "fsdp1" and mode != "whole":  # a FlatParameter is padded to a multiple of the shard group
+    if how == Flavor.FSDP1 and mode != "whole":  # a FlatParameter is padded to a multiple of the shard group
         units = [math.ceil(u / shard) * shard for u in units]
     one_unit = len(units) == 1
     e = per.compute
-    shape_flavor = "ddp" if name_key(strategy) in ("DDP", "ZERO0") else how
+    shape_flavor = Flavor.DDP if name_key(strategy) in (Sharding.DDP, "ZERO0") else how
     fields: dict[str, Any] = dict(
         flavor=shape_flavor,
         mode=mode,
@@ -230,13 +232,17 @@ def peak_memory(
         all_units=e * (num_params if is_count else sum(units)),
         # a finished block's gradient shard stays on the device, unless offloaded to the host
         block_grad=bool(states.grads) * per.grad * max(units[1:], default=0.0) / (shard if strat.shard_grads else 1),
-        buckets=per.grad * num_params if name_key(strategy) in ("DDP", "ZERO0") else 0.0,
-        prefetch=PREFETCH[name_key(backward_prefetch or "NONE").replace("BACKWARD", "BACKWARD_")] if prefetch else None,
+        buckets=per.grad * num_params if name_key(strategy) in (Sharding.DDP, "ZERO0") else 0.0,
+        prefetch=PREFETCH[name_key(backward_prefetch or Prefetch.NONE).replace("BACKWARD", "BACKWARD_")]
+        if prefetch
+        else None,
         forward_prefetch=forward_prefetch,
         elem=e,
         reduce_elem=per.grad,  # torch's accounting keeps gradients in fp32: FSDP reduces them in it
     )
-    largest = _largest_tensor(model, units, how if shape_flavor != "ddp" else "ddp", shard if mode != "whole" else 1)
+    largest = _largest_tensor(
+        model, units, how if shape_flavor != Flavor.DDP else Flavor.DDP, shard if mode != "whole" else 1
+    )
     fields["optimizer_temps"] = OPTIMIZER_TEMPS[resolve_optimizer(optimizer)] * 4 * largest
     if not is_count:
         fields |= _step_activations(model, micro_batch, seq_len, checkpointing, e, one_unit)
@@ -256,7 +262,7 @@ def peak_memory(
         host_optimizer=states.host_optimizer,
         num_params=num_params,
         strategy=states.strategy,
-        flavor=how if shape.flavor != "ddp" else "ddp",
+        flavor=how if shape.flavor != Flavor.DDP else Flavor.DDP,
         world_size=world_size,
         precision=states.precision,
         optimizer_kind=states.optimizer_kind,
@@ -269,7 +275,7 @@ def peak_memory(
 def _largest_tensor(model: Any, units: list[float], flavor: str, shard: int) -> float:
     """Elements of the largest tensor the optimizer updates on one rank: FSDP1 steps one
     FlatParameter shard per unit, FSDP2 one dim-0 shard per parameter, DDP whole parameters."""
-    if isinstance(model, (int, float)) or flavor == "fsdp1":
+    if isinstance(model, (int, float)) or flavor == Flavor.FSDP1:
         return math.ceil(max(units) / shard)
     shapes = [shape for _, unit in transformer_units(model) for shape in unit]
     return max(math.ceil(shape[0] / shard) * math.prod(shape[1:]) for shape in shapes)
@@ -342,7 +348,9 @@ class Fit:
     __repr__ = __str__
 
 
-def fits(model: Any, gpu: str | float = "H100-80GB", strategy: str = "DDP", world_size: int = 1, **kw: Any) -> Fit:
+def fits(
+    model: Any, gpu: str | float = "H100-80GB", strategy: str = Sharding.DDP, world_size: int = 1, **kw: Any
+) -> Fit:
     """Whether the per-rank peak (see :func:`peak_memory`) fits one GPU's memory.
 
     ``model`` may also be a :class:`MemoryBreakdown` already computed.
@@ -367,7 +375,7 @@ def max_params_that_fit(
 
 def min_world_size(
     model: Any,
-    strategy: str = "FULL_SHARD",
+    strategy: str = Sharding.FULL_SHARD,
     gpu: str | float = "H100-80GB",
     *,
     max_world_size: int = 65536,
@@ -379,7 +387,7 @@ def min_world_size(
     bisection finds the smallest; HYBRID_SHARD is searched over multiples of its group.
     """
     step = 1
-    if resolve_strategy(strategy).name == "HYBRID_SHARD":
+    if resolve_strategy(strategy).name == Sharding.HYBRID_SHARD:
         step = kw.setdefault("shard_group_size", 8)
 
     def ok(n: int) -> bool:

@@ -59,6 +59,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labkit.i18n import t
+from labkit.wire.setting import Flavor
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def phases(s: StepShape) -> list[Phase]:
     base = [Term("params", "params", s.params), Term("optimizer", "optimizer", s.optimizer)]
     if s.buckets:
         base.append(Term("buckets", "other", s.buckets))
-    fsdp2_buffer = s.flavor == "fsdp2" and s.shard > 1 and s.mode != "whole"
+    fsdp2_buffer = s.flavor == Flavor.FSDP2 and s.shard > 1 and s.mode != "whole"
     out = [
         Phase(
             "forward",
@@ -159,9 +160,9 @@ def phases(s: StepShape) -> list[Phase]:
     ]
     for k in range(1, len(s.blocks) + 1):
         out.append(Phase("block", tuple(_block(s, k, base, fsdp2_buffer)), block=k))
-        if s.flavor == "fsdp2" and s.mode == "full" and s.blocks[k - 1]:
+        if s.flavor == Flavor.FSDP2 and s.mode == "full" and s.blocks[k - 1]:
             out.append(Phase("reduce", tuple(_reduce(s, k, base, fsdp2_buffer)), block=k))
-    if (s.flavor != "ddp" and s.mode != "whole") or s.flavor == "fsdp1":
+    if (s.flavor != Flavor.DDP and s.mode != "whole") or s.flavor == Flavor.FSDP1:
         out.append(Phase("end", tuple(_end(s, base))))
     step = (*base, Term("grads", "grads", s.grads), Term("optimizer_temps", "other", s.optimizer_temps))
     out.append(Phase("optimizer", step))
@@ -182,7 +183,7 @@ def _gathered_at_loss(s: StepShape, backward: bool = False) -> list[Term]:
         return [Term("gathered", "params_unsharded", s.all_units, "all")]
     if s.mode != "full":
         return []
-    if backward and s.flavor == "fsdp1" and s.prefetch == "pre" and s.blocks and s.blocks[0]:
+    if backward and s.flavor == Flavor.FSDP1 and s.prefetch == "pre" and s.blocks and s.blocks[0]:
         return [Term("gathered", "params_unsharded", s.root + s.blocks[0], "root+next")]
     return [Term("gathered", "params_unsharded", s.root, "root")]
 
@@ -225,7 +226,7 @@ def _block(s: StepShape, k: int, base: list[Term], fsdp2_buffer: bool) -> list[T
     """The k-th block differentiated (1 = the last layer), at its own peak."""
     i = k - 1
     terms = list(base)
-    late = s.flavor == "fsdp1" and s.mode == "full" and s.forward_prefetch and i > 0  # see the module docstring
+    late = s.flavor == Flavor.FSDP1 and s.mode == "full" and s.forward_prefetch and i > 0  # see the module docstring
     if i - late:
         terms.append(Term("grads_done", "grads", (i - late) * s.block_grad))
     gathered_units = ["root", "current"]
@@ -233,7 +234,7 @@ def _block(s: StepShape, k: int, base: list[Term], fsdp2_buffer: bool) -> list[T
     if s.mode == "grad_op":  # blocks already differentiated are resharded by their post-backward
         gathered_units = ["all"] if i == 0 else ["root", "current", "rest"]
         gathered = s.all_units - sum(s.blocks[:i])
-    elif s.flavor == "fsdp1" and s.mode == "full":
+    elif s.flavor == Flavor.FSDP1 and s.mode == "full":
         if s.prefetch == "pre" and k < len(s.blocks):
             gathered_units.append("next")
             gathered += s.blocks[k]
@@ -245,7 +246,7 @@ def _block(s: StepShape, k: int, base: list[Term], fsdp2_buffer: bool) -> list[T
         gathered = 0.0
     if gathered:
         terms.append(Term("gathered", "params_unsharded", gathered, "+".join(gathered_units)))
-    if s.flavor == "fsdp2" and s.mode == "full":
+    if s.flavor == Flavor.FSDP2 and s.mode == "full":
         terms += _ag(s, fsdp2_buffer and k < len(s.blocks))
         if i:
             terms.append(Term("rs_buffer", "other", s.blocks[i - 1] * s.reduce_elem / s.elem))

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from labkit.wire.setting import Flavor
+
 
 def config(model: Any) -> Any:
     if isinstance(model, str):
@@ -39,7 +41,7 @@ def numel(shape: Sequence[int]) -> int:
     return math.prod(shape)
 
 
-def local_numel(model: Any, world_size: int, flavor: str = "fsdp2", rank: int = 0) -> dict[str, int]:
+def local_numel(model: Any, world_size: int, flavor: str = Flavor.FSDP2, rank: int = 0) -> dict[str, int]:
     """Elements one rank holds under FULL_SHARD, padding included, per kind of tensor.
 
     FSDP1 flattens each unit into one FlatParameter and pads it to a multiple of N
@@ -50,7 +52,7 @@ def local_numel(model: Any, world_size: int, flavor: str = "fsdp2", rank: int = 
     rows that rank owns, fewer on the last ranks when rows do not divide evenly.
     """
     units = transformer_units(model)
-    if flavor == "fsdp1":
+    if flavor == Flavor.FSDP1:
         n = sum(math.ceil(sum(numel(s) for s in shapes) / world_size) for _, shapes in units)
         return {"params": n, "grads": n, "optimizer": n}
     padded = owned = 0

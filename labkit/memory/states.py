@@ -46,6 +46,7 @@ from labkit.i18n import t
 from labkit.memory.peak import Phase
 from labkit.wire.errors import OptionError
 from labkit.wire.records import CATEGORIES
+from labkit.wire.setting import Strategy as Sharding  # torch's names (Strategy below: the model's)
 
 GB = 10**9
 GiB = 2**30
@@ -199,7 +200,7 @@ class MemoryBreakdown:
     host_grads: float = 0.0
     host_optimizer: float = 0.0
     num_params: float = 0.0
-    strategy: str = "DDP"
+    strategy: str = Sharding.DDP
     flavor: str = ""
     world_size: int = 1
     precision: str = "bf16"
@@ -299,7 +300,7 @@ def shard_group(strat: Strategy, world_size: int, shard_group_size: int | None =
     """How many ranks one copy of the states is sharded over."""
     if not isinstance(world_size, int) or world_size < 1:
         raise OptionError(t("memory.bad_world", n=world_size))
-    if strat.name != "HYBRID_SHARD":
+    if strat.name != Sharding.HYBRID_SHARD:
         return world_size
     group = shard_group_size or min(world_size, 8)  # one node of 8 GPUs, the usual choice
     if group < 1 or world_size % group:
@@ -309,7 +310,7 @@ def shard_group(strat: Strategy, world_size: int, shard_group_size: int | None =
 
 def model_states(
     num_params: float,
-    strategy: str = "DDP",
+    strategy: str = Sharding.DDP,
     world_size: int = 1,
     precision: str = "bf16",
     optimizer: str = "adamw",

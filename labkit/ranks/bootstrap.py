@@ -47,6 +47,7 @@ from labkit.wire import env as envvars
 from labkit.wire.channel import ChannelClient
 from labkit.wire.job import FUNCTION_FILE, JobSpec
 from labkit.wire.protocol import TYPE, Msg
+from labkit.wire.setting import Backend
 
 CELL_FILENAME = "<cell>"
 _finishing = False
@@ -117,7 +118,7 @@ def init_process_group(backend: str, timeout_s: float) -> None:
     if dist.is_initialized():
         return
     kwargs: dict[str, Any] = {"timeout": datetime.timedelta(seconds=timeout_s)}
-    if backend == "nccl":
+    if backend == Backend.NCCL:
         kwargs["device_id"] = gpus.bind_device(backend)  # cuda:LOCAL_RANK, before anything touches CUDA
     kwargs.update(file_store())
     dist.init_process_group(backend, **kwargs)
@@ -178,7 +179,9 @@ def default_pg_timeout(timeout_s: float) -> None:
         if len(args) < 2 and not {"init_method", "store", "rank", "world_size"} & set(kwargs):
             kwargs.update(file_store())  # env:// by default: the file store instead, as labkit's own groups
         result = original(*args, **kwargs)
-        if dist.get_backend() == "gloo":  # NCCL connects lazily, and a barrier there would pick a device for the cell
+        if (
+            dist.get_backend() == Backend.GLOO
+        ):  # NCCL connects lazily, and a barrier there would pick a device for the cell
             everyone_joined()
         return result
 
@@ -422,7 +425,7 @@ def cut_collectives() -> None:
     The process group is unusable afterwards: the kernel says so and offers a restart.
     """
     dist = sys.modules.get("torch.distributed")
-    if dist is not None and envvars.get("LABKIT_BACKEND") == "nccl" and dist.is_initialized():
+    if dist is not None and envvars.get("LABKIT_BACKEND") == Backend.NCCL and dist.is_initialized():
         for pg in list(dist.distributed_c10d._world.pg_map):
             try:
                 pg.abort()  # NCCL communicators support abort

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from labkit.wire.setting import Flavor
+
 SMALL = 16  # tensors with at most this many elements are recorded value by value
 LARGEST = 50_000_000  # larger tensors get their size only: a fingerprint would cost a pass over them
 MAX_PARAMS = 400  # parameters listed one by one in a module's summary
@@ -134,12 +136,12 @@ def flavor(module: Any) -> str:
     if isinstance(module, FullyShardedDataParallel) or any(
         isinstance(m, FullyShardedDataParallel) for m in module.modules()
     ):
-        return "fsdp1"
+        return Flavor.FSDP1
     if any(isinstance(m, FSDPModule) for m in module.modules()):
-        return "fsdp2"
+        return Flavor.FSDP2
     if type(module).__name__ == "DistributedDataParallel" and hasattr(module, "module"):
-        return "ddp"
-    return "plain"
+        return Flavor.DDP
+    return Flavor.PLAIN
 
 
 def module(m: Any) -> dict[str, Any]:
@@ -151,13 +153,13 @@ def module(m: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"type": type(m).__name__, "flavor": kind}
     out["numel"] = int(sum(local(p).numel() for p in m.parameters()))
     out["blocks"] = [unit_name(n) for n, sub in m.named_modules() if _is_block(sub)]
-    if kind in ("fsdp1", "fsdp2"):
+    if kind in (Flavor.FSDP1, Flavor.FSDP2):
         out["units"] = padded_units(m)
         out["param_bytes"] = int(split_by_role(m)["params"])
-    if kind == "fsdp2":
+    if kind is Flavor.FSDP2:
         out["prefetch"] = fsdp2_prefetch(m)
         out["fsdp_modules"] = [unit_name(n) for n, sub in m.named_modules() if _is_fsdp2(sub)]
-    if kind in ("plain", "ddp"):
+    if kind in (Flavor.PLAIN, Flavor.DDP):
         params = list(m.named_parameters())[:MAX_PARAMS]
         out["params"] = [
             {

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from labkit.ranks.torch_hooks import fsdp1_handle, fsdp2_group
+from labkit.wire.setting import Flavor
 
 __all__ = ["find_units", "fsdp1_handle", "fsdp2_group", "padded_numel", "padded_units", "unit_bytes", "unit_name"]
 
@@ -71,15 +72,19 @@ def find_units(
     from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
 
     if any(isinstance(m, FullyShardedDataParallel) for m in model.modules()):
-        flavor, is_unit = "fsdp1", lambda m: isinstance(m, FullyShardedDataParallel)
+        flavor, is_unit = Flavor.FSDP1, lambda m: isinstance(m, FullyShardedDataParallel)
     elif any(isinstance(m, FSDPModule) for m in model.modules()):
-        flavor, is_unit = "fsdp2", lambda m: isinstance(m, FSDPModule)
+        flavor, is_unit = Flavor.FSDP2, lambda m: isinstance(m, FSDPModule)
     else:
         from labkit.models.transformer import TransformerBlock
 
         types = tuple(unit_types or (TransformerBlock,))
-        flavor = "ddp" if hasattr(model, "module") and type(model).__name__ == "DistributedDataParallel" else "plain"
-        root = model.module if flavor == "ddp" else model
+        flavor = (
+            Flavor.DDP
+            if hasattr(model, "module") and type(model).__name__ == "DistributedDataParallel"
+            else Flavor.PLAIN
+        )
+        root = model.module if flavor is Flavor.DDP else model
         return flavor, _units(root, lambda m: m is root or isinstance(m, types), unit_name)
     return flavor, _units(model, is_unit, unit_name)
 

@@ -22,6 +22,7 @@ from typing import Any
 from labkit.wire import env as envvars
 from labkit.wire.channel import ChannelClient
 from labkit.wire.protocol import Msg, kind_of, stamped
+from labkit.wire.setting import Backend
 
 _client: ChannelClient | None = None
 values: dict[str, Any] = {}  # everything this rank reported, as sent
@@ -56,7 +57,7 @@ def device() -> Any:
     """
     import torch
 
-    if envvars.get("LABKIT_BACKEND") == "nccl" and torch.cuda.is_available():
+    if envvars.get("LABKIT_BACKEND") == Backend.NCCL and torch.cuda.is_available():
         return torch.device("cuda", local_rank())
     return torch.device("cpu")
 

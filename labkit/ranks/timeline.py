@@ -52,6 +52,7 @@ from labkit.ranks.fsdp_units import find_units, fsdp1_handle, fsdp2_group, unit_
 from labkit.timing.spans import union
 from labkit.wire.protocol import Msg
 from labkit.wire.records import Span, Stream, span
+from labkit.wire.setting import Flavor, Prefetch, Strategy
 
 __all__ = ["Recorder", "cut"]
 
@@ -312,9 +313,9 @@ class Recorder:
         return p.device.type if p is not None else "cpu"
 
     def _shards(self) -> bool:
-        if self.flavor == "fsdp1":
-            return self.units[0][1].sharding_strategy.name != "NO_SHARD"
-        return self.flavor == "fsdp2"
+        if self.flavor == Flavor.FSDP1:
+            return self.units[0][1].sharding_strategy.name != Strategy.NO_SHARD
+        return self.flavor == Flavor.FSDP2
 
     def describe(self) -> dict[str, Any]:
         """The run's setup as the simulator needs it: flavor, options, unit order and sizes."""
@@ -323,19 +324,19 @@ class Recorder:
         info: dict[str, Any] = {"flavor": self.flavor, "world_size": _rank.world_size(), "device": self._device()}
         info["unit_bytes"] = unit_bytes(self.model, self.units)
         info["units"] = [name for name, *_ in self.units]
-        if self.flavor == "fsdp1":
+        if self.flavor == Flavor.FSDP1:
             root = self.units[0][1]
             info["strategy"] = root.sharding_strategy.name
             info["backward_prefetch"] = root.backward_prefetch.name if root.backward_prefetch else None
             info["forward_prefetch"] = bool(root.forward_prefetch)
             info["limit_all_gathers"] = bool(root.limit_all_gathers)
-        elif self.flavor == "fsdp2":
+        elif self.flavor == Flavor.FSDP2:
             groups = [fsdp2_group(u) for _, u, *_ in self.units]
             reshard = any(g is not None and g.post_forward_mesh_info is not None for g in groups)
-            info["strategy"] = "FULL_SHARD" if reshard else "SHARD_GRAD_OP"
-            info["backward_prefetch"] = "BACKWARD_PRE"  # FSDP2's only kind
+            info["strategy"] = Strategy.FULL_SHARD if reshard else Strategy.SHARD_GRAD_OP
+            info["backward_prefetch"] = Prefetch.BACKWARD_PRE  # FSDP2's only kind
         else:
-            info["strategy"] = "DDP" if self.flavor == "ddp" else None
+            info["strategy"] = Strategy.DDP if self.flavor == Flavor.DDP else None
         info["padded_units"] = _comm.padded_units(self.model) if self.flavor.startswith("fsdp") else {}
         return info
 

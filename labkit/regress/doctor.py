@@ -33,6 +33,7 @@ from typing import Any
 from labkit.fmt import fmt_number
 from labkit.i18n import t
 from labkit.regress import messages  # noqa: F401  (registers the regress.* messages)
+from labkit.wire.setting import Backend, Flavor
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 RUN_TIMEOUT = 120.0  # seconds for the 2-rank run
@@ -115,7 +116,7 @@ def check_run(backend: str) -> Iterator[Line]:
         yield Line(FAIL, t("regress.doctor.run", backend=backend), str(err).splitlines()[0][:400],
                    t("regress.doctor.fix.run"))  # fmt: skip
         return
-    for flavor in ("fsdp1", "fsdp2"):
+    for flavor in (Flavor.FSDP1, Flavor.FSDP2):
         yield from judge_flavor(flavor, run.values.get(0, {}).get(flavor))
 
 
@@ -228,7 +229,7 @@ def check_gpus(nproc: int = 2) -> Iterator[Line]:
                t("regress.doctor.fix.cuda"))  # fmt: skip
     if not dist.is_nccl_available():
         yield Line(FAIL, "NCCL", t("regress.doctor.nccl.missing"), t("regress.doctor.fix.cuda"))
-    yield Line(PASS if choice.backend == "nccl" else WARN, t("regress.doctor.auto"), choice.reason,
+    yield Line(PASS if choice.backend == Backend.NCCL else WARN, t("regress.doctor.auto"), choice.reason,
                t("regress.doctor.fix.auto"))  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 from labkit.models import TransformerBlock, TransformerLM, get_config, synthetic_batch
 from labkit.ranks import memtrack, rank, timeline
 from labkit.ranks.torch_hooks import TorchHookWarning
+from labkit.wire.setting import Flavor
 
 cfg = get_config("tiny")
 device = rank.device()
@@ -38,7 +39,7 @@ def fsdp2():
     return fully_shard(model, mesh=mesh, reshard_after_forward=True)
 
 
-for flavor, make in (("fsdp1", fsdp1), ("fsdp2", fsdp2)):
+for flavor, make in ((Flavor.FSDP1, fsdp1), (Flavor.FSDP2, fsdp2)):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TorchHookWarning)
         model = make()

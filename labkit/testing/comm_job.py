@@ -28,20 +28,21 @@ from labkit.models.transformer import TransformerBlock, TransformerLM, synthetic
 from labkit.ranks import comm, timeline
 from labkit.ranks.rank import send as rank_send
 from labkit.wire.protocol import Msg
+from labkit.wire.setting import Flavor, Setting
 
 
 def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:
-    if spec == "ddp":
+    setting = Setting.parse(spec)
+    if setting.flavor is Flavor.DDP:
         from torch.nn.parallel import DistributedDataParallel
 
         return DistributedDataParallel(model)
-    flavor, *opts = spec.split(":")
-    if flavor == "fsdp2":
+    if setting.flavor is Flavor.FSDP2:
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
         mesh = init_device_mesh("cpu", (world,))
-        reshard = opts[0] == "reshard"
+        reshard = bool(setting.reshard_after_forward)
         for block in model.layers:
             fully_shard(block, mesh=mesh, reshard_after_forward=reshard)
         fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
@@ -49,20 +50,19 @@ def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:
     from torch.distributed.fsdp import BackwardPrefetch, FullyShardedDataParallel, ShardingStrategy
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
-    strategy = opts[0]
-    prefetch = opts[1] if len(opts) > 1 and opts[1].startswith(("BACKWARD", "NONE")) else "BACKWARD_PRE"
+    strategy, prefetch = setting.strategy, setting.backward_prefetch
     extra = {}
-    if strategy in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"):
+    if strategy.hybrid:  # type: ignore[union-attr]
         from torch.distributed.device_mesh import init_device_mesh
 
         extra["device_mesh"] = init_device_mesh("cpu", (world // 2, 2), mesh_dim_names=("replicate", "shard"))
     return FullyShardedDataParallel(
         model,
         auto_wrap_policy=ModuleWrapPolicy({TransformerBlock}),
-        sharding_strategy=ShardingStrategy[strategy],
-        backward_prefetch=None if prefetch == "NONE" else BackwardPrefetch[prefetch],
-        forward_prefetch="fwd" in opts,
-        limit_all_gathers="nolimit" not in opts,
+        sharding_strategy=ShardingStrategy[strategy.value],  # type: ignore[union-attr]
+        backward_prefetch=prefetch.torch_name and BackwardPrefetch[prefetch.torch_name],  # type: ignore[union-attr]
+        forward_prefetch=setting.forward_prefetch,
+        limit_all_gathers=setting.limit_all_gathers,
         device_id=torch.device("cpu"),
         **extra,
     )
@@ -95,7 +95,7 @@ def main() -> None:
         torch.manual_seed(0)
         model = wrap(spec, TransformerLM(cfg), world)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        rec = timeline.Recorder(model, optimizer=opt, synchronize=spec.endswith(":sync"))
+        rec = timeline.Recorder(model, optimizer=opt, synchronize=Setting.parse(spec).sync)
         for i in range(steps):
             x, y = synthetic_batch(cfg, 2, i, rank)
             with rec.step(i, config=spec, num_params=cfg.num_params()):

@@ -10,12 +10,13 @@ import functools
 from typing import Any
 
 from labkit.testing.jobs import of_config, run_script
+from labkit.wire.setting import Flavor
 
 __all__ = ["CONFIGS_2", "of_config", "run_job"]
 
 # The 2-rank job that the tests of comm, timeline and simulate share.
 CONFIGS_2 = (
-    "ddp",
+    Flavor.DDP,
     "fsdp1:FULL_SHARD:BACKWARD_PRE",
     "fsdp1:FULL_SHARD:BACKWARD_POST",
     "fsdp1:FULL_SHARD:NONE",

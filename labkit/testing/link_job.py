@@ -34,6 +34,7 @@ import torch.distributed as dist
 from labkit.models.config import get_config
 from labkit.models.transformer import TransformerBlock, TransformerLM, synthetic_batch
 from labkit.ranks import rank, timeline
+from labkit.wire.setting import Flavor, Setting, Strategy
 
 
 def mesh_shape() -> tuple[int, int]:
@@ -44,16 +45,14 @@ def mesh_shape() -> tuple[int, int]:
 
 
 def wrap(spec: str, model: torch.nn.Module) -> torch.nn.Module:
-    parts = spec.split(":")
-    bf16 = "bf16" in parts
-    parts = [p for p in parts if p != "bf16"]
-    flavor, opts = parts[0], parts[1:]
+    setting = Setting.parse(spec)
+    bf16 = setting.bf16
     world = dist.get_world_size()
-    if flavor == "ddp":
+    if setting.flavor is Flavor.DDP:
         from torch.nn.parallel import DistributedDataParallel
 
         return DistributedDataParallel(model)
-    if flavor == "fsdp2":
+    if setting.flavor is Flavor.FSDP2:
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -66,16 +65,15 @@ def wrap(spec: str, model: torch.nn.Module) -> torch.nn.Module:
         for block in blocks:
             fully_shard(block, **kw)
         fully_shard(model, **kw)
-        if opts and opts[0] == "explicit":
+        if setting.explicit:
             explicit_prefetch(model, blocks)
         return model
     from torch.distributed.fsdp import BackwardPrefetch, FullyShardedDataParallel, MixedPrecision, ShardingStrategy
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
-    strategy = opts[0]
-    prefetch = opts[1] if len(opts) > 1 else "BACKWARD_PRE"
+    strategy, prefetch = setting.strategy, setting.backward_prefetch
     extra: dict[str, Any] = {}
-    if strategy == "HYBRID_SHARD":
+    if strategy is Strategy.HYBRID_SHARD:
         from torch.distributed.device_mesh import init_device_mesh
 
         extra["device_mesh"] = init_device_mesh("cpu", mesh_shape(), mesh_dim_names=("replicate", "shard"))
@@ -84,8 +82,8 @@ def wrap(spec: str, model: torch.nn.Module) -> torch.nn.Module:
     return FullyShardedDataParallel(
         model,
         auto_wrap_policy=ModuleWrapPolicy({TransformerBlock}),
-        sharding_strategy=ShardingStrategy[strategy],
-        backward_prefetch=None if prefetch == "NONE" else BackwardPrefetch[prefetch],
+        sharding_strategy=ShardingStrategy[strategy.value],  # type: ignore[union-attr]
+        backward_prefetch=prefetch.torch_name and BackwardPrefetch[prefetch.torch_name],  # type: ignore[union-attr]
         device_id=torch.device("cpu"),
         **extra,
     )

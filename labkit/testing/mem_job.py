@@ -32,6 +32,7 @@ from labkit.models.transformer import TransformerBlock, TransformerLM, synthetic
 from labkit.ranks import memtrack
 from labkit.ranks.rank import send as rank_send
 from labkit.wire.protocol import Msg
+from labkit.wire.setting import Flavor, Fsdp2, Setting, Strategy
 
 # Every dimension odd enough that neither FSDP1's flat parameters nor FSDP2's dim-0 shards
 # divide evenly at 4 ranks: both must pad.
@@ -63,32 +64,32 @@ def mesh_2d(world: int, shard: int):
 
 
 def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:
-    flavor, *opts = spec.split(":")
-    if "ac" in opts:
+    setting = Setting.parse(spec)
+    if setting.checkpointing:
         from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 
         for i, block in enumerate(model.layers):
             model.layers[i] = checkpoint_wrapper(block)
-    if flavor == "plain":
+    if setting.flavor is Flavor.PLAIN:
         return model
-    if flavor == "ddp":
+    if setting.flavor is Flavor.DDP:
         from torch.nn.parallel import DistributedDataParallel
 
         return DistributedDataParallel(model)
-    if flavor == "fsdp2":
+    if setting.flavor is Flavor.FSDP2:
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-        if opts[0] == "hsdp":
+        if setting.fsdp2 is Fsdp2.HSDP:
             mesh = mesh_2d(world, HSDP_SHARD)
-        elif opts[0] == "replicate":
+        elif setting.fsdp2 is Fsdp2.REPLICATE:
             mesh = mesh_2d(world, 1)
         else:
             mesh = init_device_mesh("cpu", (world,))
-        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if "bf16" in opts else None
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if setting.bf16 else None
         extra = {"mp_policy": mp} if mp else {}
-        reshard = opts[0] != "keep"
-        if "nowrap" not in opts:
+        reshard = bool(setting.reshard_after_forward)
+        if setting.wrap:
             for block in model.layers:
                 fully_shard(block, mesh=mesh, reshard_after_forward=reshard, **extra)
         fully_shard(model, mesh=mesh, reshard_after_forward=reshard, **extra)
@@ -97,23 +98,23 @@ def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
     blocks = {TransformerBlock}
-    if "ac" in opts:
+    if setting.checkpointing:
         from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
 
         blocks = {CheckpointWrapper}
-    mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16) if "bf16" in opts else None
-    prefetch = {"noprefetch": None, "post": BackwardPrefetch.BACKWARD_POST}
-    backward_prefetch = next((prefetch[o] for o in opts if o in prefetch), BackwardPrefetch.BACKWARD_PRE)
-    hybrid = opts[0] == "HYBRID_SHARD"  # without a mesh it silently becomes NO_SHARD on CPU
+    mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16) if setting.bf16 else None
+    prefetch = setting.backward_prefetch.torch_name  # type: ignore[union-attr]
+    backward_prefetch = prefetch and BackwardPrefetch[prefetch]
+    hybrid = setting.strategy is Strategy.HYBRID_SHARD  # without a mesh it silently becomes NO_SHARD on CPU
     return FullyShardedDataParallel(
         model,
-        auto_wrap_policy=None if "nowrap" in opts else ModuleWrapPolicy(blocks),
-        sharding_strategy=ShardingStrategy[opts[0]],
+        auto_wrap_policy=ModuleWrapPolicy(blocks) if setting.wrap else None,
+        sharding_strategy=ShardingStrategy[setting.strategy.value],  # type: ignore[union-attr]
         mixed_precision=mp,
         device_id=torch.device("cpu"),
         backward_prefetch=backward_prefetch,
-        forward_prefetch="fwd" in opts,
-        limit_all_gathers="nolimit" not in opts,
+        forward_prefetch=setting.forward_prefetch,
+        limit_all_gathers=setting.limit_all_gathers,
         device_mesh=mesh_2d(world, HSDP_SHARD) if hybrid else None,
     )
 
@@ -148,10 +149,10 @@ def main() -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     steps = int(sys.argv[2])
     for spec in sys.argv[3:]:
-        name = spec.split("@")[1] if "@" in spec else sys.argv[1]
+        name = Setting.parse(spec).model or sys.argv[1]
         cfg = ODD if name == "odd" else get_config(name)
         torch.manual_seed(0)
-        model = wrap(spec.split("@")[0], TransformerLM(cfg), world)
+        model = wrap(spec, TransformerLM(cfg), world)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
         tracker = memtrack.track(model, opt, steps=[1], send=False)
         for i in range(steps):
@@ -162,7 +163,9 @@ def main() -> None:
                 opt.zero_grad()
         for msg in tracker.results:
             rank_send(Msg.MEMCAT, config=spec, model=name, world_size=world, **msg)
-        if spec == "fsdp2:reshard":  # the reference the tests compare with (an extra, slower step)
+        if spec == str(
+            Setting(Flavor.FSDP2, fsdp2=Fsdp2.RESHARD)
+        ):  # the reference the tests compare with (an extra, slower step)
             reference(model, opt, cfg, rank, spec, steps)
         dist.barrier()
     dist.destroy_process_group()

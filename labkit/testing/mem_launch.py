@@ -11,6 +11,7 @@ from typing import Any
 
 from labkit.testing.jobs import of_config, run_script
 from labkit.wire.protocol import TYPE, Msg
+from labkit.wire.setting import Flavor, Fsdp2, Setting, Strategy
 
 __all__ = ["MATRIX", "STEPS", "TEST_JOBS", "model_args", "of_config", "phase", "run_job", "test_job"]
 
@@ -20,7 +21,7 @@ STEPS = 2  # step 1 is measured: AdamW makes its state during step 0
 # SHARD_GRAD_OP and NO_SHARD hold the same terms at 2 and 4 ranks, so they run at 2 only, and
 # HYBRID_SHARD (shard groups of 2) differs from FULL_SHARD only at 4 (the benchmark runs all).
 TEST_JOBS = {
-    1: ("fsdp1:FULL_SHARD", "fsdp2:reshard", "fsdp2:keep", "ddp"),
+    1: ("fsdp1:FULL_SHARD", "fsdp2:reshard", "fsdp2:keep", Flavor.DDP),
     2: (
         "fsdp1:FULL_SHARD",
         "fsdp2:reshard",
@@ -33,7 +34,7 @@ TEST_JOBS = {
         "fsdp1:FULL_SHARD:fwd",
         "fsdp1:FULL_SHARD:bf16",
         "fsdp2:reshard:bf16",
-        "ddp",
+        Flavor.DDP,
     ),
     4: (
         "fsdp1:FULL_SHARD",
@@ -48,18 +49,16 @@ TEST_JOBS = {
 }
 # The benchmark's matrix: (flavor, strategy) -> the mem_job configuration that runs it.
 MATRIX = {
-    ("fsdp1", "FULL_SHARD"): "fsdp1:FULL_SHARD",
-    ("fsdp1", "SHARD_GRAD_OP"): "fsdp1:SHARD_GRAD_OP",
-    ("fsdp1", "NO_SHARD"): "fsdp1:NO_SHARD",
-    ("fsdp1", "HYBRID_SHARD"): "fsdp1:HYBRID_SHARD",
-    ("fsdp2", "FULL_SHARD"): "fsdp2:reshard",
-    ("fsdp2", "SHARD_GRAD_OP"): "fsdp2:keep",
-    ("fsdp2", "NO_SHARD"): "fsdp2:replicate",
-    ("fsdp2", "HYBRID_SHARD"): "fsdp2:hsdp",
-    ("ddp", "DDP"): "ddp",
+    (s.flavor, s.strategy): str(s)
+    for s in (
+        *(
+            Setting(Flavor.FSDP1, st)
+            for st in (Strategy.FULL_SHARD, Strategy.SHARD_GRAD_OP, Strategy.NO_SHARD, Strategy.HYBRID_SHARD)
+        ),
+        *(Setting(Flavor.FSDP2, fsdp2=w) for w in (Fsdp2.RESHARD, Fsdp2.KEEP, Fsdp2.REPLICATE, Fsdp2.HSDP)),
+        Setting(Flavor.DDP),
+    )
 }
-FSDP2_STRATEGY = {"reshard": "FULL_SHARD", "keep": "SHARD_GRAD_OP", "hsdp": "HYBRID_SHARD", "replicate": "NO_SHARD"}
-FSDP1_PREFETCH = {"post": "BACKWARD_POST", "noprefetch": None}
 
 
 def model_args(config: str, world_size: int) -> tuple[str, dict[str, Any]]:
@@ -67,22 +66,22 @@ def model_args(config: str, world_size: int) -> tuple[str, dict[str, Any]]:
     (AdamW, micro-batch ``mem_job.BATCH``, FSDP's "torch" convention, fp32 unless ``:bf16``)."""
     from labkit.testing.mem_job import BATCH, HSDP_SHARD
 
-    flavor, *opts = config.split("@")[0].split(":")
-    kw: dict[str, Any] = {"micro_batch": BATCH, "convention": "torch", "checkpointing": "ac" in opts}
-    kw["precision"] = "bf16" if "bf16" in opts else "fp32"
-    if "nowrap" in opts:
+    setting = Setting.parse(config)
+    kw: dict[str, Any] = {"micro_batch": BATCH, "convention": "torch", "checkpointing": setting.checkpointing}
+    kw["precision"] = "bf16" if setting.bf16 else "fp32"
+    if not setting.wrap:
         kw["wrap"] = "none"
-    if flavor in ("ddp", "plain"):
-        return "DDP", kw
-    strategy = opts[0] if flavor == "fsdp1" else FSDP2_STRATEGY[opts[0]]
-    kw["flavor"] = flavor
-    if strategy == "HYBRID_SHARD":
+    if setting.flavor in (Flavor.DDP, Flavor.PLAIN):
+        return Strategy.DDP, kw
+    strategy = setting.strategy
+    kw["flavor"] = setting.flavor
+    if strategy is Strategy.HYBRID_SHARD:
         kw["shard_group_size"] = min(HSDP_SHARD, world_size)
-    if flavor == "fsdp1":
-        kw["backward_prefetch"] = next((FSDP1_PREFETCH[o] for o in opts if o in FSDP1_PREFETCH), "BACKWARD_PRE")
-        kw["forward_prefetch"] = "fwd" in opts
-        kw["limit_all_gathers"] = "nolimit" not in opts
-    return strategy, kw
+    if setting.flavor is Flavor.FSDP1:
+        kw["backward_prefetch"] = setting.backward_prefetch.torch_name  # type: ignore[union-attr]
+        kw["forward_prefetch"] = setting.forward_prefetch
+        kw["limit_all_gathers"] = setting.limit_all_gathers
+    return strategy, kw  # type: ignore[return-value]
 
 
 @functools.cache

@@ -37,6 +37,7 @@ from labkit.timing.links import Link
 from labkit.timing.spans import intersect, length, union
 from labkit.wire.protocol import Msg
 from labkit.wire.records import Source, Span, Stream, given, messages, on
+from labkit.wire.setting import Flavor, Strategy
 
 
 @dataclass
@@ -49,7 +50,7 @@ class Profile:
     grad_bytes: dict[str, float]  # what its reduce-scatter takes in
     world_size: int
     optimizer: float = 0.0
-    flavor: str = "fsdp1"  # fsdp1 keeps the root gathered for backward; fsdp2 frees it
+    flavor: str = Flavor.FSDP1  # fsdp1 keeps the root gathered for backward; fsdp2 frees it
     measured: dict[str, Any] = field(default_factory=dict)  # the run's own setup and step time
     source: str = "a run"
     forward_host: list[float] = field(default_factory=list)  # CPU seconds before each forward segment
@@ -133,7 +134,7 @@ def profile_from_run(run: Source, rank: int = 0, skip_first: bool = True, config
         grad_bytes=grads,
         world_size=int(last.get("world_size", 1)),
         optimizer=statistics.fmean(s["optimizer"] for s in steps),
-        flavor=last.get("flavor", "fsdp1"),
+        flavor=last.get("flavor", Flavor.FSDP1),
         measured=measured,
         source=f"rank {rank}, {len(msgs)} step(s)" + (f", {config}" if config else ""),
         forward_host=fwd_host,
@@ -172,7 +173,7 @@ def step_segments(msg: dict[str, Any]) -> dict[str, Any]:
     it); the optimizer waits for them, so its gap counts from the last one's end.
     """
     spans = msg["spans"]
-    ddp = msg.get("strategy") == "DDP"  # its reducer issues each bucket from an autograd hook, on this thread
+    ddp = msg.get("strategy") == Strategy.DDP  # its reducer issues each bucket from an autograd hook, on this thread
 
     def on_thread(s: Span) -> bool:
         if s["stream"] == Stream.COMPUTE or (s["stream"] == Stream.COMM and s.get("blocking")):

@@ -63,13 +63,21 @@ from labkit.timing.sharing import runnable, shared_cpu
 from labkit.timing.simulate import Result, simulate
 from labkit.wire.protocol import Msg
 from labkit.wire.records import Source, given, messages
+from labkit.wire.setting import Flavor, Fsdp2, Option, Prefetch, Setting, SettingError, Strategy
 
 __all__ = ["CALIBRATION_CONFIGS", "Calibration", "Topology", "calibrate", "measured_step", "predict"]
 
 
 # the calibration run's configurations: one per flavor, each the flavor's plainest (FSDP1's
 # other prefetch modes and strategies, HSDP and FSDP2's explicit prefetch are predicted)
-CALIBRATION_CONFIGS = ("ddp", "fsdp1:FULL_SHARD:BACKWARD_PRE", "fsdp2:implicit")
+CALIBRATION_CONFIGS = tuple(
+    str(s)
+    for s in (
+        Setting(Flavor.DDP),
+        Setting(Flavor.FSDP1, Strategy.FULL_SHARD, Prefetch.BACKWARD_PRE),
+        Setting(Flavor.FSDP2, fsdp2=Fsdp2.IMPLICIT),
+    )
+)
 SMALL = 2**18  # bytes: a bare collective this small times gloo's fixed cost, not its copies
 # How much of a run's pace (``pace_of``: the speed probe, matrix work) gloo's CPU work follows, as
 # an exponent: copies and the TCP stack are memory and kernel work, not the probe's arithmetic. The
@@ -77,17 +85,41 @@ SMALL = 2**18  # bytes: a bare collective this small times gloo's fixed cost, no
 # 0.27 (reduce-scatter), 0.40 (all-reduce) and 0.73 (all-gather) of the probe's change, in logs
 # (least squares; correlation 0.14-0.19: a launch's collectives move mostly on their own).
 GLOO_PACE = 0.5
-STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD")
-PREFETCHES = ("BACKWARD_PRE", "BACKWARD_POST", "NONE")
+STRATEGIES = (Strategy.FULL_SHARD, Strategy.SHARD_GRAD_OP, Strategy.HYBRID_SHARD)
+PREFETCHES = tuple(Prefetch)
+FSDP2_PREDICTED = (Fsdp2.IMPLICIT, Fsdp2.EXPLICIT)
 
 
 @dataclass(frozen=True)
 class Config:
-    flavor: str  # ddp, fsdp1, fsdp2
-    strategy: str
-    prefetch: str | None
-    explicit: bool = False
-    bf16: bool = False
+    """A ``Setting`` the predictor can predict: ddp, fsdp1:STRATEGY[:PREFETCH], fsdp2:implicit|explicit, each
+    with ``:bf16`` or not."""
+
+    setting: Setting
+
+    @property
+    def flavor(self) -> Flavor:
+        return self.setting.flavor
+
+    @property
+    def strategy(self) -> Strategy:
+        return self.setting.strategy  # type: ignore[return-value]
+
+    @property
+    def prefetch(self) -> str | None:
+        """torch's ``BackwardPrefetch`` name or None: FSDP2 prefetches before backward, DDP does not gather."""
+        if self.flavor is Flavor.FSDP2:
+            return Prefetch.BACKWARD_PRE
+        pf = self.setting.backward_prefetch
+        return pf.torch_name if pf is not None else None
+
+    @property
+    def explicit(self) -> bool:
+        return self.setting.explicit
+
+    @property
+    def bf16(self) -> bool:
+        return self.setting.bf16
 
     @property
     def key(self) -> str:
@@ -99,18 +131,22 @@ class Config:
 
     @classmethod
     def parse(cls, spec: str) -> Config:
-        parts = spec.split(":")
-        bf16 = "bf16" in parts
-        parts = [p for p in parts if p != "bf16"]
-        if parts == ["ddp"]:
-            return cls("ddp", "DDP", None, bf16=bf16)
-        if parts[0] == "fsdp2" and len(parts) == 2 and parts[1] in ("implicit", "explicit"):
-            return cls("fsdp2", "FULL_SHARD", "BACKWARD_PRE", parts[1] == "explicit", bf16)
-        if parts[0] == "fsdp1" and len(parts) in (2, 3) and parts[1] in STRATEGIES:
-            prefetch = parts[2] if len(parts) == 3 else "BACKWARD_PRE"
-            if prefetch in PREFETCHES:
-                return cls("fsdp1", parts[1], None if prefetch == "NONE" else prefetch, bf16=bf16)
-        raise ValueError(t("timing.predict.unknown", spec=spec))
+        try:
+            setting = Setting.parse(spec)
+        except SettingError as err:
+            raise ValueError(t("timing.predict.unknown", spec=spec)) from err
+        if not predictable(setting):
+            raise ValueError(t("timing.predict.unknown", spec=spec))
+        return cls(setting)
+
+
+def predictable(s: Setting) -> bool:
+    """Whether the predictor models ``s``: its flavor's head, bf16 the only option."""
+    if any(o is not Option.BF16 for o in s.options) or s.model is not None:
+        return False
+    if s.flavor is Flavor.FSDP1:
+        return s.strategy in STRATEGIES
+    return s.flavor is Flavor.DDP or (s.flavor is Flavor.FSDP2 and s.fsdp2 in FSDP2_PREDICTED)
 
 
 @dataclass
@@ -248,11 +284,11 @@ def calibrate(
         rows += _collectives(typical(msgs[1:] or msgs)[0])
     values = run.values if hasattr(run, "events") else {}
     gloo = fit_spans(rows, ranks, (values.get(0) or {}).get("gloo"))
-    lag = ddp_lag(run, (labels or {}).get("ddp", "ddp")) if "ddp" in configs else 0.0
+    lag = ddp_lag(run, (labels or {}).get(Flavor.DDP, Flavor.DDP)) if Flavor.DDP in configs else 0.0
     return Calibration(profiles, gloo, ranks, _mean(probes), measured, _mean(shares), _mean(cpus), lag)
 
 
-def ddp_lag(run: Source, label: str = "ddp") -> float:
+def ddp_lag(run: Source, label: str = Flavor.DDP) -> float:
     """How much later than the ranks' mean the last rank ends its backward, as a share of that
     time, in DDP's typical steps: DDP's last bucket waits for it. Nothing holds the ranks together
     from the step's start (a barrier) to that bucket (the others run in the background), so the
@@ -376,7 +412,7 @@ def optimizer_share(cfg: Config, ranks: int, shard: int) -> float:
     the sharing, lp38, lp41, lp42). FSDP2 steps each parameter's shard on its own, and the
     per-tensor work is most of it (15.8-17.1 ms on 2 ranks, 22-31 ms on 4: about the sharing
     alone); DDP does not shard: unchanged."""
-    if cfg.flavor != "fsdp1" or cfg.strategy not in STRATEGIES or shard <= 0:
+    if cfg.flavor is not Flavor.FSDP1 or cfg.strategy not in STRATEGIES or shard <= 0:
         return 1.0
     return ranks / shard
 
@@ -445,16 +481,18 @@ def _simulate(
     """The step with compute ``factor`` times slower than the calibration's; gloo's CPU work (its
     copies, the TCP stack) as much slower for the ranks' sharing and ``GLOO_PACE`` of the pace."""
     prof = replace(slowed(cal.profiles[cfg.key], factor), world_size=topo.world)
-    hybrid = cfg.strategy == "HYBRID_SHARD"
+    hybrid = cfg.strategy is Strategy.HYBRID_SHARD
     prof.optimizer *= optimizer_share(cfg, cal.ranks, topo.per_node if hybrid else topo.world)
     gloo_speed = factor * pace ** (GLOO_PACE - 1.0)
     catch_up = factor if catch_up is None else catch_up  # the slowest rank's lag is compute
     if cfg.bf16:
         prof = halved_params(prof)
-    wait = 0.0 if cfg.flavor == "ddp" else cal.gloo.skew  # DDP's buckets wait for the slowest rank in the background
+    wait = (
+        0.0 if cfg.flavor is Flavor.DDP else cal.gloo.skew
+    )  # DDP's buckets wait for the slowest rank in the background
     main = GlooLink(cal.gloo, topo, "shard" if hybrid else "world", gloo_speed, wait, catch_up)
     inter = GlooLink(cal.gloo, topo, "replicate", gloo_speed, wait, catch_up)
-    lag = cal.lag * lag_share(topo, cal.ranks) if cfg.flavor == "ddp" else 0.0
+    lag = cal.lag * lag_share(topo, cal.ranks) if cfg.flavor is Flavor.DDP else 0.0
     return simulate(
         prof,
         main,

@@ -19,9 +19,10 @@ from labkit.timing.links import Link
 from labkit.timing.spans import intersect, length, union
 from labkit.wire.protocol import Msg, message
 from labkit.wire.records import Events, Span, Stream, on
+from labkit.wire.setting import Strategy
 
-SHARDED = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
-HYBRID = ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")  # sharded within a group, replicated across groups
+SHARDED = tuple(s for s in Strategy if s.sharded)
+HYBRID = tuple(s for s in Strategy if s.hybrid)  # sharded within a group, replicated across groups
 
 __all__ = ["HYBRID", "SHARDED", "Result", "table"]
 

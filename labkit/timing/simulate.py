@@ -63,6 +63,9 @@ from labkit.timing.links import LINKS, Link, link
 from labkit.timing.result import HYBRID, SHARDED, Result, table
 from labkit.timing.spans import length, union
 from labkit.wire.records import Span, Stream, on, span
+from labkit.wire.setting import Flavor, Prefetch, Strategy
+
+RESHARDING = tuple(s for s in Strategy if s.reshards)  # free a unit's parameters after its forward
 
 __all__ = [
     "LINKS",
@@ -82,7 +85,7 @@ __all__ = [
 
 # -- the schedule ------------------------------------------------------------------------
 
-PREFETCH = ("BACKWARD_PRE", "BACKWARD_POST", None)
+PREFETCH = (Prefetch.BACKWARD_PRE, Prefetch.BACKWARD_POST, None)
 
 
 class _Schedule:
@@ -121,7 +124,7 @@ class _Schedule:
     ) -> float:
         ln = self.inter if channel == "replicate" else self.link
         self.settle()
-        ddp = self.o["strategy"] == "DDP"
+        ddp = self.o["strategy"] == Strategy.DDP
         unsharding = bool(self.o.get("async_gather") and kind == "all_gather")
         background = unsharding or (ddp and self.o["sync_comm"])
         if not unsharding:  # an asynchronous unshard's work comes once it is done (``wait_gather``)
@@ -265,7 +268,7 @@ def simulate(
     prof: Profile,
     link_spec: str | float | Link = "infinite",
     strategy: str | None = None,
-    backward_prefetch: str | None = "BACKWARD_PRE",
+    backward_prefetch: str | None = Prefetch.BACKWARD_PRE,
     forward_prefetch: bool = False,
     limit_all_gathers: bool = True,
     regather_root: bool | None = None,
@@ -301,9 +304,9 @@ def simulate(
     if backward_prefetch not in PREFETCH:
         raise ValueError(t("timing.simulate.unknown_prefetch", name=backward_prefetch))
     ln = link(link_spec)
-    strategy = (strategy or prof.measured.get("strategy") or "FULL_SHARD").upper()
+    strategy = (strategy or prof.measured.get("strategy") or Strategy.FULL_SHARD).upper()
     if regather_root is None:
-        regather_root = prof.flavor == "fsdp2"
+        regather_root = prof.flavor == Flavor.FSDP2
     o = {
         "strategy": strategy,
         "backward_prefetch": backward_prefetch,
@@ -341,7 +344,7 @@ def simulate(
 def _forward(sch: _Schedule, prof: Profile, sharded: bool) -> None:
     order = _first_seen(prof.forward)
     last = {u: i for i, (u, _) in enumerate(prof.forward)}
-    keeps_root = sch.o["strategy"] in ("FULL_SHARD", "HYBRID_SHARD") and not sch.o["regather_root"]
+    keeps_root = sch.o["strategy"] in RESHARDING and not sch.o["regather_root"]
     started: set[str] = set()
     for i, (unit, seconds) in enumerate(prof.forward):
         if sharded and unit not in started:  # pre-forward
@@ -354,7 +357,7 @@ def _forward(sch: _Schedule, prof: Profile, sharded: bool) -> None:
         if not sharded and unit not in sch.held:
             sch.hold(unit, 0.0)  # unsharded: every unit's parameters are always there
         end = sch.compute(unit, "forward", seconds, host=prof.host_before("forward", i))
-        reshards = sch.o["strategy"] in ("FULL_SHARD", "HYBRID_SHARD") and not (keeps_root and unit == prof.root)
+        reshards = sch.o["strategy"] in RESHARDING and not (keeps_root and unit == prof.root)
         if sharded and i == last[unit] and reshards:
             sch.free(unit, end)
 
@@ -377,7 +380,7 @@ def _backward(sch: _Schedule, prof: Profile, sharded: bool, bucket_bytes: float,
             sch.all_gather(unit)
             if sch.o["async_gather"] and unit not in kept:
                 sch.wait_gather(unit)
-            if prefetch == "BACKWARD_PRE":
+            if prefetch == Prefetch.BACKWARD_PRE:
                 sch.all_gather(_next(order, started))
         end = sch.compute(unit, "backward", seconds, host=prof.host_before("backward", i))
         if i != last[unit]:
@@ -385,9 +388,9 @@ def _backward(sch: _Schedule, prof: Profile, sharded: bool, bucket_bytes: float,
         # post-backward: free the unit, maybe prefetch the next, reduce its gradients
         if sharded:
             sch.free(unit, end)
-            if prefetch == "BACKWARD_POST":
+            if prefetch == Prefetch.BACKWARD_POST:
                 sch.all_gather(_next(order, started), ready=end)
-        if sch.o["strategy"] == "DDP":
+        if sch.o["strategy"] == Strategy.DDP:
             bucket += prof.grad_bytes.get(unit, 0.0)
             final = i == len(prof.backward) - 1
             if bucket >= cap or final:
@@ -436,7 +439,7 @@ def _next(order: Sequence[str], started: set[str]) -> str | None:
 def sweep(
     prof: Profile,
     links: Iterable[str | float | Link] = ("nvlink4", "pcie4", "ib100"),
-    strategies: Iterable[str] = ("FULL_SHARD",),
+    strategies: Iterable[str] = (Strategy.FULL_SHARD,),
     prefetch: Iterable[str | None] = PREFETCH,
     **options: Any,
 ) -> list[Result]:
@@ -444,7 +447,7 @@ def sweep(
     out = []
     for ln in links:
         for strategy in strategies:
-            for pf in prefetch if strategy.upper() in SHARDED else ["BACKWARD_PRE"]:
+            for pf in prefetch if strategy.upper() in SHARDED else [Prefetch.BACKWARD_PRE]:
                 out.append(simulate(prof, ln, strategy=strategy, backward_prefetch=pf, **options))
     return out
 
@@ -461,8 +464,8 @@ def compare_to_measured(prof: Profile, measured_link: Link | None = None) -> dic
     m = prof.measured
     ln = measured_link or m.get("link") or Link("measured", math.inf, 0.0)
     opts = {
-        "strategy": m.get("strategy") or "FULL_SHARD",
-        "backward_prefetch": m.get("backward_prefetch") if m.get("backward_prefetch") != "NONE" else None,
+        "strategy": m.get("strategy") or Strategy.FULL_SHARD,
+        "backward_prefetch": m.get("backward_prefetch") if m.get("backward_prefetch") != Prefetch.NONE else None,
         "forward_prefetch": bool(m.get("forward_prefetch")),
         "limit_all_gathers": m.get("limit_all_gathers", True) is not False,
         "cpu_bound": True,

@@ -17,15 +17,18 @@ from labkit.fmt import fmt_bytes, render_table
 from labkit.i18n import t
 from labkit.wire.protocol import Msg
 from labkit.wire.records import KINDS, messages, ring_factor
+from labkit.wire.setting import Strategy
+
+HYBRID = (Strategy.HYBRID_SHARD, Strategy.HYBRID_SHARD_ZERO2)
 
 __all__ = ["KINDS", "STRATEGIES", "StepCounts", "from_events", "ring_factor", "table", "theory_bytes", "total"]
 
 
-STRATEGIES = ("DDP", "NO_SHARD", "FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "_HYBRID_SHARD_ZERO2")
+STRATEGIES = (Strategy.DDP, Strategy.NO_SHARD, Strategy.FULL_SHARD, Strategy.SHARD_GRAD_OP, *HYBRID)
 
 
 def _strategy_name(strategy: Any) -> str:
-    name = getattr(strategy, "name", str(strategy)).upper()
+    name = strategy.value if isinstance(strategy, Strategy) else getattr(strategy, "name", str(strategy)).upper()
     if name not in STRATEGIES:
         raise ValueError(t("timing.comm.unknown_strategy", name=name, choices=", ".join(STRATEGIES)))
     return name
@@ -56,12 +59,12 @@ def theory_bytes(
     name = _strategy_name(strategy)
     rb = reduce_dtype_bytes or dtype_bytes
     n = world_size
-    if name in ("DDP", "NO_SHARD"):
+    if name in (Strategy.DDP, Strategy.NO_SHARD):
         return _rows({"all_reduce": (num_params * rb, n)})
     gathered = 2 * num_params - unsharded_root_params
-    if name in ("SHARD_GRAD_OP", "_HYBRID_SHARD_ZERO2"):
+    if name in (Strategy.SHARD_GRAD_OP, Strategy.HYBRID_SHARD_ZERO2):
         gathered = num_params
-    if name in ("FULL_SHARD", "SHARD_GRAD_OP"):
+    if name in (Strategy.FULL_SHARD, Strategy.SHARD_GRAD_OP):
         return _rows({"all_gather": (gathered * dtype_bytes, n), "reduce_scatter": (num_params * rb, n)})
     s = shard_size or n
     if s < 1 or n % s:

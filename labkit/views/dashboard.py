@@ -31,6 +31,7 @@ from labkit.views.output import publish
 from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import ELAPSED, Msg, Status
 from labkit.wire.records import RunRecord
+from labkit.wire.setting import Display
 
 # JupyterLab's theme variables (light, dark or high contrast), each with a fallback for a
 # frontend without them (classic notebook, VS Code): text and lines follow the theme
@@ -75,12 +76,12 @@ def in_kernel() -> bool:
     return ip is not None and getattr(ip, "kernel", None) is not None
 
 
-def make_view(run: RunRecord, on_stop: Callable[[], None], *, display: str = "auto", quiet: bool = False) -> Any:
+def make_view(run: RunRecord, on_stop: Callable[[], None], *, display: str = Display.AUTO, quiet: bool = False) -> Any:
     """The view of ``run``: widgets in a live kernel, else text. ``display`` and ``quiet`` are the
     run's options (``RunConfig``): auto, widgets, text or none; quiet shows nothing."""
-    if quiet or display == "none":
+    if quiet or display == Display.NONE:
         return QuietView()
-    if display == "text" or (display == "auto" and not in_kernel()):
+    if display == Display.TEXT or (display == Display.AUTO and not in_kernel()):
         return TextView()
     try:
         import ipywidgets  # noqa: F401  (imported once per kernel; the widgets themselves come later)

@@ -33,6 +33,7 @@ from typing import Any
 from labkit.i18n import t
 from labkit.wire import env as envvars
 from labkit.wire.errors import OptionError
+from labkit.wire.setting import Backend
 
 CPU_NPROC = 2  # ranks when there is no GPU: enough to see sharding, light on a laptop
 
@@ -132,10 +133,12 @@ def choose_backend(
     """
     env = os.environ if env is None else env
     count = _torch_device_count() if device_count is None else device_count
-    if requested == "gloo":
-        return BackendChoice("gloo", [], t("wire.gpus.asked", backend="gloo"), False)
-    if requested == "nccl":
-        return BackendChoice("nccl", check_nccl(nproc, env, count), t("wire.gpus.asked", backend="nccl"), False)
+    if requested == Backend.GLOO:
+        return BackendChoice(Backend.GLOO, [], t("wire.gpus.asked", backend=Backend.GLOO), False)
+    if requested == Backend.NCCL:
+        return BackendChoice(
+            Backend.NCCL, check_nccl(nproc, env, count), t("wire.gpus.asked", backend=Backend.NCCL), False
+        )
     found = visible_gpus(env, count)
     names = ", ".join(found)
     if not found:
@@ -143,12 +146,14 @@ def choose_backend(
         where = (
             t("wire.gpus.where.env", value=value) if value is not None else t("wire.gpus.where.torch", count=count or 0)
         )
-        return BackendChoice("gloo", [], t("wire.gpus.auto.no_gpu", where=where), False)
+        return BackendChoice(Backend.GLOO, [], t("wire.gpus.auto.no_gpu", where=where), False)
     if any(d.startswith("MIG-") for d in found):
-        return BackendChoice("gloo", [], t("wire.gpus.auto.mig", names=names), True)
+        return BackendChoice(Backend.GLOO, [], t("wire.gpus.auto.mig", names=names), True)
     if nproc > len(found):
-        return BackendChoice("gloo", [], t("wire.gpus.auto.too_few", nproc=nproc, count=len(found), names=names), True)
-    return BackendChoice("nccl", found[:nproc], t("wire.gpus.auto.nccl", names=", ".join(found[:nproc])), False)
+        return BackendChoice(
+            Backend.GLOO, [], t("wire.gpus.auto.too_few", nproc=nproc, count=len(found), names=names), True
+        )
+    return BackendChoice(Backend.NCCL, found[:nproc], t("wire.gpus.auto.nccl", names=", ".join(found[:nproc])), False)
 
 
 def resolve_backend(requested: str, nproc: int, quiet: bool = False) -> str:
@@ -188,7 +193,7 @@ def bind_device(backend: str) -> Any:
     if envvars.get(AUDIT_ENV):
         _audit_write({"event": "rank_start", "rank": rank, "backend": backend, "parent": parent})
         _audit_role = f"rank{rank}"  # from here on, CUDA calls are this rank's own, and allowed
-    if backend != "nccl":
+    if backend != Backend.NCCL:
         _bound = None
         return None
     if parent["initialized"] or parent["bad_fork"]:

@@ -1,11 +1,18 @@
-"""Every ``LABKIT_*`` environment variable, in one table: its name, default, who sets it, who reads it,
-and what it means. labkit's code reads them through ``get`` (and ``require``, ``pop``), which
-refuse a name that is not here; tests/test_environment.py fails on a ``LABKIT_`` name used anywhere
-in the repository and missing here, and on a docs/environment.md that no longer matches the table.
+"""Every ``LABKIT_*`` environment variable, in one table per owner: its name, default, who sets it, who reads it,
+and what it means. This module holds labkit's own, the kernel⇄rank contract and what a user sets for
+labkit's runs; the class hub's are in ``labkit.hub.env``, the tests' in ``labkit.testing.env``
+(``REGISTRIES``). labkit's code reads every one of them through ``get`` (and ``require``, ``pop``), which
+refuse a name that no registry has; tests/test_environment.py fails on a ``LABKIT_`` name used anywhere
+in the repository and missing from them, and on a docs/environment.md that no longer matches them.
 
     from labkit.wire import env as envvars
     envvars.get("LABKIT_PG_TIMEOUT")          # the value, else the default below ("120")
-    python -m labkit.wire.env --write docs/environment.md    # the table as the docs show it
+    envvars.get("LABKIT_HUB_DIR")             # the hub's registry, read the first time it is asked for
+    python -m labkit.wire.env --write docs/environment.md    # every registry, a section each
+
+The other registries are read the way ``labkit.i18n`` reads the catalogs: by module name, the first
+time a name that is not here is asked for, so this module imports neither the hub nor the tests
+(tests/test_layout.py). Each registry is a module with ``VARS``, ``TITLE`` and ``ABOUT``.
 
 Three readers cannot go through here and read ``os.environ`` themselves: ``labkit.i18n`` and
 ``labkit.log`` (the base layer, below ``wire``) and ``labkit.export.runtime`` (copied into exported scripts that run where
@@ -14,10 +21,20 @@ labkit is not installed). Their variables are listed all the same.
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from dataclasses import dataclass
+from types import ModuleType
 
 USER = "the user (shell, deployment)"
+# the registries, this one first: each a module with VARS, TITLE, ABOUT (read on first use, never imported here)
+REGISTRIES = ("labkit.wire.env", "labkit.hub.env", "labkit.testing.env")
+TITLE = "labkit: the kernel, its ranks, and what a user sets"
+ABOUT = (
+    "`labkit/wire/env.py`: what a user sets for labkit's runs, what the kernel sets for its ranks and agents "
+    "(the kernel⇄rank contract), and the launch scripts' own."
+)
 
 
 @dataclass(frozen=True)
@@ -188,7 +205,7 @@ VARS: tuple[Var, ...] = (
         "LABKIT_RUN_ID",
         None,
         "labkit.launch.group, for torchrun and every rank",
-        ("labkit.launch.group", "labkit.ranks.observe", "labkit.grading.sink"),
+        ("labkit.launch.group",),
         "The run's id: the marker the cleanup sweep finds a run's processes by (in /proc/PID/environ).",
     ),
     Var(
@@ -263,20 +280,6 @@ VARS: tuple[Var, ...] = (
         "0: labkit does not observe what a cell does on its ranks (to measure what that costs); no exercise of such a run can score.",
     ),
     Var(
-        "LABKIT_OBSERVE_SINK",
-        None,
-        "labkit.grading.grade, for the kernel that runs a submission (passed on to its ranks)",
-        ("labkit.ranks.observe", "labkit.grading.runner"),
-        "While graded: the grader's Unix socket where each rank sends what labkit observed; the rank takes it out of its environment before any cell code runs.",
-    ),
-    Var(
-        "LABKIT_GRADE_OUT",
-        None,
-        "labkit.grading.grade, for the kernel that runs a submission",
-        ("labkit.grading.checks", "labkit.grading.runner"),
-        "While graded: the sandbox's folder where a check writes what it hands in besides its record (a model's weights).",
-    ),
-    Var(
         "LABKIT_GRADE_JOB",
         None,
         "labkit.grading.sandbox, for every process of one graded notebook",
@@ -290,218 +293,7 @@ VARS: tuple[Var, ...] = (
         ("labkit.grading.grade",),
         "The labkit folder the sandbox imports (a student install); unset: the students' install built for this labkit and its questions.",
     ),
-    # -- the class hub (launch/hub.sh, labkit.hub) ------------------------------------------------
-    Var(
-        "LABKIT_HUB_DIR",
-        "/srv/labkit-hub",
-        f"{USER} (hub.sh --dir); launch/hub.sh exports it",
-        ("labkit.hub.settings", "launch/hub.sh"),
-        "The class hub's state: its database, cookie secret, the student editions, the submissions, the students' Python view.",
-    ),
-    Var(
-        "LABKIT_HUB_STUDENTS",
-        None,
-        f"{USER} (hub.sh --students); launch/hub.sh exports it",
-        ("labkit.hub.settings", "launch/hub.sh"),
-        "The students who may log in to the class hub: system accounts, comma-separated.",
-    ),
-    Var(
-        "LABKIT_HUB_INSTRUCTORS",
-        None,
-        f"{USER} (hub.sh --instructors); launch/hub.sh exports it",
-        ("labkit.hub.settings", "launch/hub.sh"),
-        "The class hub's instructors (JupyterHub admins): they read every submission in ~/submissions.",
-    ),
-    Var(
-        "LABKIT_HUB_SPAWNER",
-        "local",
-        f"{USER} (hub.sh --slurm); launch/hub.sh exports it",
-        ("labkit.hub.settings",),
-        "local: each student's server is a process under their uid, in their cgroups; slurm: a Slurm job (batchspawner).",
-    ),
-    Var(
-        "LABKIT_HUB_IP",
-        "127.0.0.1",
-        f"{USER} (hub.sh --ip); launch/hub.sh exports it",
-        ("labkit.hub.settings", "launch/hub.sh"),
-        "Where the class hub listens (put TLS in front before opening it to a network).",
-    ),
-    Var(
-        "LABKIT_HUB_PORT",
-        "8000",
-        f"{USER} (hub.sh --port); launch/hub.sh exports it",
-        ("labkit.hub.settings", "launch/hub.sh"),
-        "The class hub's public port.",
-    ),
-    Var(
-        "LABKIT_HUB_PYTHON",
-        None,
-        "launch/hub.sh (python -m labkit.hub.view)",
-        ("labkit.hub.settings", "tests/browser/test_hub_browser.py"),
-        "The Python the students' servers, kernels and ranks run: the course environment's, or a view of it they can execute.",
-    ),
-    Var(
-        "LABKIT_HUB_SCRIPTS",
-        None,
-        "launch/hub.sh",
-        ("labkit.hub.settings",),
-        "The course environment's bin/ (jupyterhub-singleuser, run by LABKIT_HUB_PYTHON).",
-    ),
-    Var(
-        "LABKIT_HUB_PROXY",
-        None,
-        f"{USER}; launch/hub.sh (npm) when unset",
-        ("labkit.hub.settings", "launch/hub.sh"),
-        "The configurable-http-proxy command. Unset: the one on PATH, else installed with npm under LABKIT_HUB_NPM.",
-    ),
-    Var(
-        "LABKIT_HUB_NPM",
-        None,
-        USER,
-        ("launch/hub.sh",),
-        "Where launch/hub.sh installs configurable-http-proxy with npm. Unset: ~/.cache/labkit-hub/npm.",
-    ),
-    Var(
-        "LABKIT_HUB_MEMORY",
-        "4G",
-        f"{USER} (hub.sh --memory); launch/hub.sh exports it",
-        ("labkit.hub.settings",),
-        "Per student: the memory of their server, kernels and ranks together (cgroup; a Slurm hub's --mem).",
-    ),
-    Var(
-        "LABKIT_HUB_CPUS",
-        "2",
-        f"{USER} (hub.sh --cpus); launch/hub.sh exports it",
-        ("labkit.hub.settings",),
-        "Per student: CPUs (cgroup quota; a Slurm hub's --cpus-per-task).",
-    ),
-    Var(
-        "LABKIT_HUB_MAX_RANKS",
-        "4",
-        f"{USER} (hub.sh --max-ranks); launch/hub.sh exports it",
-        ("labkit.hub.settings",),
-        "The most ranks one cell of a student may start: their server's LABKIT_MAX_RANKS.",
-    ),
-    Var(
-        "LABKIT_HUB_MAX_PROCESSES",
-        "512",
-        USER,
-        ("labkit.hub.settings",),
-        "Per student: the most processes in their cgroup (pids.max).",
-    ),
-    Var(
-        "LABKIT_HUB_CULL_TIMEOUT",
-        "3600",
-        f"{USER} (hub.sh --cull-timeout); launch/hub.sh exports it",
-        ("labkit.hub.settings",),
-        "Seconds a server may be idle before jupyterhub-idle-culler stops it.",
-    ),
-    Var(
-        "LABKIT_HUB_CULL_EVERY",
-        "300",
-        USER,
-        ("labkit.hub.settings",),
-        "Seconds between two rounds of jupyterhub-idle-culler.",
-    ),
-    Var(
-        "LABKIT_HUB_SLURM_PARTITION",
-        None,
-        USER,
-        ("labkit.hub.settings",),
-        "A Slurm hub's partition for the students' servers. Unset: the cluster's default.",
-    ),
-    Var(
-        "LABKIT_HUB_SLURM_RUNTIME",
-        "8:00:00",
-        USER,
-        ("labkit.hub.settings",),
-        "A Slurm hub's time limit of a student's server job.",
-    ),
-    Var(
-        "LABKIT_HUB_SLURM_MEMORY",
-        None,
-        f"{USER}; tests/browser/test_hub_browser.py",
-        ("labkit.hub.settings",),
-        "A Slurm hub's --mem for a server's job. Unset: LABKIT_HUB_MEMORY; \"\": none asked (nodes that declare no memory).",
-    ),
-    Var(
-        "LABKIT_HUB_JUPYTER_CONFIG",
-        None,
-        "launch/hub.sh (launch/jupyter)",
-        ("labkit.hub.settings", "launch/hub.sh"),
-        "JupyterLab's course defaults (no news prompt) for the students' servers: their JUPYTER_CONFIG_PATH.",
-    ),
-    Var(
-        "LABKIT_HUB_API_PORT",
-        "8081",
-        "launch/hub.sh (a free port)",
-        ("labkit.hub.config", "launch/hub.sh"),
-        "The port of JupyterHub's own API, on 127.0.0.1.",
-    ),
-    Var(
-        "LABKIT_HUB_PROXY_API_PORT",
-        "8001",
-        "launch/hub.sh (a free port)",
-        ("labkit.hub.config", "launch/hub.sh"),
-        "The port of configurable-http-proxy's API, on 127.0.0.1.",
-    ),
-    Var(
-        "LABKIT_HUB_ENV_KEEP",
-        None,
-        f"{USER}; labkit.testing.hub",
-        ("labkit.hub.config", "labkit.testing.hub"),
-        "More variables the students' servers inherit from the hub, comma-separated (PATH, LANG, LC_ALL, SLURM_CONF always).",
-    ),
-    Var(
-        "LABKIT_HUB_GROUP",
-        "labkit-instructors",
-        USER,
-        ("labkit.hub.settings",),
-        "The instructors' system group: it reads the submissions.",
-    ),
-    Var(
-        "LABKIT_HUB_SERVER_IP",
-        "0.0.0.0",
-        f"{USER}; tests/browser/test_hub_browser.py",
-        ("labkit.hub.spawners",),
-        "Where a Slurm hub's server listens on its node: every interface, or 127.0.0.1 when the nodes are the hub's own machine.",
-    ),
-    # -- tests and deployment scripts --------------------------------------------------------------
-    Var(
-        "LABKIT_TEST_SESSION",
-        None,
-        "labkit.testing.processes (mark_session)",
-        ("labkit.testing.processes",),
-        "Marks the processes of one test session, so its leak checks see only its own.",
-    ),
-    Var(
-        "LABKIT_HUB_TEST",
-        None,
-        "labkit.testing.hub, for launch/hub.sh and all it starts",
-        ("labkit.testing.hub",),
-        "Marks the processes of a test's class hub (its servers, kernels and ranks kept it through LABKIT_HUB_ENV_KEEP), so the test finds any left.",
-    ),
-    Var(
-        "LABKIT_SLURM_CLUSTER",
-        None,
-        "labkit.testing.slurm, for the test cluster's daemons",
-        ("labkit.testing.slurm",),
-        "Marks the processes of a test Slurm cluster, so they can be found and ended.",
-    ),
-    Var(
-        "LABKIT_BROWSER_TEST",
-        None,
-        "tests/browser/jupyterlab_driver.py, for its JupyterLab",
-        ("tests/browser/jupyterlab_driver.py",),
-        "Marks the processes of a browser test's JupyterLab, so they can be found and ended.",
-    ),
-    Var(
-        "LABKIT_UPDATE_SCREENSHOTS",
-        None,
-        USER,
-        ("tests/browser/test_dashboard_browser.py",),
-        "1: the browser tests rewrite docs/screenshots/.",
-    ),
+    # -- the launch scripts (launch/*.sh) and deployment ------------------------------------------
     Var(
         "LABKIT_VENV",
         None,
@@ -539,18 +331,43 @@ VARS: tuple[Var, ...] = (
     ),
 )
 
-REGISTRY: dict[str, Var] = {v.name: v for v in VARS}
+REGISTRY: dict[str, Var] = {v.name: v for v in VARS}  # this module's own; ``table()``: every registry's
+_TABLE: dict[str, Var] = {}
 _DEFAULT = object()
 
 
+def registries() -> tuple[ModuleType, ...]:
+    """Every registry module, this one first (each imported once, on first use)."""
+    return tuple(importlib.import_module(name) for name in REGISTRIES)
+
+
+def table() -> dict[str, Var]:
+    """Every registry's variables by name; a name two registries give is an error (one owner each)."""
+    if not _TABLE:
+        merged: dict[str, Var] = {}
+        for module in registries():
+            for v in module.VARS:
+                if v.name in merged:
+                    raise ValueError(f"{v.name} is in two registries: {module.__name__} and another of {REGISTRIES}")
+                merged[v.name] = v
+        _TABLE.update(merged)
+    return _TABLE
+
+
+def all_vars() -> tuple[Var, ...]:
+    """Every variable, registry by registry."""
+    return tuple(v for module in registries() for v in module.VARS)
+
+
 def var(name: str) -> Var:
-    """The registry's entry; a ``KeyError`` naming the variable when it has none (add it to ``VARS``)."""
-    try:
-        return REGISTRY[name]
-    except KeyError:
+    """The entry of ``name``; a ``KeyError`` naming it when no registry has it (add it to its owner's ``VARS``)."""
+    entry = REGISTRY.get(name) or table().get(name)
+    if entry is None:
         raise KeyError(
-            f"{name} is not in labkit.wire.env.VARS: add it there (name, default, who sets and reads it)"
-        ) from None
+            f"{name} is in no registry ({', '.join(REGISTRIES)}): add it to its owner's VARS "
+            "(name, default, who sets and reads it)"
+        )
+    return entry
 
 
 def get(name: str, default: str | None | object = _DEFAULT) -> str | None:
@@ -582,23 +399,34 @@ def pop(name: str, default: str = "") -> str:
     return os.environ.pop(name, default)
 
 
-def markdown() -> str:
-    """docs/environment.md: the table as a page."""
-    lines = [
-        "# Environment variables",
-        "",
-        "Generated from `labkit/wire/env.py` (`VARS`) by `python -m labkit.wire.env --write docs/environment.md`;",
-        "`tests/test_environment.py` fails when this page and the table differ. Edit the table, not this page.",
-        "",
-        "| Variable | Default | Set by | Read by | Meaning |",
-        "|---|---|---|---|---|",
-    ]
-    for v in VARS:
+def render(module: ModuleType) -> str:
+    """One registry's section of docs/environment.md: its title, what it holds, its table."""
+    lines = [f"## {module.TITLE}", "", module.ABOUT, ""]
+    lines += ["| Variable | Default | Set by | Read by | Meaning |", "|---|---|---|---|---|"]
+    for v in module.VARS:
         default = "" if v.default is None else f"`{v.default}`" if v.default else '`""`'
         readers = ", ".join(f"`{r}`" for r in v.read_by) or "-"
         cells = [f"`{v.name}`", default or "-", v.set_by, readers, v.meaning]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def section() -> str:
+    """This registry's section of docs/environment.md."""
+    return render(sys.modules[__name__])
+
+
+def markdown() -> str:
+    """docs/environment.md: every registry's section, in the order of ``REGISTRIES``."""
+    head = [
+        "# Environment variables",
+        "",
+        "Generated from the registries (`VARS` in `labkit/wire/env.py`, `labkit/hub/env.py`, `labkit/testing/env.py`)",
+        "by `python -m labkit.wire.env --write docs/environment.md`; `tests/test_environment.py` fails when this",
+        "page and the registries differ. Edit the registries, not this page.",
+        "",
+    ]
+    return "\n".join(head) + "\n" + "\n".join(module.section() for module in registries())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,10 +12,9 @@ never believes a status or a verdict written there. Nothing here imports more th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, ClassVar
 
-from labkit.wire.record import Record, RecordError
+from labkit.wire.record import Record, RecordError, Word
 
 __all__ = [
     "CheckRecord", "Claim", "Frame", "FrameKind", "JudgeResult", "JudgeTask", "NotebookMeta", "NotebookStatus",
@@ -23,17 +22,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-class _Str(str, Enum):
-    """A ``str`` enum that prints as its value (a status read back from JSON compares equal to its member)."""
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __repr__(self) -> str:
-        return repr(self.value)
-
-
-class QuestionKind(_Str):
+class QuestionKind(Word):
     """How the grader judges a question (``Question.kind``)."""
 
     SEALED = "sealed"  # multiple choice: the first answer recorded
@@ -44,7 +33,7 @@ class QuestionKind(_Str):
     VALUE = "value"  # a value, compared with the answer in the check's context
 
 
-class QuestionStatus(_Str):
+class QuestionStatus(Word):
     """A question's row in a report."""
 
     CORRECT = "correct"
@@ -54,7 +43,7 @@ class QuestionStatus(_Str):
     EXTRA = "extra"  # a check of another lesson, or an id the grader does not know: never scored
 
 
-class NotebookStatus(_Str):
+class NotebookStatus(Word):
     """How a submission's run ended, as the grader saw it."""
 
     OK = "ok"
@@ -76,7 +65,7 @@ class RunnerStatus(Record):
     message: str = ""
 
 
-class FrameKind(_Str):
+class FrameKind(Word):
     STATUS = "status"  # a RunnerStatus
     NOTEBOOK = "notebook"  # the executed notebook
     KERNEL_LOG = "kernel_log"  # the kernel's output (its end, when long)
@@ -129,7 +118,7 @@ class CheckRecord(Record):
     report: Claim | None = None
 
 
-class TaskKind(_Str):
+class TaskKind(Word):
     CALLS = "calls"  # call a function handed in at the given arguments
     LOAD = "load"  # call a loader handed in on a checkpoint the grader made, keep the weights it returned
     MODEL_LOSS = "model_loss"  # the loss of those weights against the checkpoint's own, from the same seed

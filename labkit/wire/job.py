@@ -13,31 +13,24 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from enum import Enum
 from typing import ClassVar
 
-from labkit.wire.record import Record
+from labkit.wire.record import Record, Word
 
 JOB_FILE = "job.json"
 FUNCTION_FILE = "function.pkl"  # mode "function": the pickled (function, args, kwargs)
 
 
-class JobMode(str, Enum):
-    """What a rank runs. A ``str``, so ``job.mode == "code"`` holds and it is plain ``"code"`` in JSON."""
+class JobMode(Word):
+    """What a rank runs, and how its code reaches it. A ``str``: ``job.mode == "code"`` holds, plain ``"code"`` in JSON."""
 
-    CODE = "code"  # a cell's source
+    CODE = "code"  # a cell's source, in a file
     PATH = "path"  # a .py file
     FUNCTION = "function"  # a pickled callable
     SERVE = "serve"  # warm ranks: the cells come later, over the channel
 
-    def __str__(self) -> str:
-        return self.value
 
-    def __repr__(self) -> str:
-        return repr(self.value)
-
-
-MODES = tuple(m.value for m in JobMode)
+MODES = JobMode.choices()
 
 
 @dataclass(frozen=True)
@@ -55,10 +48,9 @@ class JobSpec(Record):
     vars_file: str | None = None  # the pickled --vars, relative to the run folder
 
     def __post_init__(self) -> None:
-        if type(self.mode) is not JobMode:
-            if self.mode not in MODES:
-                raise ValueError(f"job mode must be one of {MODES}, got {self.mode!r}")
-            object.__setattr__(self, "mode", JobMode(self.mode))  # frozen: the one conversion, at construction
+        if self.mode not in MODES:
+            raise ValueError(f"job mode must be one of {MODES}, got {self.mode!r}")
+        object.__setattr__(self, "mode", JobMode(self.mode))  # frozen: the one conversion, at construction
         if self.mode in (JobMode.CODE, JobMode.PATH) and not self.source_file:
             raise ValueError(f"a {self.mode} job names its source_file")
 

@@ -52,4 +52,38 @@ MESSAGES: dict[str, dict[str, str]] = {
         "prin fork din el, așa că CUDA nu poate porni aici. Ceva din agent a atins CUDA ({calls}); "
         "LABKIT_START_METHOD=spawn pornește în schimb fiecare rang ca un interpretor nou.",
     },
+    # labkit.wire.setting
+    "wire.setting.didyoumean": {"en": " (did you mean {name!r}?)", "ro": " (poate {name!r}?)"},
+    "wire.setting.flavor": {
+        "en": "unknown flavor {word!r} in the setting {spec!r}{hint}; choose one of: {choices}",
+        "ro": "variantă necunoscută {word!r} în configurația {spec!r}{hint}; alegeți una dintre: {choices}",
+    },
+    "wire.setting.strategy": {
+        "en": "the setting {spec!r}: {word!r} is no FSDP1 strategy{hint}; choose one of: {choices}",
+        "ro": "configurația {spec!r}: {word!r} nu este o strategie FSDP1{hint}; alegeți una dintre: {choices}",
+    },
+    "wire.setting.prefetch": {
+        "en": "the setting {spec!r}: {word!r} is no backward prefetch{hint}; choose one of: {choices}",
+        "ro": "configurația {spec!r}: {word!r} nu este un backward prefetch{hint}; alegeți unul dintre: {choices}",
+    },
+    "wire.setting.fsdp2": {
+        "en": "the setting {spec!r}: fsdp2 needs one of {choices} after the colon, not {word!r}{hint}",
+        "ro": "configurația {spec!r}: fsdp2 cere unul dintre {choices} după două puncte, nu {word!r}{hint}",
+    },
+    "wire.setting.option": {
+        "en": "the setting {spec!r}: {word!r} is no option of {flavor}{hint}; its options: {choices}",
+        "ro": "configurația {spec!r}: {word!r} nu este o opțiune a {flavor}{hint}; opțiunile sale: {choices}",
+    },
+    "wire.setting.twice": {
+        "en": "the setting {spec!r} gives {word!r} twice",
+        "ro": "configurația {spec!r} dă {word!r} de două ori",
+    },
+    "wire.setting.prefetch_twice": {
+        "en": "the setting {spec!r} gives the backward prefetch twice: {first} and {second}",
+        "ro": "configurația {spec!r} dă backward prefetch de două ori: {first} și {second}",
+    },
+    "wire.setting.model": {
+        "en": "the setting {spec!r}: a model preset must follow the @",
+        "ro": "configurația {spec!r}: după @ trebuie să urmeze un model predefinit",
+    },
 }

@@ -30,10 +30,27 @@ import typing
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
 
-__all__ = ["Record", "RecordError"]
+__all__ = ["Record", "RecordError", "Word"]
 
 R = TypeVar("R", bound="Record")
 _NoneType = type(None)
+
+
+class Word(str, Enum):
+    """A ``str`` enum that prints as its value: ``"fsdp1"``, not ``"Flavor.FSDP1"``, in f-strings and lists."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    def __hash__(self) -> int:  # the string's hash (Enum's is its name's): a dict keyed by "fsdp1" finds Flavor.FSDP1
+        return str.__hash__(self)
+
+    @classmethod
+    def choices(cls) -> tuple[str, ...]:
+        return tuple(m.value for m in cls)
 
 
 class RecordError(ValueError):

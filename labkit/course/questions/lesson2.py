@@ -7,6 +7,7 @@ from typing import Any
 from labkit.grading import exercises
 from labkit.grading.registry import question
 from labkit.wire.records import RunRecord
+from labkit.wire.setting import Strategy
 
 
 @question(
@@ -69,7 +70,7 @@ def _hsdp_rank_bytes(n_params: float, world_size: int, gpus_per_node: int) -> fl
 
 
 def _sgo_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
-    v = run.values[0]["SHARD_GRAD_OP"]
+    v = run.values[0][Strategy.SHARD_GRAD_OP]
     units = dict(v["units"])  # padded elements per unit, as gathered
     root = units.pop("root")
     return {"root_params": root, "block_params": max(units.values()), "n_blocks": len(units)}, v["peak"]

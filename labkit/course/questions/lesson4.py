@@ -11,6 +11,7 @@ from labkit.grading import exercises
 from labkit.grading.registry import DTYPE_BYTES, question
 from labkit.wire.protocol import Msg
 from labkit.wire.records import RunRecord, last_message
+from labkit.wire.setting import Prefetch
 
 
 def last_spans(run: RunRecord, config: str, rank: int = 0) -> dict[str, Any]:
@@ -44,7 +45,7 @@ question(
 
 
 def _pre_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
-    msg = last_spans(run, "BACKWARD_PRE")
+    msg = last_spans(run, Prefetch.BACKWARD_PRE)
     units = dict(msg["unit_bytes"])
     root = units.pop("root") // 4  # fp32 bytes -> elements
     return {"root_params": root, "block_params": max(units.values()) // 4, "precision": "fp32"}, peak_gathered_bytes(
@@ -102,7 +103,7 @@ def _saved_ms(profile: Any, link: Any) -> float:
     from labkit.timing import simulate
 
     without = simulate.simulate(profile, link, backward_prefetch=None)
-    with_pre = simulate.simulate(profile, link, backward_prefetch="BACKWARD_PRE")
+    with_pre = simulate.simulate(profile, link, backward_prefetch=Prefetch.BACKWARD_PRE)
     return (without.step_time - with_pre.step_time) * 1e3
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from labkit.grading import exercises
 from labkit.grading.registry import question
 from labkit.wire.records import RunRecord
+from labkit.wire.setting import Strategy
 
 
 def _bf16_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
@@ -105,7 +106,9 @@ def _as_set(value: Any) -> set[str] | None:
 def _host_per_node(n_params: int, world_size: int, gpus_per_node: int) -> float:
     from labkit.memory import model as memory_model
 
-    states = memory_model.model_states(n_params, "FULL_SHARD", world_size, "bf16", convention="torch", offload="params")
+    states = memory_model.model_states(
+        n_params, Strategy.FULL_SHARD, world_size, "bf16", convention="torch", offload="params"
+    )
     return states.host_total * gpus_per_node
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from labkit.grading import exercises
 from labkit.grading.registry import question
 from labkit.wire.records import RunRecord
+from labkit.wire.setting import Strategy
 
 PLAN = {"precision": "bf16", "convention": "torch", "checkpointing": True, "micro_batch": 1}
 
@@ -141,7 +142,7 @@ question(
 def _min_gpus(model: str) -> int:
     from labkit.memory import model as memory_model
 
-    n = memory_model.min_world_size(model, "FULL_SHARD", "H100-80GB", **PLAN)
+    n = memory_model.min_world_size(model, Strategy.FULL_SHARD, "H100-80GB", **PLAN)
     if n is None:
         raise ValueError(f"{model} does not fit on any number of 80 GB GPUs with this plan")
     return n
