@@ -114,7 +114,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for module, commands in CONTRIBUTED.items():
         if command is not None and command not in (name for name, _ in commands):
             for name, key in commands:
-                sub.add_parser(name, help=t(key))  # listed; never parsed, as the command is another
+                sub.add_parser(name, help=t(key).replace("%", "%%"))  # listed; never parsed: the command is another
             continue
         try:
             importlib.import_module(module).register(sub)
@@ -138,8 +138,8 @@ def missing_extra(command: str, exc: ModuleNotFoundError) -> str:
 def needs_extra(sub: argparse._SubParsersAction, name: str, key: str, exc: ModuleNotFoundError) -> None:
     """``name``, whose module cannot be imported here: its ``--help`` and any use of it say what to install."""
     why = missing_extra(name, exc)
-    p = sub.add_parser(name, help=t(key), description=t(key), epilog=why)
-    p.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p = sub.add_parser(name, help=t(key).replace("%", "%%"), description=t(key), epilog=why)
+    p.set_defaults(takes_any=True)  # whatever follows, the answer is the extra
 
     def refuse(args: argparse.Namespace) -> int:
         print(why, file=sys.stderr)
@@ -172,7 +172,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(t("cli.lang.unknown", value=argv[i + 1], langs=", ".join(LANGS)), file=sys.stderr)
                 return 2
     command = chosen(argv)
-    args = build_parser(command or "").parse_args(argv)
+    parser = build_parser(command or "")
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "takes_any", False):
+        parser.error(t("launch.args.unrecognized", words=" ".join(rest)))
     try:
         return int(args.func(args) or 0)
     except ModuleNotFoundError as exc:  # a command reached for an extra this install has not
