@@ -8,8 +8,9 @@
     %%ranks                       # a cell on them, in the namespace the earlier cells left
     %torchrun_restart / %torchrun_stop
 
-The options mirror ``labkit.torchrun()`` and ``labkit.Session``; the ``Run`` ends up in
-``_`` and in ``labkit.last_run``. The option texts live in ``labkit.options``.
+The options are the ones ``labkit.launch.options`` declares for each magic (the same as
+``labkit.torchrun()`` and ``labkit.Session`` take); the parsers are made from those declarations
+(``labkit.launch.parsers``). The ``Run`` ends up in ``_`` and in ``labkit.last_run``.
 Each ``*_line``/``*_cell`` function is what the magic does, without IPython (tests call them).
 """
 

@@ -255,11 +255,8 @@ class RunConfig:
     profile: bool = option(  # each rank's torch.profiler trace, beside the notebook (labkit.timing.trace)
         False, help="launch.magic.help.profile", coerce=coerce_flag, takes=COLD, flag=True
     )
-    pin: bool = (
-        option(  # each rank bound to one core (labkit.ranks.cores): more ranks than cores, the same way each run
-            False, help="launch.magic.help.pin", coerce=coerce_flag, takes=COLD | WARM, flag=True
-        )
-    )
+    # each rank bound to one core (labkit.ranks.cores): more ranks than cores, the same way each run
+    pin: bool = option(False, help="launch.magic.help.pin", coerce=coerce_flag, takes=COLD | WARM, flag=True)
 
 
 # A cell's own options, not the run's: ``--vars a,b`` names the notebook's variables to send (the Python
@@ -309,9 +306,8 @@ def coerce(name: str, value: Any) -> Any:
 
 def coerced(cfg: RunConfig) -> RunConfig:
     """``cfg`` with every declared field coerced and checked on its own (``resolve`` checks them together)."""
-    options = declared()
-    changes = {f.name: options[f.name].coerce(f.name, getattr(cfg, f.name)) for f in fields(cfg) if f.name in options}
-    return replace(cfg, **changes)
+    declarations = {f.name: f.metadata["option"] for f in fields(cfg) if "option" in f.metadata}
+    return replace(cfg, **{name: opt.coerce(name, getattr(cfg, name)) for name, opt in declarations.items()})
 
 
 def default_start_method() -> str:
