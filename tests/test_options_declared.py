@@ -63,6 +63,12 @@ def test_labkit_run_takes_the_declared_options(capsys):
         assert flag in out
 
 
+def test_the_usage_lines_are_the_messages_as_written():
+    for make, key in ((magic.parser, "launch.magic.usage"), (magic.start_parser, "launch.warm.usage.start")):
+        assert make().usage == i18n.t(key), "every option they declare is in the hand-written line"
+    assert magic.ranks_parser().usage == i18n.t("launch.warm.usage.ranks")
+
+
 def test_defaults_are_the_ones_the_magic_always_had():
     opts = magic.parse_line("")
     assert (opts.nproc, opts.backend, opts.timeout, opts.vars, opts.env, opts.quiet, opts.display) == (
@@ -182,6 +188,7 @@ def test_an_option_declared_on_runconfig_reaches_every_parser_and_call(dummy, mo
     for make in (magic.parser, magic.start_parser, magic.ranks_parser):
         text = magic.help_text(make())
         assert "-D DUMMY_LEVEL, --dummy-level DUMMY_LEVEL" in text and "how loud the dummy is" in text
+        assert text.splitlines()[0].endswith(" [--dummy-level DUMMY_LEVEL]"), "the usage line names it too"
     with i18n.language("ro"):
         assert "cât de tare strigă" in magic.help_text(magic.parser())
     assert magic.parse_line("-n 2 -D 3").dummy_level == "3"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from labkit.i18n import LANGS, get_lang, set_lang, t
 from labkit.launch import options
-from labkit.launch.parsers import LocalParser, add_options, given, translate
+from labkit.launch.parsers import LocalParser, add_options, completed_usage, given, translate
 from labkit.wire.errors import CellSyntaxError, OptionError
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class _Parser(LocalParser):
 
 def _new_parser(magic: str, usage_key: str) -> argparse.ArgumentParser:
     """A magic's parser: its options are the ones ``labkit.launch.options`` declares for it."""
-    p = _Parser(prog=magic, add_help=False, usage=t(usage_key))
+    p = _Parser(prog=magic, add_help=False, usage=completed_usage(t(usage_key), magic))
     p.add_argument("-h", "--help", action="store_true", help=t("launch.magic.help.help"))  # parse_line prints it
     add_options(p, magic)
     return p

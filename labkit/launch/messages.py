@@ -475,8 +475,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     # labkit.launch.options
     "launch.magic.usage": {
-        "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR] [--nodes N [--link RATE[,LATENCY]]] [--pin] [--profile]",
-        "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR] [--nodes N [--link RATĂ[,LATENȚĂ]]] [--pin] [--profile]",
+        "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--display auto|widgets|text|none] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR] [--nodes N [--link RATE[,LATENCY]]] [--pin] [--profile]",
+        "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--display auto|widgets|text|none] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR] [--nodes N [--link RATĂ[,LATENȚĂ]]] [--pin] [--profile]",
     },
     "launch.magic.help.nodes": {
         "en": "emulated nodes on this machine, a network namespace each (-n ranks on each)",

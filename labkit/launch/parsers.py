@@ -83,6 +83,17 @@ def add_options(p: argparse.ArgumentParser, surface: str) -> None:
         p.add_argument(*flags, **kwargs)
 
 
+def completed_usage(usage: str, surface: str) -> str:
+    """A magic's usage line (a message, written by hand to show how options go together), with any declared
+    option it does not name yet added at its end."""
+    named = set(re.findall(r"-{1,2}[\w-]+", usage))
+    for name, opt in options.declared(surface).items():
+        flag = "--" + name.replace("_", "-")
+        if flag not in named and not named & set(opt.short):
+            usage += f" [{flag}]" if opt.flag else f" [{flag} {name.upper()}]"
+    return usage
+
+
 def given(opts: argparse.Namespace, surface: str) -> dict[str, Any]:
     """The declared options of ``surface`` from a parsed line, None (not given, no default) left out."""
     return {name: getattr(opts, name) for name in options.declared(surface) if getattr(opts, name, None) is not None}
