@@ -14,7 +14,19 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "run a Python file on N torchrun ranks",
         "ro": "rulează un fișier Python pe N ranguri torchrun",
     },
-    "cli.run.json": {"en": "print the values as JSON", "ro": "afișează valorile ca JSON"},
+    "cli.run.json": {
+        "en": "print the values as JSON (alone on stdout; the run's output goes to stderr)",
+        "ro": "afișează valorile ca JSON (singure pe stdout; ieșirea rulării merge pe stderr)",
+    },
+    "cli.run.file": {"en": "the Python file the ranks run", "ro": "fișierul Python pe care îl rulează rangurile"},
+    "cli.extra.missing": {
+        "en": "labkit {command} needs {module}, which is not installed here: pip install 'fsdp-labkit[{extra}]'",
+        "ro": "labkit {command} are nevoie de {module}, care nu este instalat aici: pip install 'fsdp-labkit[{extra}]'",
+    },
+    "cli.lang.unknown": {
+        "en": "labkit: unknown language {value!r}; choose one of {langs}",
+        "ro": "labkit: limbă necunoscută {value!r}; alegeți una dintre {langs}",
+    },
     "cli.cleanup.help": {
         "en": "kill labkit rank processes left alive by earlier runs",
         "ro": "oprește procesele de rang labkit rămase de la rulări anterioare",

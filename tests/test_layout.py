@@ -40,7 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("models", "memory", "timing", "ranks"),  # formulas and the rank side; no views, no launch
     ("views",),  # what the notebook shows: takes a RunRecord, never a launch.Run
     ("launch",),  # the kernel side of a run: starts ranks, fills a Run, shows it
-    ("export", "course", "grading", "regress", "cli", "hub"),  # what is built on runs
+    ("export", "course", "grading", "regress", "cli", "__main__", "hub"),  # what is built on runs
 )
 # hub: the class JupyterHub's side (launch/hub.sh); it runs in the hub's process, as root, and never in a
 # kernel or a rank: it sits with launch's consumers, and only reads the base (messages) and wire (env)
@@ -49,6 +49,7 @@ WITHIN_LAYER = {
     "ranks": {"models", "timing"},  # FSDP units are labkit's blocks; a recorded span's interval arithmetic
     "course": {"grading"},  # the lessons' questions register with the grader
     "cli": {"export", "course", "grading", "regress"},
+    "__main__": {"cli"},  # python -m labkit: the labkit command
     "regress": {
         "grading"
     },  # a sweep executes notebooks the way the grader does (grading.runner.execute)  # the labkit command: each package's subcommand

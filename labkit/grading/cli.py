@@ -109,7 +109,9 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labkit.grading")
+    from labkit.launch.parsers import LocalParser  # argparse's own words in the user's language
+
+    parser = LocalParser(prog="python -m labkit.grading")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.func(args)

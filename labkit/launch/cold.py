@@ -19,7 +19,7 @@ from labkit.i18n import t
 from labkit.launch import diagnose, finished
 from labkit.launch.group import Job, RankGroup, cleanup, find_run_processes
 from labkit.launch.nodes import failed_nodes, failure_note
-from labkit.launch.options import RunConfig, emulated, resolve
+from labkit.launch.options import PYTHON, RunConfig, config, emulated, resolve
 from labkit.launch.run import Run
 from labkit.ranks.profiling import profile_dir
 from labkit.wire.errors import RunInterrupted
@@ -58,9 +58,11 @@ def torchrun(
     """Run ``target`` (code, a path to a .py file, or a function) on ``nproc`` torchrun ranks.
 
     Returns a ``Run``; raises ``RankError``/``RunTimeout``/... (each carrying ``.run``) when
-    the run fails, unless ``raise_on_error=False``.
+    the run fails, unless ``raise_on_error=False``. ``options`` are ``RunConfig``'s other fields
+    (``display``, ``pin``, ``nodes``, ...); a name it has not is an ``OptionError`` with the closest one.
     """
-    cfg = resolve(RunConfig(nproc=nproc, backend=backend, timeout=timeout, env=dict(env or {}), quiet=quiet, **options))
+    given = {"nproc": nproc, "backend": backend, "timeout": timeout, "env": env or {}, "quiet": quiet}
+    cfg = resolve(config(PYTHON, **given, **options))
     job = Job.make(target, vars or {}, args, kwargs or {})
     if emulated(cfg) and not cfg.quiet:
         from labkit.launch.netem import latency_note

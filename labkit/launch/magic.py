@@ -8,8 +8,9 @@
     %%ranks                       # a cell on them, in the namespace the earlier cells left
     %torchrun_restart / %torchrun_stop
 
-The options mirror ``labkit.torchrun()`` and ``labkit.Session``; the ``Run`` ends up in
-``_`` and in ``labkit.last_run``. The option texts live in ``labkit.options``.
+The options are the ones ``labkit.launch.options`` declares for each magic (the same as
+``labkit.torchrun()`` and ``labkit.Session`` take); the parsers are made from those declarations
+(``labkit.launch.parsers``). The ``Run`` ends up in ``_`` and in ``labkit.last_run``.
 Each ``*_line``/``*_cell`` function is what the magic does, without IPython (tests call them).
 """
 
@@ -17,10 +18,11 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from labkit.i18n import get_lang, set_lang, t
-from labkit.launch.options import add_node_options, node_options
+from labkit.i18n import LANGS, get_lang, set_lang, t
+from labkit.launch import options
+from labkit.launch.parsers import LocalParser, add_options, completed_usage, given, translate
 from labkit.wire.errors import CellSyntaxError, OptionError
 
 if TYPE_CHECKING:
@@ -31,12 +33,12 @@ if TYPE_CHECKING:
 _session: Session | None = None  # the session the warm magics use
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would call sys.exit(); we raise instead
-        raise OptionError(t("launch.magic.bad_option", magic=self.prog, error=message, usage=self.usage))
+class _Parser(LocalParser):
+    def error(self, message: str) -> NoReturn:  # argparse would call sys.exit(); we raise instead
+        raise OptionError(t("launch.magic.bad_option", magic=self.prog, error=translate(message), usage=self.usage))
 
     def format_help(self) -> str:
-        """The options in the user's language: argparse's own headings ("usage:", "options:") are English."""
+        """The options in the user's language, under one heading, after the usage line as the magic spells it."""
         f = self._get_formatter()
         usage = (self.usage or "").replace("%", "%%")  # argparse formats it with %: keep %%torchrun as typed
         f.add_usage(usage, self._actions, self._mutually_exclusive_groups, prefix=t("launch.magic.help.usage"))
@@ -47,51 +49,33 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _new_parser(magic: str, usage_key: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=magic, add_help=False, usage=t(usage_key))
+    """A magic's parser: its options are the ones ``labkit.launch.options`` declares for it."""
+    p = _Parser(prog=magic, add_help=False, usage=completed_usage(t(usage_key), magic))
     p.add_argument("-h", "--help", action="store_true", help=t("launch.magic.help.help"))  # parse_line prints it
+    add_options(p, magic)
     return p
 
 
 def parser() -> argparse.ArgumentParser:
     """The options of ``%%torchrun``."""
-    p = _new_parser("%%torchrun", "launch.magic.usage")
-    p.add_argument("-n", "--nproc", help=t("launch.magic.help.nproc"))
-    p.add_argument("--backend", default="auto", help=t("launch.magic.help.backend"))
-    p.add_argument("--timeout", type=float, default=None, help=t("launch.magic.help.timeout"))
-    p.add_argument("--vars", default="", help=t("launch.magic.help.vars"))
-    p.add_argument("--env", action="append", default=[], help=t("launch.magic.help.env"))
-    p.add_argument("--quiet", action="store_true", help=t("launch.magic.help.quiet"))
-    p.add_argument("--display", default="auto", help=t("launch.magic.help.display"))
-    add_node_options(p)
-    return p
+    return _new_parser(options.TORCHRUN, "launch.magic.usage")
 
 
 def start_parser() -> argparse.ArgumentParser:
     """The options of ``%torchrun_start``."""
-    p = _new_parser("%torchrun_start", "launch.warm.usage.start")
-    p.add_argument("-n", "--nproc", help=t("launch.magic.help.nproc"))
-    p.add_argument("--backend", default="auto", help=t("launch.magic.help.backend"))
-    p.add_argument("--pg-timeout", type=float, default=None, help=t("launch.warm.help.pg_timeout"))
-    p.add_argument("--env", action="append", default=[], help=t("launch.magic.help.env"))
-    p.add_argument("--pin", action="store_true", help=t("launch.magic.help.pin"))
-    return p
+    return _new_parser(options.START, "launch.warm.usage.start")
 
 
-_ranks_parsers: dict[str, argparse.ArgumentParser] = {}  # language -> parser
+_ranks_parsers: dict[tuple[str, type], argparse.ArgumentParser] = {}  # (language, the options' class) -> parser
 
 
 def ranks_parser() -> argparse.ArgumentParser:
     """The options of ``%%ranks``, made once per language: a warm cell takes milliseconds, and
     building an argparse parser with its help texts is a noticeable part of them."""
-    lang = get_lang()
-    p = _ranks_parsers.get(lang)
+    key = (get_lang(), options.RunConfig)
+    p = _ranks_parsers.get(key)
     if p is None:
-        p = _new_parser("%%ranks", "launch.warm.usage.ranks")
-        p.add_argument("--timeout", type=float, default=None, help=t("launch.warm.help.timeout"))
-        p.add_argument("--vars", default="", help=t("launch.magic.help.vars"))
-        p.add_argument("--quiet", action="store_true", help=t("launch.magic.help.quiet"))
-        p.add_argument("--display", default=None, help=t("launch.magic.help.display"))
-        _ranks_parsers[lang] = p
+        p = _ranks_parsers[key] = _new_parser(options.RANKS, "launch.warm.usage.ranks")
     return p
 
 
@@ -127,23 +111,17 @@ def pick_vars(names: str, namespace: dict[str, Any]) -> dict[str, Any]:
 def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run | None:
     """What ``%%torchrun`` does (None after ``--help``: nothing ran)."""
     from labkit.launch.cold import torchrun
-    from labkit.launch.options import parse_env
 
     opts = parse_line(line)
     if opts is None:
         return None
+    kwargs = given(opts, options.TORCHRUN)
+    names = kwargs.pop("vars", "")
+    if opts.quiet:
+        kwargs["display"] = "none"
     try:
-        return torchrun(
-            "\n" + cell,  # line 1 of the cell is the %%torchrun line: keep line numbers as the student sees them
-            nproc=opts.nproc,
-            backend=opts.backend,
-            timeout=opts.timeout,
-            vars=pick_vars(opts.vars, namespace),
-            env=parse_env(opts.env),
-            quiet=opts.quiet,
-            display="none" if opts.quiet else opts.display,
-            **node_options(opts),
-        )
+        # line 1 of the cell is the %%torchrun line: keep line numbers as the student sees them
+        return torchrun("\n" + cell, vars=pick_vars(names, namespace), **kwargs)
     except SyntaxError as exc:
         # IPython shows a SyntaxError from a magic as a trace through labkit; ours is just the cell line
         raise CellSyntaxError("\n".join(syntax_lines(exc))) from None
@@ -169,17 +147,17 @@ def current() -> Session | None:
 def start_line(line: str) -> Session | None:
     """What ``%torchrun_start`` does (after ``--help``, nothing: the session as it was)."""
     global _session
-    from labkit.launch.options import parse_env
     from labkit.launch.warm import Session
 
     opts = parse_line(line, start_parser())
     if opts is None:
         return _session
-    env = parse_env(opts.env)
+    kwargs = given(opts, options.START)
+    options.coerce("env", kwargs.get("env", []))  # a bad --env before the running session is stopped
     if _session is not None and _session.alive:
         print(t("launch.warm.replacing"), flush=True)
         _session.stop()
-    _session = Session(nproc=opts.nproc, backend=opts.backend, pg_timeout=opts.pg_timeout, env=env, pin=opts.pin)
+    _session = Session(**kwargs)
     print(
         t("launch.warm.started", nproc=_session.nproc, backend=_session.backend, seconds=_session.start_seconds),
         flush=True,
@@ -196,14 +174,13 @@ def ranks_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run | None:
         return None
     if _session is None:
         raise SessionEnded(t("launch.warm.none"))
+    kwargs = given(opts, options.RANKS)
+    names = kwargs.pop("vars", "")
+    if opts.quiet:
+        kwargs["display"] = "none"
     try:
-        return _session.run(
-            "\n" + cell,  # line 1 of the cell is the %%ranks line: keep line numbers as the student sees them
-            timeout=opts.timeout,
-            vars=pick_vars(opts.vars, namespace),
-            quiet=opts.quiet,
-            display="none" if opts.quiet else opts.display,
-        )
+        # line 1 of the cell is the %%ranks line: keep line numbers as the student sees them
+        return _session.run("\n" + cell, vars=pick_vars(names, namespace), **kwargs)
     except SyntaxError as exc:
         raise CellSyntaxError("\n".join(syntax_lines(exc))) from None
 
@@ -269,8 +246,7 @@ def register(ipython: Any) -> None:
 
         @line_magic
         def labkit_lang(self, line: str) -> None:
-            set_lang(line.strip() or None)
-            print(t("launch.magic.lang"))
+            lang_line(line)
 
         @line_magic
         def torchrun_start(self, line: str) -> None:
@@ -287,3 +263,33 @@ def register(ipython: Any) -> None:
             restart_line()
 
     ipython.register_magics(LabkitMagics)
+    if help_body not in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.append(help_body)
+
+
+CELL_MAGICS = ("%%torchrun", "%%ranks")
+
+
+def help_body(lines: list[str]) -> list[str]:
+    """``%%torchrun --help`` alone in a cell: IPython refuses a cell magic with an empty body before the
+    magic runs, so the help would never print. Such a cell gets an empty line for a body; a cell magic
+    without ``--help`` and without a body is left to IPython's own refusal."""
+    if len(lines) != 1 or not lines[0].startswith(CELL_MAGICS):
+        return lines
+    magic, _, rest = lines[0].strip().partition(" ")
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        return lines  # the magic says what is wrong with the line
+    if magic in CELL_MAGICS and ("-h" in words or "--help" in words):
+        return [lines[0].rstrip("\n") + "\n", "\n"]
+    return lines
+
+
+def lang_line(line: str) -> None:
+    """What ``%labkit_lang`` does: ``ro``, ``en``, or nothing (the environment's again)."""
+    try:
+        set_lang(line.strip() or None)
+    except ValueError:
+        raise OptionError(t("launch.magic.lang.unknown", value=line.strip(), langs=", ".join(LANGS))) from None
+    print(t("launch.magic.lang"))

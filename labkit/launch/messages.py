@@ -112,6 +112,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     # labkit.launch.magic
     "launch.magic.bad_option": {"en": "{magic}: {error}\nusage: {usage}", "ro": "{magic}: {error}\nutilizare: {usage}"},
     "launch.magic.lang": {"en": "labkit speaks English now.", "ro": "labkit vorbește acum românește."},
+    "launch.magic.lang.unknown": {
+        "en": "%labkit_lang: unknown language {value!r}; choose one of {langs}",
+        "ro": "%labkit_lang: limbă necunoscută {value!r}; alegeți una dintre {langs}",
+    },
     "launch.magic.help.usage": {"en": "usage: ", "ro": "utilizare: "},
     "launch.magic.help.options": {"en": "options", "ro": "opțiuni"},
     "launch.magic.help.help": {
@@ -167,6 +171,64 @@ MESSAGES: dict[str, dict[str, str]] = {
     "launch.opt.timeout": {
         "en": "timeout must be a positive number of seconds, got {value!r}",
         "ro": "timeout trebuie să fie un număr pozitiv de secunde, nu {value!r}",
+    },
+    "launch.opt.seconds": {
+        "en": "{option} must be a positive number of seconds, got {value!r}",
+        "ro": "{option} trebuie să fie un număr pozitiv de secunde, nu {value!r}",
+    },
+    "launch.opt.interval": {
+        "en": "{option} must be a number of seconds, 0 or more, got {value!r}",
+        "ro": "{option} trebuie să fie un număr de secunde, 0 sau mai mult, nu {value!r}",
+    },
+    "launch.opt.flag": {
+        "en": "{option} is on or off (True or False), got {value!r}",
+        "ro": "{option} este activată sau nu (True sau False), nu {value!r}",
+    },
+    "launch.opt.text": {
+        "en": "{option} takes text, got {value!r}",
+        "ro": "{option} primește text, nu {value!r}",
+    },
+    "launch.opt.unknown": {
+        "en": "{where} has no option {name!r}{hint}",
+        "ro": "{where} nu are opțiunea {name!r}{hint}",
+    },
+    "launch.opt.help.grace": {
+        "en": "seconds between SIGTERM and SIGKILL when stopping ranks",
+        "ro": "secundele dintre SIGTERM și SIGKILL la oprirea rangurilor",
+    },
+    "launch.opt.help.sample_interval": {
+        "en": "seconds between memory samples in each rank; 0 turns sampling off",
+        "ro": "secundele dintre eșantioanele de memorie din fiecare rang; 0 oprește eșantionarea",
+    },
+    "launch.opt.help.start_method": {
+        "en": "fork (ranks are copies of torchrun's agent, torch already imported) or spawn (a fresh interpreter per rank)",
+        "ro": "fork (rangurile sunt copii ale agentului torchrun, cu torch deja importat) sau spawn (un interpretor nou pentru fiecare rang)",
+    },
+    # argparse's own words (labkit.launch.parsers), in the magics and the labkit command
+    "launch.args.positionals": {"en": "positional arguments", "ro": "argumente poziționale"},
+    "launch.args.help": {
+        "en": "show this help message and exit",
+        "ro": "afișează acest mesaj de ajutor și iese",
+    },
+    "launch.args.error": {"en": "{prog}: error: {message}", "ro": "{prog}: eroare: {message}"},
+    "launch.args.argument": {"en": "argument {name}: {error}", "ro": "argumentul {name}: {error}"},
+    "launch.args.required": {
+        "en": "the following arguments are required: {names}",
+        "ro": "următoarele argumente sunt obligatorii: {names}",
+    },
+    "launch.args.unrecognized": {
+        "en": "unrecognized arguments: {words}",
+        "ro": "argumente necunoscute: {words}",
+    },
+    "launch.args.choice": {
+        "en": "invalid choice: {value} (choose from {choices})",
+        "ro": "alegere nevalidă: {value} (alegeți dintre {choices})",
+    },
+    "launch.args.one": {"en": "expected one argument", "ro": "se așteaptă un argument"},
+    "launch.args.value": {"en": "invalid {type} value: {value}", "ro": "valoare {type} nevalidă: {value}"},
+    "launch.args.not_with": {
+        "en": "not allowed with argument {name}",
+        "ro": "nu este permis împreună cu argumentul {name}",
     },
     "launch.opt.display": {
         "en": "display must be one of auto, widgets, text, none; got {value!r}",
@@ -413,8 +475,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     # labkit.launch.options
     "launch.magic.usage": {
-        "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR] [--nodes N [--link RATE[,LATENCY]]] [--pin] [--profile]",
-        "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR] [--nodes N [--link RATĂ[,LATENȚĂ]]] [--pin] [--profile]",
+        "en": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECONDS] [--vars a,b] [--env K=V ...] [--quiet] [--display auto|widgets|text|none] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADDR] [--nodes N [--link RATE[,LATENCY]]] [--pin] [--profile]",
+        "ro": "%%torchrun [-n NPROC] [--backend auto|gloo|nccl] [--timeout SECUNDE] [--vars a,b] [--env K=V ...] [--quiet] [--display auto|widgets|text|none] [--nnodes N --slurm [--slurm-args ARGS] | --hosts a,b] [--channel-host ADR] [--nodes N [--link RATĂ[,LATENȚĂ]]] [--pin] [--profile]",
     },
     "launch.magic.help.nodes": {
         "en": "emulated nodes on this machine, a network namespace each (-n ranks on each)",

@@ -42,7 +42,7 @@ from labkit.i18n import t
 from labkit.launch import diagnose, finished
 from labkit.launch.diagnose import ranks_text, with_note
 from labkit.launch.group import Job, RankGroup, sigint_deferred
-from labkit.launch.options import DISPLAYS, RunConfig, check_picklable, check_timeout, resolve
+from labkit.launch.options import SESSION, RunConfig, check_picklable, check_timeout, coerce, config, resolve
 from labkit.launch.run import Run
 from labkit.wire.errors import LaunchError, OptionError, RankError, RunError, RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import TYPE, Msg, Outcome, Status, retyped
@@ -77,11 +77,14 @@ class Session:
         error_grace: float = ERROR_GRACE,
         start: bool = True,
         pin: bool = False,
+        **options: Any,
     ) -> None:
-        extra = {} if pg_timeout is None else {"pg_timeout": float(pg_timeout)}
-        self.cfg = resolve(
-            RunConfig(nproc=nproc, backend=backend, env=dict(env or {}), quiet=quiet, display=display, pin=pin, **extra)
-        )
+        """``options``: ``RunConfig``'s other fields a session takes (``start_method``, ``sample_interval``,
+        ``grace``); a name it has not is an ``OptionError`` with the closest one."""
+        given = {"nproc": nproc, "backend": backend, "env": env or {}, "quiet": quiet, "display": display, "pin": pin}
+        if pg_timeout is not None:  # else RunConfig's: LABKIT_PG_TIMEOUT
+            given["pg_timeout"] = pg_timeout
+        self.cfg = resolve(config(SESSION, **given, **options))
         self.timeout = check_timeout(timeout)
         self.error_grace = error_grace
         self.cells = 0
@@ -233,9 +236,11 @@ class Session:
             raise OptionError(t("launch.warm.busy"))
         group = self._live()
         timeout = check_timeout(timeout) if timeout is not None else self.timeout
-        cfg = replace(self.cfg, quiet=self.cfg.quiet if quiet is None else quiet, display=display or self.cfg.display)
-        if cfg.display not in DISPLAYS:
-            raise OptionError(t("launch.opt.display", value=cfg.display))
+        cfg = replace(
+            self.cfg,
+            quiet=self.cfg.quiet if quiet is None else coerce("quiet", quiet),
+            display=self.cfg.display if display is None else coerce("display", display),
+        )
         n = self.cells + 1
         compile(code, f"<cell {n}>", "exec")  # a SyntaxError names the line, before any rank sees the cell
         vars_file = self._write_vars(group, vars, n)
