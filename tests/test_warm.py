@@ -318,7 +318,7 @@ def test_magics_in_a_notebook(no_orphans):
         "%%ranks\npass",
         "%torchrun_restart",
         "%%ranks --quiet\nfrom labkit import rank\nrank.report(has_w='w' in globals())",
-        "import labkit.magic\nprint(_.values, labkit.magic.current().start_run.run_id)",
+        "import labkit.launch.magic\nprint(_.values, labkit.launch.magic.current().start_run.run_id)",
     ]  # the session is left running: it must end with the kernel
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]

@@ -374,7 +374,7 @@ def rank_entry(start_method: str) -> list[str]:
     if start_method == "fork":
         import labkit.ranks.bootstrap
 
-        return ["--start-method=fork", "--run-path", os.path.abspath(labkit.bootstrap.__file__)]
+        return ["--start-method=fork", "--run-path", os.path.abspath(labkit.ranks.bootstrap.__file__)]
     return ["-m", "labkit.ranks.bootstrap"]
 
 
