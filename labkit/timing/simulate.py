@@ -171,8 +171,8 @@ class _Schedule:
         """End the asynchronous gathers still in flight, now that the compute beside them is known:
         gloo's thread shares the cores with the rank's CPU work (compute and host spans) only while
         there is some. A gather issued with nothing to compute beside it (the root's, at the step's
-        start; the first unit's, beside the root's 0.1 ms) runs at its own speed: measured, 1 node x 4
-        (one step of lp53), 2-4 ms alone against 11-15 ms beside a unit's forward."""
+        start; the first unit's, beside the root's 0.1 ms) runs at its own speed: measured, 1 node x 4,
+        2-4 ms alone against 11-15 ms beside a unit's forward."""
         if not self.pending:
             return
         work = [(s["start"], s["end"]) for s in on(self.spans, Stream.COMPUTE, Stream.HOST)]
