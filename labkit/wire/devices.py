@@ -223,7 +223,7 @@ def parent_cuda_state() -> dict[str, Any]:
 
 
 def prepare_agent() -> None:
-    """In torchrun's agent (``labkit.agent``), before torchrun's own main runs.
+    """In torchrun's agent (``labkit.launch.agent``), before torchrun's own main runs.
 
     torch 2.13's ``LaunchConfig`` calls ``torch.cuda.is_available()`` in the agent (to decide on
     NUMA binding). By default that is ``cudaGetDeviceCount``, which starts the CUDA driver in
