@@ -5,7 +5,7 @@ GPUs by setting ``CUDA_VISIBLE_DEVICES``. That variable is advisory: nothing sto
 process from using the other GPUs except good manners, so labkit treats it as the
 allocation and never widens it.
 
-    from labkit import gpus
+    from labkit.wire import devices as gpus
     gpus.visible_gpus()      # ['2', '3'] under CUDA_VISIBLE_DEVICES=2,3
     gpus.default_nproc()     # 2: one rank per GPU; 2 CPU ranks when there are none
     gpus.check_nccl(4)       # OptionError: 4 NCCL ranks, but only 2 GPUs are yours
