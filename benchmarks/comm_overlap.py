@@ -16,7 +16,7 @@ FSDP2, counting every collective in the ranks and recording the per-unit timelin
    GPU (an assumption, labelled as such: the CPU's compute hides any link's traffic);
 3. the replay of each CPU run as it ran, against its measured step time: compute, the
    optimizer and the host overhead (hooks, Python between ops) calibrated from that run
-   (``labkit.calibrate``), the link fitted to it; target every |error| <= 10%. With the
+   (``labkit.timing.calibrate``), the link fitted to it; target every |error| <= 10%. With the
    host overhead calibrated on the same steps this checks that the schedule reproduces the
    run (order, blocking, DDP's background all-reduces). The last column is the stronger
    test: FULL_SHARD's prefetch modes predicted from the BACKWARD_PRE run's calibration. It

@@ -124,7 +124,7 @@ def seed_cell(backend: str) -> str:
 def seed_notebook(plan: Plan, result_path: Path) -> nbformat.NotebookNode:
     cell = f"%%torchrun -n {plan.nproc} --backend {plan.backend} --vars model_size,steps --timeout 240\n"
     cells = [
-        'from labkit import gpus\ngpus.audit_cuda("kernel")  # before labkit\'s magics are imported',
+        'from labkit.wire import devices as gpus\ngpus.audit_cuda("kernel")  # before labkit\'s magics are imported',
         "%load_ext labkit",
         f"model_size = {plan.model!r}\nsteps = 3",
         cell + seed_cell(plan.backend),

@@ -55,13 +55,9 @@ not average that out; more processes do. So every topology whose link is 1 Gbit/
 ``--launches`` times (12) with ``--steps`` steps each (7, the first not counted), pooled (``pool``):
 72 steps from twelve processes, where three launches of 13 steps gave 36 from three. The calibration
 runs twice as many launches of twice as many steps: every row inherits its error, one flavor's
-rows all the same way (with six launches, its configurations' measured steps had a standard
-error of 1.5-3.8% in two matrices, and measured again beside the rows they came out up to 12%
-apart, either sign, over thirty matrices). Twelve rather than six (session 24): from the
-calibration alone, thirteen matrices of six met the 10% max in three, seven pairs of them pooled
-(twelve, twenty-four for the calibration) in four, a matrix run with twelve (lp67) met it (2.1% /
-7.5%; at the run's pace 2.2% / 9.2%); the run takes 15 minutes instead of 10. Over a slower link a
-step is the link's and moves 1% from one launch to the next: one launch.
+rows all the same way, and a launch's speed is most of what a prediction from the calibration
+alone misses (docs/netem.md, "History", has how six launches and twelve compared). Over a slower
+link a step is the link's and moves 1% from one launch to the next: one launch.
 Rows of the calibration's own configurations on its own topology are replays, marked
 ``(cal.)`` and left out of the error summary. The 1-node, 2-rank run trains them again minutes
 later; a line after the table says how far those steps moved from the calibration's (the same
@@ -210,9 +206,7 @@ def quiet(launches: list[dict], slack: float = 1.05) -> tuple[list[dict], list[s
 
     For a calibration run first (``--sequential``) only: interleaved with the rows, its slow
     launches are the machine's minutes that the rows beside them ran in too, and leaving them out
-    made the calibration faster than every row (six interleaved matrices, lp37-lp42: 1-5 launches
-    left out, every row's pace 1.06-1.26 in the two that lost five; from the calibration alone,
-    mean / max |error| 3.5-5.6% / 11.3-17.6% with the rule, 2.7-4.1% / 9.2-13.4% without)."""
+    made the calibration faster than every row (docs/netem.md, "History")."""
     probes = [launch_probe(data) for data in launches]
     if any(p is None for p in probes) or len(probes) < 3:
         return launches, []
@@ -235,9 +229,9 @@ def group_steps(kept: Kept, spec: str) -> list[dict[str, Any]]:
     as the group takes it, which is what the model predicts. Every step starts after a barrier (the
     speed probe's), so the steps line up rank by rank. Rank 0's own span is not always it: in DDP's
     last all-reduce over nodes rank 0's last send goes across and its last receive comes from its
-    own node, so it leaves one chunk's link time before the others (173 ms at 50 Mbit/s, measured,
-    session 15) and waits for them at the next barrier, outside any step: on 2 nodes x 2 over
-    50 Mbit/s the group's step is 13-14% longer than rank 0's (five kept matrices). FSDP's last
+    own node, so it leaves one chunk's link time before the others (173 ms at 50 Mbit/s, measured)
+    and waits for them at the next barrier, outside any step: on 2 nodes x 2 over 50 Mbit/s the
+    group's step is 13-14% longer than rank 0's. FSDP's last
     reduce-scatter, an all-reduce on gloo, does the same with a smaller chunk: 1-3% there; on one
     node and over faster links the two agree within 1% (up to 2.7% on 1 node x 4 unbound)."""
     per_rank = [spans_messages(kept, r, spec) for r in sorted(kept.events)]
@@ -421,8 +415,8 @@ def schedule(matrix: list, launches: int, interleave: bool = True) -> list[tuple
     matrices): one launch; a fast one is CPU work, which moves per launch: ``launches`` of it, and
     twice as many of the calibration. Interleaved (the default), they run round by round, two of
     the calibration and one of each fast topology per round, a slow topology's one launch in a
-    round of its own turn: the machine's speed drifts by 10-39% over the benchmark's 14 minutes
-    (session 18: pace 1.07-1.39 on the last rows), and this way the drift falls on the calibration
+    round of its own turn: the machine's speed drifts by 10-39% over the benchmark's
+    minutes, and this way the drift falls on the calibration
     and on every row alike, where in sequence the calibration had the first minutes' speed and
     each row its own minutes'. No row's measurement enters the calibration either way.
     """

@@ -99,7 +99,7 @@ export PYTHONFAULTHANDLER=${PYTHONFAULTHANDLER:-1} # a rank that crashes nativel
 py=$(labkit_python "$repo")
 if [ -z "$nproc" ]; then
     # labkit's rule: one rank per GPU that is ours (CUDA_VISIBLE_DEVICES), never more; 2 without GPUs
-    nproc=$("$py" -c 'from labkit.gpus import default_nproc; print(default_nproc())' 2>/dev/null ||
+    nproc=$("$py" -c 'from labkit.wire.devices import default_nproc; print(default_nproc())' 2>/dev/null ||
         "$py" -c 'import torch; print(torch.cuda.device_count() or 2)')
 fi
 [[ -z $rdzv_timeout || $rdzv_timeout =~ ^[1-9][0-9]*$ ]] || die "labkit: --rdzv-timeout must be a number of seconds, not %s" \

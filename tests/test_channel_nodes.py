@@ -129,7 +129,7 @@ srun: error: n2: task 1: Killed
 def test_the_labelled_log_names_the_nodes():
     assert nodes.node_names(LOG) == {0: "n1", 1: "n2"}
     plain = nodes.unlabel(LOG)
-    assert "  rank      : 2 (local_rank: 0)\n  exitcode  : -9" in plain  # what labkit.diagnose reads
+    assert "  rank      : 2 (local_rank: 0)\n  exitcode  : -9" in plain  # what labkit.launch.diagnose reads
     assert nodes.node_report(LOG, 2) == ["srun: error: n2: task 1: Killed"]
     stuck = "0: labkit: node n1 (node rank 0) agent started\n0: RendezvousTimeoutError\n"
     assert nodes.node_report(stuck, 2)[-1].startswith("the rendezvous never completed")
@@ -148,7 +148,7 @@ def test_the_channel_listens_where_the_nodes_are_reached():
 
 
 def test_a_remote_agent_ends_when_its_ssh_goes_away(tmp_path):
-    # python -m labkit.nodes remote: the environment comes on stdin, and stdin's end is the lifeline
+    # python -m labkit.launch.nodes remote: the environment comes on stdin, and stdin's end is the lifeline
     env = {"LABKIT_TOKEN": "t0ken", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "1"}
     cmd = [
         sys.executable,

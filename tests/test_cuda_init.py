@@ -36,7 +36,7 @@ def test_a_cell_leaves_the_kernel_and_the_agent_without_cuda(tmp_path: Path) -> 
     cell = "import torch, torch.distributed as dist\nfrom labkit import rank\nx = torch.ones(1)\ndist.all_reduce(x)\nrank.report(total=x.item())\n"
     kernel = f"""
         import json
-        from labkit import gpus
+        from labkit.wire import devices as gpus
         gpus.audit_cuda("kernel")          # before labkit's magics are even imported
         from IPython.core.interactiveshell import InteractiveShell
         shell = InteractiveShell.instance()
@@ -73,7 +73,7 @@ def test_the_audit_catches_a_cuda_call_and_a_fork_inherits_it(tmp_path: Path) ->
     audit = tmp_path / "audit.jsonl"
     code = """
         import json, multiprocessing, os
-        from labkit import gpus
+        from labkit.wire import devices as gpus
         gpus.audit_cuda("agent")
         import torch
         torch.cuda.is_available()          # on a GPU machine: cuInit, and every fork is poisoned

@@ -1,4 +1,4 @@
-"""Diagnosis without a launch: recorded evidence in, the error text out (``labkit.diagnose``).
+"""Diagnosis without a launch: recorded evidence in, the error text out (``labkit.launch.diagnose``).
 
 Each folder in ``tests/fixtures/diagnose/`` was recorded from a real run by ``record.py`` there:
 the channel messages, each rank's output, torchrun's log, and the error diagnosis returned.
@@ -170,7 +170,7 @@ def test_agent_log_parsers():
         "[W] Sending process 4242 closing signal SIGTERM\n"
         "Failures:\n  time      : 2026-12-02\n  host      : h\n  rank      : 1 (local_rank: 1)\n"
         "  exitcode  : -9 (pid: 4243)\n"
-        "labkit: local_rank 1 exitcode -11\nlabkit: local_rank 2 exitcode 1\n"  # labkit.agent's lines
+        "labkit: local_rank 1 exitcode -11\nlabkit: local_rank 2 exitcode 1\n"  # labkit.launch.agent's lines
     )
     assert diagnose.agent_stops(text) == {4242: "SIGTERM"}
     assert diagnose.agent_exit_codes(text) == {1: -9, 2: 1}, "torchrun's own report first"

@@ -1,6 +1,6 @@
 """labkit.export: a lesson's %%torchrun cells as a script that plain torchrun runs, with the
 notebook's values. The script is run for real on 2 gloo ranks and compared with the same
-cells run the notebook's way (labkit.magic.run_cell, what %%torchrun calls)."""
+cells run the notebook's way (labkit.launch.magic.run_cell, what %%torchrun calls)."""
 
 from __future__ import annotations
 

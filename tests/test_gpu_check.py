@@ -65,7 +65,7 @@ def test_the_seed_cell_is_lesson_0s_example_made_device_neutral() -> None:
     assert code.index("FullyShardedDataParallel(") < code.index("torch.optim.AdamW(")
     nb = gc.seed_notebook(SimpleNamespace(nproc=4, backend="nccl", model="medium"), Path("/x/seed.json"))
     assert nb.cells[3].source.startswith("%%torchrun -n 4 --backend nccl --vars model_size,steps")
-    assert nb.cells[0].source.startswith("from labkit import gpus\ngpus.audit_cuda")
+    assert nb.cells[0].source.startswith("from labkit.wire import devices as gpus\ngpus.audit_cuda")
 
 
 def test_no_gpu_without_dry_run_is_refused_before_anything_is_written(monkeypatch, tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""labkit.gpus: the GPUs the hub gave us, from CUDA_VISIBLE_DEVICES, never more."""
+"""labkit.wire.devices: the GPUs the hub gave us, from CUDA_VISIBLE_DEVICES, never more."""
 
 from __future__ import annotations
 

@@ -248,7 +248,7 @@ def test_nproc_defaults_to_the_gpus_that_are_ours(tmp_path):
         pytest.skip("this machine has GPUs: the count depends on which")
     env = {k: v for k, v in base_env(tmp_path).items() if k != "NPROC_PER_NODE"}
     done = dry_run({**env, "CUDA_VISIBLE_DEVICES": "2,5"}, MULTINODE, "x.py")
-    # labkit.gpus: this machine's torch opens no GPU, so the variable cannot widen it: 2 CPU ranks
+    # labkit.wire.devices: this machine's torch opens no GPU, so the variable cannot widen it: 2 CPU ranks
     assert "--nproc-per-node=2" in done.stderr, done.stderr
 
 

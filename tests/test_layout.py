@@ -1,12 +1,16 @@
-"""The code's layout rules (issues 16 and 21), read from the source with ``ast``; only the torch check
-imports anything (in a subprocess).
+"""The code's layout rules (issues 16 and 21), read from the source with ``ast``; only the torch and
+facade checks import labkit's modules (in a subprocess).
 
 - the packages import each other only along the layers of ``ALLOWED`` (docs/architecture.md draws them);
 - no import cycle of any kind among labkit modules: function-level imports and imports under
   ``if TYPE_CHECKING:`` count (a cycle a type hint needs is still a cycle);
 - nothing a rank runs (``labkit.ranks``, and all it imports) imports matplotlib, ipywidgets or IPython;
 - ``import labkit.memory`` and ``import labkit.timing`` (each of their modules) import no torch;
-- at most 10 modules directly in labkit/, the rest in packages named by the side they run on;
+- at most 10 modules directly in labkit/ besides the facades (``FACADES``), the rest in packages named by
+  the side they run on; a facade (``labkit.timeline``, ...) re-exports names a notebook types from the
+  packages it lists, and nothing in labkit imports one;
+- a facade that spans layers is lazy: a rank's ``timeline.Recorder`` loads no plotting, the kernel's
+  ``comm.theory_bytes`` no torch; the formulas' facades import no torch;
 - no labkit module uses another module's ``_private`` name;
 - no ``sys.path`` edits in tests/;
 - a labkit file over 500 lines is a warning to look at it, not a failure.
@@ -55,6 +59,19 @@ WITHIN_LAYER = {
     },  # a sweep executes notebooks the way the grader does (grading.runner.execute)  # the labkit command: each package's subcommand
 }
 EVERYWHERE = {"testing"}
+# The notebook's short names (labkit/<name>.py): each re-exports from the packages listed, and sits above
+# every layer (nothing in labkit imports it). Those over several layers import each name on first use.
+FACADES: dict[str, set[str]] = {
+    "rank": {"ranks"},
+    "memtrack": {"ranks"},
+    "comm": {"ranks", "timing"},  # counted in a rank, theory in the kernel
+    "timeline": {"ranks", "timing", "views"},  # recorded in a rank, cut and drawn in the kernel
+    "simulate": {"timing"},
+    "memory_model": {"memory"},
+    "estimate": {"memory"},
+    "memory_view": {"views"},
+    "units": set(),  # labkit.fmt, the base
+}
 # Module edges that the package table does not allow, each with its reason.
 MODULE_EXCEPTIONS = {
     ("labkit", "labkit.launch.magic"): "IPython calls labkit.load_ipython_extension for %load_ext labkit",
@@ -64,7 +81,7 @@ MODULE_EXCEPTIONS = {
 }
 RANK_SIDE = "labkit.ranks"
 NOT_IN_A_RANK = ("matplotlib", "ipywidgets", "IPython")
-NO_TORCH = ("labkit.memory", "labkit.timing")
+NO_TORCH = ("labkit.memory", "labkit.timing", "labkit.simulate", "labkit.memory_model", "labkit.estimate")
 
 
 def package(module: str) -> str:
@@ -80,6 +97,8 @@ def allowed(pkg: str) -> set[str]:
     """The packages ``pkg`` may import."""
     if pkg in EVERYWHERE:
         return {p for layer in LAYERS for p in layer} | EVERYWHERE
+    if pkg in FACADES:
+        return {BASE, pkg} | FACADES[pkg]
     level = next(i for i, layer in enumerate(LAYERS) if pkg in layer)
     return {p for layer in LAYERS[:level] for p in layer} | {pkg} | WITHIN_LAYER.get(pkg, set())
 
@@ -121,8 +140,8 @@ def absolute(name: str, node: ast.ImportFrom, is_package: bool) -> str:
 
 # Modules whose tables of module names are lookups, not dependencies. i18n: which module registers each
 # message prefix, imported the first time one of its keys is used; i18n works with none of them
-# imported and every one of them imports i18n. labkit (the package): the public names and the short
-# aliases (ALIASES, _LAZY, QUESTION_SOURCES), each module loaded on first use. (A plugin loader such as
+# imported and every one of them imports i18n. labkit (the package): the public names (_LAZY,
+# QUESTION_SOURCES), each module loaded on first use. (A plugin loader such as
 # grading.registry's is a real dependency: the grader cannot grade without the questions it imports.)
 # wire.env: the modules that read each variable, as documentation. Their ``import`` statements still count.
 LOOKUP_TABLES = {"labkit.i18n", "labkit", "labkit.wire.env"}
@@ -314,7 +333,8 @@ def private_uses() -> list[str]:
 
 
 def top_level_modules() -> list[str]:
-    return sorted(p.name for p in LABKIT.glob("*.py"))
+    """The modules directly in labkit/, the facades left out."""
+    return sorted(p.name for p in LABKIT.glob("*.py") if p.stem not in FACADES)
 
 
 def long_files() -> list[str]:
@@ -349,6 +369,7 @@ def test_the_checks_see_the_code():
     assert "torch" in external_imports()["labkit.ranks.memtrack"]
     assert all(package(m) in allowed(package(m)) for m in modules())
     assert "wire" not in allowed(BASE) and "launch" not in allowed("views") and "views" in allowed("launch")
+    assert "labkit.views.gantt" in imports()["labkit.timeline"]  # a facade's table of homes counts
 
 
 def test_packages_import_along_the_layers():
@@ -387,6 +408,30 @@ def test_memory_and_timing_import_no_torch():
     culprit = json.loads(done.stdout.strip().splitlines()[-1])
     assert culprit is None, f"importing {culprit} imports torch (import it inside the function that needs it)"
     assert len(names) > 8, names
+
+
+def test_the_facades_are_the_ones_labkit_names():
+    import labkit
+
+    assert set(labkit.FACADES) == set(FACADES), "labkit.FACADES and this file's FACADES differ"
+    assert all((LABKIT / f"{name}.py").is_file() for name in FACADES)
+    users = [f"{a} imports {b}" for a, targets in imports().items() for b in targets if package(b) in FACADES]
+    assert not users, "a facade is for notebooks; import the module it re-exports from:\n" + "\n".join(users)
+
+
+def test_a_facade_over_several_layers_loads_only_what_is_used():
+    # a fresh interpreter per side: what a rank's names load, then what the kernel's names load
+    def loaded(code: str) -> set[str]:
+        probe = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    rank_side = loaded("from labkit import comm, timeline\ntimeline.Recorder, timeline.cut, comm.count")
+    assert "labkit.ranks.timeline" in rank_side and not {"labkit.views.gantt", "matplotlib"} & rank_side
+    kernel = loaded("from labkit import comm, timeline\ncomm.theory_bytes, timeline.summary, timeline.to_chrome_trace")
+    assert "labkit.timing.theory" in kernel and not {"torch", "labkit.ranks.comm", "labkit.ranks.timeline"} & kernel
+    assert "labkit.rank" not in loaded("import labkit"), "import labkit loads no facade"
 
 
 def test_few_modules_directly_in_labkit():

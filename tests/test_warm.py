@@ -1,4 +1,4 @@
-"""Warm ranks (labkit.warm) on CPU/gloo: state across cells, failures, the kernel's end, the magics.
+"""Warm ranks (labkit.launch.warm) on CPU/gloo: state across cells, failures, the kernel's end, the magics.
 
 Each session here is a real torchrun group; ``no_leaks``/``no_orphans`` then check that
 no rank process, listening socket or file descriptor is left behind.
@@ -147,7 +147,7 @@ def test_exception_is_reported_per_rank_and_the_session_survives(session):
     assert {r: s.error["message"] for r, s in run.ranks.items()} == {0: "bad 0", 1: "bad 1"}
     assert 'File "<cell 1>", line 3' in info.value.traceback
     other = 1 - info.value.rank
-    # the same type at the same cell line is one failure, whatever the message (labkit.diagnose.same_failure)
+    # the same type at the same cell line is one failure, whatever the message (labkit.launch.diagnose.same_failure)
     assert f"rank {other} failed the same way" in str(info.value) and "because of it" not in str(info.value)
     with pytest.raises(RankError) as info:  # different failures: each is told as its own (nobody stopped another)
         session.run("from labkit import rank\nif rank.rank() == 0:\n    raise ValueError('a')\nraise KeyError('b')")
@@ -318,7 +318,7 @@ def test_magics_in_a_notebook(no_orphans):
         "%%ranks\npass",
         "%torchrun_restart",
         "%%ranks --quiet\nfrom labkit import rank\nrank.report(has_w='w' in globals())",
-        "import labkit.magic\nprint(_.values, labkit.magic.current().start_run.run_id)",
+        "import labkit.launch.magic\nprint(_.values, labkit.launch.magic.current().start_run.run_id)",
     ]  # the session is left running: it must end with the kernel
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]

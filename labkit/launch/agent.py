@@ -1,4 +1,4 @@
-"""torchrun's agent, as ``python -m labkit.agent ARGS`` = ``torchrun ARGS``, with two changes to its logging.
+"""torchrun's agent, as ``python -m labkit.launch.agent ARGS`` = ``torchrun ARGS``, with two changes to its logging.
 
 When a forked rank fails, the agent logs the failure with its traceback, and torch's log
 formatter imports ``torch._dynamo`` (and sympy) just to format a traceback: 2-3 s on a
@@ -9,7 +9,7 @@ And torch's process context reports only the first failed rank it looks at (the 
 index among those that ended): when rank 1 is SIGKILLed and rank 0 then fails in a
 collective with it, torchrun names rank 0 alone. Here every rank that had already ended
 with an error when the failure was seen gets a line ``labkit: local_rank N exitcode C``
-(``labkit.diagnose`` reads it).
+(``labkit.launch.diagnose`` reads it).
 
 And three things that cost a cold cell time and nothing else:
 - the rendezvous records each of its steps under the name of the calling method, found with

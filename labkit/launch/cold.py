@@ -2,9 +2,9 @@
 
     run = labkit.torchrun("print(rank.rank())", nproc=2)
 
-One torchrun per call: a ``RankGroup`` (``labkit.group``) starts it, supervises it until
+One torchrun per call: a ``RankGroup`` (``labkit.launch.group``) starts it, supervises it until
 torchrun exits, the timeout passes, the Stop button or the kernel's interrupt ends it, and
-tears it down; ``labkit.diagnose`` turns what happened into the error the cell raises.
+tears it down; ``labkit.launch.diagnose`` turns what happened into the error the cell raises.
 """
 
 from __future__ import annotations

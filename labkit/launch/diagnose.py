@@ -106,11 +106,11 @@ def same_failure(a: RankState, b: RankState) -> bool:
 
 
 def agent_exit_codes(text: str) -> dict[int, int]:
-    """torchrun's failure report lists failed ranks' exit codes (``labkit.agent`` adds the rest); read them."""
+    """torchrun's failure report lists failed ranks' exit codes (``labkit.launch.agent`` adds the rest); read them."""
     codes: dict[int, int] = {}
     for m in re.finditer(r"rank\s*:\s*(\d+)\s*\(local_rank[^\n]*\n\s*exitcode\s*:\s*(-?\d+)", text):
         codes[int(m.group(1))] = int(m.group(2))
-    # labkit.agent adds the ranks torchrun leaves out (one node: the local rank is the rank)
+    # labkit.launch.agent adds the ranks torchrun leaves out (one node: the local rank is the rank)
     for m in re.finditer(r"^labkit: local_rank (\d+) exitcode (-?\d+)$", text, re.M):
         codes.setdefault(int(m.group(1)), int(m.group(2)))
     return codes

@@ -5,8 +5,8 @@
     outcome = group.supervise(run, check, view)   # poll -> ingest -> read logs -> update view
     group.end(run)                           # nothing of it is left
 
-Both ways of running cells use it: ``labkit.launcher`` (one torchrun per cell) and
-``labkit.warm`` (one torchrun, many cells). There is one place that starts the agent and
+Both ways of running cells use it: ``labkit.launch.cold`` (one torchrun per cell) and
+``labkit.launch.warm`` (one torchrun, many cells). There is one place that starts the agent and
 one supervise loop; the callers differ only in when they stop waiting (``check``).
 
 The loop is single-threaded on purpose: the cell's main thread reads the channel, tails the
@@ -177,7 +177,7 @@ class RankGroup:
         return run
 
     def command(self) -> list[str]:
-        # several nodes: each node's agent adds where they meet (labkit.nodes.agent_args)
+        # several nodes: each node's agent adds where they meet (labkit.launch.nodes.agent_args)
         endpoint = [] if self.nodes else ["--rdzv-endpoint=127.0.0.1:0"]  # one node: a free port, no race
         return [
             sys.executable,
@@ -374,7 +374,7 @@ def rank_entry(start_method: str) -> list[str]:
     if start_method == "fork":
         import labkit.ranks.bootstrap
 
-        return ["--start-method=fork", "--run-path", os.path.abspath(labkit.bootstrap.__file__)]
+        return ["--start-method=fork", "--run-path", os.path.abspath(labkit.ranks.bootstrap.__file__)]
     return ["-m", "labkit.ranks.bootstrap"]
 
 

@@ -5,15 +5,15 @@
     %%torchrun --hosts a,b                        # lab machines without a scheduler: ssh
 
 Existing engines only: ``srun --ntasks-per-node=1`` (or one ``ssh`` per host) starts
-``python -m labkit.agent`` (torchrun) on every node; the agents meet in torchrun's c10d
+``python -m labkit.launch.agent`` (torchrun) on every node; the agents meet in torchrun's c10d
 rendezvous on the first node, and the ranks connect back to the kernel over the TCP
-channel (``labkit.channel``: HMAC challenge, the token never on a command line).
-``labkit.group`` still starts and supervises the one process this module's command is
+channel (``labkit.wire.channel``: HMAC challenge, the token never on a command line).
+``labkit.launch.group`` still starts and supervises the one process this module's command is
 (srun, or the ssh fan-out below), and tears it down; ``cleanup`` adds ``scancel``.
 
 Kernel side: ``NodeLauncher`` (command, environment, cleanup, what a failure says).
 Node side: ``agent_args`` (the rendezvous endpoint, whether this node hosts it), called by
-``labkit.agent`` before torchrun parses its arguments. ``python -m labkit.nodes fanout|remote``
+``labkit.launch.agent`` before torchrun parses its arguments. ``python -m labkit.launch.nodes fanout|remote``
 is the ssh path: one local process that starts an ssh per host and reads the environment
 to each remote agent through ssh's stdin, which stays open as the remote agent's lifeline.
 """
@@ -63,7 +63,7 @@ class NodeLauncher:
         return self.kind == "emulated"
 
     def command(self, agent: list[str]) -> list[str]:
-        """The one process that starts every node's agent (``agent``: ``python -m labkit.agent ...``)."""
+        """The one process that starts every node's agent (``agent``: ``python -m labkit.launch.agent ...``)."""
         if self.kind == "slurm":
             return self.srun() + agent
         if self.kind == "emulated":
@@ -210,7 +210,7 @@ def slurm_controller() -> str:
     return (m.group(2) or m.group(1)) if m else ""
 
 
-# -- node side: called by labkit.agent on every node ----------------------------------
+# -- node side: called by labkit.launch.agent on every node ----------------------------------
 
 
 def agent_args() -> list[str]:
@@ -244,7 +244,7 @@ def agent_args() -> list[str]:
 
 
 def unlabel(text: str) -> str:
-    """srun --label's ``N: `` prefixes removed: torchrun's own report, as ``labkit.diagnose`` reads it."""
+    """srun --label's ``N: `` prefixes removed: torchrun's own report, as ``labkit.launch.diagnose`` reads it."""
     return re.sub(r"^ *\d+: ", "", text, flags=re.M)
 
 
@@ -280,7 +280,7 @@ def failed_nodes(text: str) -> tuple[str, ...]:
 
 def failure_note(run: RunRecord, rank: int | None, text: str, nnodes: int, said: str = "") -> str:
     """Where the failed rank ran (``node/local rank``), and what srun or the nodes said: the note a
-    multi-node error gets under ``labkit.diagnose``'s wording. ``text``: the agents' labelled log;
+    multi-node error gets under ``labkit.launch.diagnose``'s wording. ``text``: the agents' labelled log;
     ``said``: the error's message (a line it already shows is not repeated)."""
     lines = []
     hello = first_message(run, rank, Msg.HELLO) if rank is not None else None
@@ -294,7 +294,7 @@ def failure_note(run: RunRecord, rank: int | None, text: str, nnodes: int, said:
 
 
 def fanout(hosts: list[str], agent: list[str]) -> int:
-    """One ``ssh HOST python -m labkit.nodes remote`` per host; the environment goes through stdin.
+    """One ``ssh HOST python -m labkit.launch.nodes remote`` per host; the environment goes through stdin.
 
     Stays in the foreground: the first node that fails ends the others (closing their stdin
     ends the remote agent), like srun --kill-on-bad-exit; exits with that node's code.
@@ -367,7 +367,7 @@ def main(argv: list[str]) -> int:
         return fanout(rest[:split], rest[split + 1 :])
     if what == "remote":
         return remote(rest[0], rest[1:])
-    raise SystemExit("usage: python -m labkit.nodes fanout HOST... -- AGENT... | remote CWD AGENT...")
+    raise SystemExit("usage: python -m labkit.launch.nodes fanout HOST... -- AGENT... | remote CWD AGENT...")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Everything here is measured on the run: values the ranks reported, memory
 samples, step times, each rank's output. Nothing is derived from a guess.
 ``Run`` holds the data and takes the messages in (``ingest``); how it is shown
-(``summary()``, ``plot()``) lives in ``labkit.runview``, its output in ``labkit.logs``.
+(``summary()``, ``plot()``) lives in ``labkit.views.runview``, its output in ``labkit.launch.logs``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 
 A cold launch costs seconds (torchrun, then ``import torch`` in every rank); a snippet
 on ranks that are already up costs a millisecond. A session is one torchrun launch
-whose ranks run ``labkit.bootstrap`` in "serve" mode: each waits for cells on the
+whose ranks run ``labkit.ranks.bootstrap`` in "serve" mode: each waits for cells on the
 channel, runs them on its main thread in a namespace that persists, and answers
 ``cell_done`` or ``cell_error``. Every cell gets its own ``Run`` (values, memory,
 steps, and that cell's output only) and the same dashboard as ``%%torchrun``.

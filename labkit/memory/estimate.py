@@ -303,7 +303,7 @@ def combine(spec: Spec, plan: list[Spec], traced: list[dict[str, Any]]) -> Estim
 
 
 def _run(specs: list[Spec], timeout: float) -> list[dict[str, Any]]:
-    """Every spec traced in one subprocess (``labkit.faketrace``), one JSON result each."""
+    """Every spec traced in one subprocess (``labkit.memory.faketrace``), one JSON result each."""
     if not specs:
         return []
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}

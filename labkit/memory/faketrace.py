@@ -1,6 +1,6 @@
 """The subprocess's side of ``labkit.estimate``: one FSDP2 training step under fake tensors.
 
-    python -m labkit.faketrace '[{"model": "llama-7b", "world_size": 8, ...}]'   # one JSON line per spec
+    python -m labkit.memory.faketrace '[{"model": "llama-7b", "world_size": 8, ...}]'   # one JSON line per spec
 
 It joins a fake process group as rank 0, builds ``TransformerLM`` under ``FakeTensorMode``,
 wraps it with FSDP2 as the lessons do, and runs one step under ``labkit.memtrack``'s tracker

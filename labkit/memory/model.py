@@ -10,9 +10,9 @@
     mm.min_world_size("llama-70b", "FULL_SHARD", "H100-80GB", checkpointing=True)
 
 The model states (parameters, gradients, optimizer state; the ZeRO paper's arithmetic,
-units and conventions) are computed in ``labkit.memory_states``; the shapes, padding and
-activations of the lessons' transformer in ``labkit.memory_shapes``; the moments of a step
-and what each flavor holds at them in ``labkit.memory_peak``. This module puts them
+units and conventions) are computed in ``labkit.memory.states``; the shapes, padding and
+activations of the lessons' transformer in ``labkit.memory.shapes``; the moments of a step
+and what each flavor holds at them in ``labkit.memory.peak``. This module puts them
 together and answers the questions: how much at the peak, does it fit, how many GPUs.
 Plots: ``labkit.memory_view``.
 
@@ -85,7 +85,7 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------------------
-# Units and activations (the arithmetic is in labkit.memory_shapes)
+# Units and activations (the arithmetic is in labkit.memory.shapes)
 # ---------------------------------------------------------------------------------------
 
 
@@ -138,7 +138,7 @@ def activation_memory(
 
 
 # ---------------------------------------------------------------------------------------
-# Peak memory: the largest of the step's moments (labkit.memory_peak)
+# Peak memory: the largest of the step's moments (labkit.memory.peak)
 # ---------------------------------------------------------------------------------------
 
 FLAVORS = (Flavor.FSDP1, Flavor.FSDP2)

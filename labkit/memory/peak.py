@@ -2,7 +2,7 @@
 
 A rank's memory peaks at one of a few moments, and what it holds at each differs by
 flavor and strategy. This module lists, for each moment, the named quantities alive then
-(every one a count from the model's shapes, see ``labkit.memory_shapes``), and the peak
+(every one a count from the model's shapes, see ``labkit.memory.shapes``), and the peak
 is the largest sum. ``labkit.memory_model.peak_memory`` fills in the numbers.
 
 The moments (measured with ``labkit.memtrack`` on torch 2.13, gloo, and cross-checked with

@@ -1,5 +1,5 @@
 """The program every rank runs: ``torchrun ... --start-method=fork --run-path .../bootstrap.py``
-(or ``torchrun ... -m labkit.bootstrap`` with ``LABKIT_START_METHOD=spawn``).
+(or ``torchrun ... -m labkit.ranks.bootstrap`` with ``LABKIT_START_METHOD=spawn``).
 
 Forked ranks are copies of torchrun's agent, which has imported torch already, so a rank
 starts in milliseconds rather than importing torch again (2-3 s per rank on a laptop,
@@ -17,7 +17,7 @@ In order, and the order matters:
    since gloo's default of 30 minutes turns a lab mistake into a silent hang.
 5. The cell's code, compiled as ``<cell>`` so tracebacks show the cell's lines.
 
-In "serve" mode (warm ranks, ``labkit.warm``) step 5 becomes a loop: the rank waits
+In "serve" mode (warm ranks, ``labkit.launch.warm``) step 5 becomes a loop: the rank waits
 for cells from the kernel and runs each one on its main thread in a namespace that
 persists, until the kernel says stop or goes away.
 """
@@ -276,7 +276,7 @@ def main() -> None:
         "world_size": int(os.environ.get("WORLD_SIZE", "1")),
         "pid": os.getpid(),
         "host": socket.gethostname(),
-        "node": envvars.get("LABKIT_NODE"),  # several nodes: its name (labkit.nodes), for node/local rank
+        "node": envvars.get("LABKIT_NODE"),  # several nodes: its name (labkit.launch.nodes), for node/local rank
     }
     token = envvars.pop("LABKIT_TOKEN")  # out of the environment of anything we start
     inbox: queue.SimpleQueue = queue.SimpleQueue()  # messages from the kernel, for the main thread
@@ -468,7 +468,7 @@ def _socket_fds() -> list[int]:
 
 if __name__ == "__main__":
     # run as a script (torchrun --run-path) or with -m: either way the package's module runs,
-    # so there is one labkit.bootstrap in the rank, whatever else imports it
+    # so there is one labkit.ranks.bootstrap in the rank, whatever else imports it
     from labkit.ranks.bootstrap import main as package_main
 
     package_main()

@@ -374,7 +374,7 @@ def _waited_for_by_optimizer(comms: list[Span], extra: list[Span]) -> list[Span]
     work before backward returns). But an async collective's end is stamped by a Python
     callback on the backend's thread, which must first take the GIL from the main thread: on
     a CPU run it was stamped up to several ms late, after the optimizer had started, and the
-    replay (labkit.calibrate) then made the optimizer wait for a collective long finished.
+    replay (labkit.timing.calibrate) then made the optimizer wait for a collective long finished.
     """
     starts = [s["start"] for s in extra if s["kind"] == "optimizer"]
     for c in comms:

@@ -3,7 +3,7 @@
 A run's record (``run_record(run)``), per rank: the sampled memory peaks (``rss``,
 ``tensor_bytes`` on CPU; ``allocated``, ``reserved``, ``peak`` on CUDA), memtrack's bytes by
 category at each phase and at the peak (when the cell used ``labkit.memtrack``), every
-collective of the cell (calls and payload bytes per kind, ``labkit.ranks.runcount``) and
+collective of the cell (calls and payload bytes per kind, ``labkit.ranks.recording``) and
 those the cell counted per step itself (``labkit.comm``), the FSDP units the timeline found,
 the step times, the values the ranks reported, and any private torch API found missing;
 then the run's outcome and ``fingerprint()``.

@@ -1,6 +1,6 @@
 """What the simulator replays, read off a measured step: ``Profile`` and ``profile_from_run``.
 
-    from labkit import calibrate
+    from labkit.timing import calibrate
     prof = calibrate.profile_from_run(run, config="fsdp1:FULL_SHARD:BACKWARD_PRE")
 
 Calibrated from the run (``labkit.timeline`` spans of rank 0, the mean over its typical steps:

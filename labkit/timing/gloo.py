@@ -212,18 +212,14 @@ def burst_saved(burst: float, step_bytes: float, kind: str, n: int) -> float:
 
     Once per all-gather, for two ranks too. Two ranks' path crosses two idle uplinks (the late
     rank's first half, then the early rank's halves, ``head_of_line``), so it could get two; timed
-    from the later rank's start, four matrices, it took 1.22-1.24 times its chunk's time at
-    1 Gbit/s, where two buckets make it 1.09 and one 1.32 (200 and 50 Mbit/s: 1.42 and 1.48, where
-    the bucket is a few percent and either fits). Five kept matrices (session 19) re-predicted with
-    one: mean |error| from the calibration alone 0.2-0.5 points lower in each, at the run's pace
-    lower or the same in each, no max higher.
+    from the later rank's start it takes 1.22-1.24 times its chunk's time at 1 Gbit/s, where two
+    buckets make it 1.09 and one 1.32 (at 200 and 50 Mbit/s the bucket is a few percent and
+    either fits).
 
     An all-reduce (and gloo's reduce-scatter, which is one) gets none of it, measured: 1 MB
-    between 2 nodes at 1 Gbit/s, the fastest of 15 bare ones took 9.32 ms with the 125 KB bucket
-    and 9.50 ms with a 19 KB one (the bucket would save 0.87 ms); in training, from the later
-    rank's start, 0.97-1.03 times its bytes' time at 50 Mbit/s to 1 Gbit/s (medians, 60-180
-    collectives per rate, two matrices), where the bucket would make it 0.88 at 1 Gbit/s. Five
-    kept matrices re-predicted without it: mean |error| 0.2-0.5 points lower in each."""
+    between 2 nodes at 1 Gbit/s took 9.32 ms with the 125 KB bucket and 9.50 ms with a 19 KB one
+    (the bucket would save 0.87 ms); in training its median is its bytes' time (0.97-1.03), where
+    the bucket would make it 0.88 at 1 Gbit/s."""
     if burst <= 0 or kind != "all_gather":
         return 0.0
     return min(burst, n * step_bytes)
@@ -242,13 +238,9 @@ def head_of_line(kind: str, g: int) -> float:
     three or more ranks its notifications take the same path as an all-gather's, through the
     uplink that carries another rank's data, and it pays the same one half chunk more, over its
     4(g-1) halves: 13/12 for four. Measured, 2 nodes x 2 at 50 Mbit/s: FSDP1's reduce-scatters of
-    1 MB took 273-281 ms where its bytes take 262 ms (lp57, every rank's typical steps; the one
-    after the last unit's backward waits for the others too); bare all-reduces of 1 and 4 MB after
-    a barrier x1.04-1.05 at the fastest, x1.18-1.20 the median. Twenty-one kept matrices (lp37-lp57)
-    re-predicted with it: 2 nodes x 2 over 50 Mbit/s from -1.6..-4.9% (mean by configuration, at
-    the run's pace) to -0.3..+2.4%; the mean |error| 0.3 points lower at the pace (2.5 -> 2.2%)
-    and from the calibration alone (3.3 -> 2.9%), the max within 10% at the pace in 20 of 21
-    (19). Two halves more instead of one: 2.7% at the pace, 12 of 21."""
+    1 MB took 273-281 ms where its bytes take 262 ms (every rank's typical steps; the one after the
+    last unit's backward waits for the others too); bare all-reduces of 1 and 4 MB after a barrier
+    x1.04-1.05 at the fastest, x1.18-1.20 the median."""
     if g < 2:
         return 1.0
     if kind == "all_gather":

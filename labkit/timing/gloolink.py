@@ -53,8 +53,7 @@ class GlooLink(Link):
         unshard, DDP's bucket all-reduce). Its CPU work (copies, the TCP stack) then shares the
         cores with that compute: 1 + ``busy`` times slower, the share of a core that ``cpu_time``
         charges the compute for it (with as many busy ranks as cores, two threads on a core, each
-        at half speed). Five kept matrices re-predicted with it: mean |error| 0.3 points lower
-        each, FSDP2 explicit 1.4-3.1 points and DDP on one node x 4 5-8 points closer."""
+        at half speed)."""
         samples = self.time_samples(kind, payload, group_size, idle, background)
         return math.fsum(samples) / len(samples)
 
@@ -83,8 +82,7 @@ class GlooLink(Link):
         none when a core is idle). Not the wait for the slowest rank: that is in the collective's
         time (``time``), so the schedule makes the rank wait for the gather only where the compute
         it was issued under does not cover it (measured: explicit prefetch 5-11% faster than
-        implicit on one node, three launches pooled, three matrices; charging the wait here as
-        well predicted no gain)."""
+        implicit on one node; charging the wait here as well predicts no gain)."""
         costs, topo, channel, speed, *_ = self._gloo
         group, _ = topo.group(channel)
         g = len(group)
@@ -102,13 +100,9 @@ def group_wait(costs: GlooCosts, g: int) -> float:
     ``gloo.slowest(g) / slowest(ranks)`` as long; the rest does not grow with the group: ranks
     leaving the last collective at different times, each ring step waiting for its neighbour.
 
-    Measured on 1 node x 4 (FSDP1 FULL_SHARD, lp43, lp48, lp49): the model's blocking
-    collectives (all-gathers and reduce-scatters), 1.83 times the whole wait, 90-117 ms a step
-    against 76-100 measured; with the drift alone growing (0.28-0.46 of the wait in thirteen
-    calibrations), 79-103. Thirteen kept matrices
-    re-predicted, at the run's pace: 1 node x 4 +1.8..+6.2% -> -3.2..+0.8% by configuration (mean),
-    2 nodes x 2 over 1 Gbit/s -0.3..-2.2% -> -2.1..-4.3%; the max within 10% in 10 of 13 (8 before),
-    from the calibration alone in 5 (3)."""
+    Measured on 1 node x 4 (FSDP1 FULL_SHARD): blocking collectives (all-gathers and
+    reduce-scatters) 76-100 ms a step; the whole wait 1.83 times as long makes them 90-117 ms, the
+    drift alone growing (0.28-0.46 of the wait) 79-103."""
     if g <= 1:
         return 0.0  # a group of one waits for no one
     if costs.ranks <= 1 or costs.skew <= 0:
@@ -123,12 +117,10 @@ def gather_charges(kind: str, topo: Topology) -> int:
 
     One rank on a core (2 ranks on 2 cores, bound): gloo's thread copies on that rank's core. The
     forward and backward under explicit prefetch take about that work longer than implicit's at
-    the same pace (lp39-lp41: 2.6-8.6 ms a step, the work 8.4 ms), and the rank still waits between
+    the same pace (2.6-8.6 ms a step, the work 8.4 ms), and the rank still waits between
     them as long as the work and the wait for the gather together: the thread gets the core in
     slices between the compute's, so the gather ends later than its share of the core gives.
     Two ranks on a core (1 node x 4 bound): the thread runs while the core's other rank sleeps in
     a blocking collective, once (1 node x 4 explicit at the run's pace came out +4..+14% with
-    once). DDP's bucket all-reduces: once, its calibration's compute was timed with them running.
-    Kept matrices re-predicted (docs/netem.md, session 20), FSDP2 explicit on 2 ranks at the run's
-    pace: one node -5.3 -> -1.2%, over 5 Gbit/s -7.0 -> -2.7%, over 1 Gbit/s -8.5 -> -7.1%."""
+    once). DDP's bucket all-reduces: once, its calibration's compute was timed with them running."""
     return 2 if kind == "all_gather" and topo.per_core() == 1 else 1

@@ -80,10 +80,8 @@ CALIBRATION_CONFIGS = tuple(
 )
 SMALL = 2**18  # bytes: a bare collective this small times gloo's fixed cost, not its copies
 # How much of a run's pace (``pace_of``: the speed probe, matrix work) gloo's CPU work follows, as
-# an exponent: copies and the TCP stack are memory and kernel work, not the probe's arithmetic. The
-# bare collectives of 104 calibration launches (eight kept matrices, 1 MB and 4 MB) moved by
-# 0.27 (reduce-scatter), 0.40 (all-reduce) and 0.73 (all-gather) of the probe's change, in logs
-# (least squares; correlation 0.14-0.19: a launch's collectives move mostly on their own).
+# an exponent: copies and the TCP stack are memory and kernel work, not the probe's arithmetic, and
+# bare collectives follow about half the probe's change, weakly (docs/netem.md, "History").
 GLOO_PACE = 0.5
 STRATEGIES = (Strategy.FULL_SHARD, Strategy.SHARD_GRAD_OP, Strategy.HYBRID_SHARD)
 PREFETCHES = tuple(Prefetch)
@@ -220,9 +218,7 @@ def group_probe(run: Source, label: str | None = None) -> float | None:
     """The CPU time the speed probe got in ``run``: each rank's mean over its typical steps, then
     the mean over the ranks (None: no rank recorded it). Every rank's, not rank 0's alone: on this
     2-core virtual machine one core can run slower than the other for a whole launch (a rank's
-    forward 32 ms a step where its peer's took 18), and the group's step waits for it. Three kept
-    matrices at the ranks' mean pace against rank 0's: mean / max |error| 3.5/11.2, 3.7/13.1 and
-    4.1/13.9% against 3.7/16.0, 3.4/11.1 and 5.2/16.9% (docs/netem.md, session 18)."""
+    forward 32 ms a step where its peer's took 18), and the group's step waits for it."""
     per_rank = messages(run, Msg.SPANS, **given(config=label))
     probes = [probe_of(msgs, "probe_cpu") for msgs in per_rank.values() if msgs]
     probes = [p for p in probes if p]
@@ -238,8 +234,7 @@ def pace_of(cal: Calibration, run: Source, label: str | None = None) -> float | 
     how fast the core itself was. On this 2-core virtual machine that moves by 10% within a
     minute with nothing else running (other guests share the host's caches and memory), and a new
     process can land on 5-10% faster or slower memory; the calibration's steps inherit whichever
-    it got. Over three matrices, the probe and the training's own compute moved together
-    (correlation 0.8-0.9 over 84 runs of each configuration)."""
+    it got. The probe and the training's own compute move together (correlation 0.8-0.9)."""
     run_probe = group_probe(run, label)
     return run_probe / cal.probe_cpu if run_probe and cal.probe_cpu else None
 
@@ -293,11 +288,10 @@ def ddp_lag(run: Source, label: str = Flavor.DDP) -> float:
     time, in DDP's typical steps: DDP's last bucket waits for it. Nothing holds the ranks together
     from the step's start (a barrier) to that bucket (the others run in the background), so the
     ranks' different speeds add up over the whole step; FSDP's blocking collectives wait for the
-    last rank every few milliseconds instead (``GlooCosts.skew``). Measured, five kept matrices:
-    4.8-5.8 ms, 7.5-8.6% of the step to it, on 1 node x 2 (FSDP1's last reduce-scatter: 0.0-0.1 ms).
-    Without it DDP was predicted low wherever its last bucket is not queued behind the others on a
-    slow link: 1 node x 2 -4.3%, 2 nodes over 5 Gbit/s -7.8%, 2 nodes x 2 over 1 Gbit/s -6.8%
-    (means over eleven matrices at the run's pace; with it and ``last``: -2.5, -2.9, -0.1%)."""
+    last rank every few milliseconds instead (``GlooCosts.skew``). On 1 node x 2 the last rank ends
+    DDP's backward 4.8-5.8 ms (7.5-8.6% of the step to it) after the mean, where FSDP1's last
+    reduce-scatter waits 0.0-0.1 ms; without it DDP is predicted low wherever its last bucket is not
+    queued behind the others on a slow link."""
     per_rank = [m for m in messages(run, Msg.SPANS, **given(config=label)).values() if m]
     if len(per_rank) < 2:
         return 0.0
@@ -409,7 +403,7 @@ def optimizer_share(cfg: Config, ranks: int, shard: int) -> float:
     """The optimizer step's work on ``shard`` ranks against the calibration's ``ranks``: FSDP1 steps
     its flat parameters' shard, one tensor per unit, whose bytes are the work: ``ranks / shard``
     (measured, FSDP1 FULL_SHARD on 1 node: 3.3-4.1 ms on 2 ranks, 2.4-3.2 ms on 4 ranks at twice
-    the sharing, lp38, lp41, lp42). FSDP2 steps each parameter's shard on its own, and the
+    the sharing). FSDP2 steps each parameter's shard on its own, and the
     per-tensor work is most of it (15.8-17.1 ms on 2 ranks, 22-31 ms on 4: about the sharing
     alone); DDP does not shard: unchanged."""
     if cfg.flavor is not Flavor.FSDP1 or cfg.strategy not in STRATEGIES or shard <= 0:
@@ -512,7 +506,5 @@ def lag_share(topo: Topology, ranks: int) -> float:
     """DDP's lag on ``topo`` against the calibration's ``ranks``: the last of the group against the
     last of the calibration's (``gloo.slowest``, as for a blocking collective's wait). Measured on
     4 ranks bound to 2 cores: 7-16% (mean 11%) where this makes 15%, the cores' speeds shared by
-    their two ranks; the model's last bucket there is long instead (11-13 ms against 8.5-9.6 after
-    the last rank arrives; on 1 node x 2 short: 3.0-3.7 against 6.2-7.1): 1 node x 4 DDP +1.8% at
-    the run's pace, mean of eleven matrices."""
+    their two ranks."""
     return slowest(topo.world) / slowest(ranks) if ranks > 1 else 0.0

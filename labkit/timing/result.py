@@ -41,7 +41,7 @@ class Result:
     options: dict[str, Any]
     link: Link
     simulated: bool = True
-    host_time: float = 0.0  # host overhead replayed (CPU work between ops, see labkit.calibrate)
+    host_time: float = 0.0  # host overhead replayed (CPU work between ops, see labkit.timing.calibrate)
 
     @property
     def hidden_comm(self) -> float:

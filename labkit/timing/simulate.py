@@ -7,7 +7,7 @@
 
 It replays one measured step: each unit's forward and backward compute time, the host
 overhead between ops, and the bytes of its gathered parameters and gradients, as recorded
-by ``labkit.timeline`` and calibrated by ``labkit.calibrate``.
+by ``labkit.timeline`` and calibrated by ``labkit.timing.calibrate``.
 The collectives are re-timed on the chosen link with the ring algorithm cost,
 ``(N-1)·latency + (N-1)/N·bytes/bandwidth`` (twice that for an all-reduce), and
 scheduled the way FSDP issues them:
@@ -31,7 +31,7 @@ scheduled the way FSDP issues them:
   then issues the next unit's prefetch (torch 2.13's ``wait_for_unshard`` before
   ``_prefetch_unshard``), so one gather at a time runs under the compute; gloo's thread shares
   the cores with the rank only while the rank has work (``settle``);
-* host overhead (``labkit.calibrate``: FSDP's hooks, autograd, the loss, Python: the
+* host overhead (``labkit.timing.calibrate``: FSDP's hooks, autograd, the loss, Python: the
   measured step time that no span covers) is CPU time: before each compute segment, each
   collective (per kind) and the optimizer, and after it. With the CPU ahead of a GPU it
   is hidden; on a CPU run it adds up.
@@ -43,7 +43,7 @@ the link fitted to that run (``fit_link``) the replay lands on the measured step
 
 What is calibrated and what is assumed. Calibrated from the measured run: each unit's
 forward and backward compute, the optimizer step, the host overhead per segment and per
-collective kind, and the bytes of every collective (see ``labkit.calibrate``). Assumed:
+collective kind, and the bytes of every collective (see ``labkit.timing.calibrate``). Assumed:
 the link (a preset, your own ``link(bandwidth, latency)``, or ``fit_link`` for the run's
 own), the ring algorithm's cost for each collective, one comm stream per process group,
 and that compute and host overhead stay what they were measured whatever the link (a
@@ -174,8 +174,8 @@ class _Schedule:
         """End the asynchronous gathers still in flight, now that the compute beside them is known:
         gloo's thread shares the cores with the rank's CPU work (compute and host spans) only while
         there is some. A gather issued with nothing to compute beside it (the root's, at the step's
-        start; the first unit's, beside the root's 0.1 ms) runs at its own speed: measured, 1 node x 4
-        (one step of lp53), 2-4 ms alone against 11-15 ms beside a unit's forward."""
+        start; the first unit's, beside the root's 0.1 ms) runs at its own speed: measured, 1 node x 4,
+        2-4 ms alone against 11-15 ms beside a unit's forward."""
         if not self.pending:
             return
         work = [(s["start"], s["end"]) for s in on(self.spans, Stream.COMPUTE, Stream.HOST)]

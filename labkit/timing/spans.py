@@ -3,7 +3,7 @@ and the interval arithmetic the simulator shares (the Chrome/Perfetto trace: ``l
 
 A span is a dict ``{unit, kind, start, end, stream, ...}`` (``labkit.wire.records.Span``);
 ``stream`` is a ``Stream``: ``compute``, ``comm``, ``memory`` (a unit's gathered parameters
-held) or ``host`` (simulated CPU overhead). ``labkit.timeline`` records them; ``labkit.gantt``
+held) or ``host`` (simulated CPU overhead). ``labkit.timeline`` records them; ``labkit.views.gantt``
 draws them.
 """
 

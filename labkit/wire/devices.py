@@ -5,7 +5,7 @@ GPUs by setting ``CUDA_VISIBLE_DEVICES``. That variable is advisory: nothing sto
 process from using the other GPUs except good manners, so labkit treats it as the
 allocation and never widens it.
 
-    from labkit import gpus
+    from labkit.wire import devices as gpus
     gpus.visible_gpus()      # ['2', '3'] under CUDA_VISIBLE_DEVICES=2,3
     gpus.default_nproc()     # 2: one rank per GPU; 2 CPU ranks when there are none
     gpus.check_nccl(4)       # OptionError: 4 NCCL ranks, but only 2 GPUs are yours
@@ -228,7 +228,7 @@ def parent_cuda_state() -> dict[str, Any]:
 
 
 def prepare_agent() -> None:
-    """In torchrun's agent (``labkit.agent``), before torchrun's own main runs.
+    """In torchrun's agent (``labkit.launch.agent``), before torchrun's own main runs.
 
     torch 2.13's ``LaunchConfig`` calls ``torch.cuda.is_available()`` in the agent (to decide on
     NUMA binding). By default that is ``cudaGetDeviceCount``, which starts the CUDA driver in
