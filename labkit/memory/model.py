@@ -242,7 +242,10 @@ def peak_memory(
         reduce_elem=per.grad,  # torch's accounting keeps gradients in fp32: FSDP reduces them in it
     )
     largest = _largest_tensor(model, units, how if shape_flavor != "ddp" else "ddp", shard if mode != "whole" else 1)
-    fields["optimizer_temps"] = OPTIMIZER_TEMPS[resolve_optimizer(optimizer)] * 4 * largest
+    temps = OPTIMIZER_TEMPS[resolve_optimizer(optimizer)]
+    # measured: FSDP1's step holds one more tensor as large as the FlatParameter (shard) it updates
+    temps += bool(temps) and shape_flavor == "fsdp1"
+    fields["optimizer_temps"] = temps * 4 * largest
     if not is_count:
         fields |= _step_activations(model, micro_batch, seq_len, checkpointing, e, one_unit)
     shape = StepShape(**fields)

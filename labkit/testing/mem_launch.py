@@ -10,6 +10,8 @@ import functools
 from typing import Any
 
 from labkit.testing.jobs import of_config, run_script
+from labkit.wire.protocol import Msg
+from labkit.wire.records import first_message
 
 __all__ = [
     "MATRIX", "ODD_WORLD_JOBS", "REF_CONFIGS", "STEPS", "TEST_JOBS", "model_args", "odd_world_job", "of_config",
@@ -113,7 +115,8 @@ def odd_world_job(nproc: int) -> dict[int, list[dict[str, Any]]]:
 
 def torch_peak(events: dict[int, list[dict[str, Any]]], config: str, rank: int) -> int:
     """The step's peak, in bytes, that torch's tracker measured on ``rank`` (a ``:ref`` configuration)."""
-    ref = next(m for m in events[rank] if m.get("t") == "fsdpmemtracker" and m.get("config") == config)
+    ref = first_message(events, rank, Msg.FSDPMEMTRACKER, config=config)
+    assert ref is not None, (config, rank)
     return ref["peak"]["Total"]
 
 
