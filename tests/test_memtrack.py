@@ -19,8 +19,17 @@ import pytest
 from labkit.memory import model as mm
 from labkit.models.config import get_config
 from labkit.ranks import memtrack
-from labkit.testing.mem_job import BATCH, ODD
-from labkit.testing.mem_launch import TEST_JOBS, model_args, phase, test_job
+from labkit.testing.mem_job import BATCH, ODD, SHAPES
+from labkit.testing.mem_launch import (
+    ODD_WORLD_JOBS,
+    REF_CONFIGS,
+    TEST_JOBS,
+    model_args,
+    odd_world_job,
+    phase,
+    test_job,
+    torch_peak,
+)
 from labkit.views import memory as memory_view
 
 TINY = get_config("tiny")
@@ -174,6 +183,31 @@ def test_peak_model_matches_every_run(n: int) -> None:
             measured = sum(phase(events, config, r, "peak").values())
             slack = LATE_COLLECTIVE if config.startswith("fsdp2") else 0
             assert model.total * 0.95 <= measured <= model.total * 1.05 + slack, (config, r, measured, model.total)
+
+
+# -- odd world sizes, GQA, tied embeddings, uneven shards: against torch's own trackers --
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", sorted(ODD_WORLD_JOBS))
+@pytest.mark.parametrize("config", REF_CONFIGS)
+def test_peak_model_matches_torch_trackers_on_unseen_shapes(n: int, config: str) -> None:
+    """Shapes the presets never had (3 ranks: grouped-query attention; 5 ranks: tied
+    embeddings), no unit and no parameter's rows divisible by N: every rank's peak within
+    2% of torch's ``MemTracker`` (DDP, FSDP1) or ``FSDPMemTracker`` (FSDP2). FSDP1 peaks in
+    a block's post-backward there, where ``F.pad`` copies the unsharded flat gradient."""
+    cfg = SHAPES[ODD_WORLD_JOBS[n]]
+    assert all(u % n for u in mm.unit_sizes(cfg))  # uneven: FSDP1 must pad every unit
+    assert cfg.tied_embeddings or (cfg.n_kv_heads or cfg.n_heads) < cfg.n_heads
+    events = odd_world_job(n)
+    strategy, kw = model_args(config, n)
+    model = mm.peak_memory(cfg, strategy, n, **kw)
+    for r in range(n):
+        measured = torch_peak(events, config, r)
+        assert model.total == pytest.approx(measured, rel=0.02), (config, r, measured, model.total)
+        assert sum(phase(events, config, r, "peak").values()) == pytest.approx(measured, rel=0.005)  # memtrack too
+    if config.startswith("fsdp1:FULL_SHARD"):
+        assert model.peak.key == "reduce"  # the padded copy of the flat gradient sets the peak
 
 
 # -- in this process: a plain model, activations, checkpointing, bf16 ------------------

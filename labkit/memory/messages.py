@@ -161,6 +161,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "reduce-scatter of block {k}",
         "ro": "reduce-scatter-ul blocului {k}",
     },
+    "memory.peak.phase.flatten": {
+        "en": "end of block {k}'s backward (flat gradient)",
+        "ro": "finalul trecerii inverse a blocului {k} (gradientul plat)",
+    },
+    "memory.peak.phase.reduce_root": {
+        "en": "reduce-scatter of the root unit",
+        "ro": "reduce-scatter-ul unității rădăcină",
+    },
     "memory.peak.phase.end": {
         "en": "end of backward (root gradients)",
         "ro": "finalul trecerii inverse (gradienții rădăcinii)",
@@ -207,6 +215,18 @@ MESSAGES: dict[str, dict[str, str]] = {
     "memory.peak.term.block_grads_cast": {
         "en": "the same, cast to the reduce dtype",
         "ro": "aceiași, convertiți în tipul reducerii",
+    },
+    "memory.peak.term.flat_grads": {
+        "en": "the block's gradients, twice (per parameter and flattened)",
+        "ro": "gradienții blocului, de două ori (per parametru și aplatizați)",
+    },
+    "memory.peak.term.flat_grad_clone": {
+        "en": "the unit's flat gradient, twice (autograd's and AccumulateGrad's clone)",
+        "ro": "gradientul plat al unității, de două ori (al autograd și clona din AccumulateGrad)",
+    },
+    "memory.peak.term.rs_output": {
+        "en": "reduce-scatter output (one shard)",
+        "ro": "ieșirea reduce-scatter (un fragment)",
     },
     "memory.peak.term.rs_input": {"en": "reduce-scatter input", "ro": "intrarea reduce-scatter"},
     "memory.peak.term.root_grads": {

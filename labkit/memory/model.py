@@ -143,8 +143,9 @@ def activation_memory(
 
 FLAVORS = (Flavor.FSDP1, Flavor.FSDP2)
 # Temporaries as large as the tensor being updated that a single-tensor (foreach=False) step
-# keeps at once: Adam(W) makes sqrt(v), the denominator and the update; SGD updates in place.
-OPTIMIZER_TEMPS = {"adam": 3, "adamw": 3, "sgd": 0, "sgd_momentum": 0}
+# keeps at once: Adam(W) makes sqrt(v) and the denominator from it, then updates the parameter
+# in place (addcdiv_; measured with torch's MemTracker, torch 2.13); SGD updates in place.
+OPTIMIZER_TEMPS = {"adam": 2, "adamw": 2, "sgd": 0, "sgd_momentum": 0}
 PREFETCH = {Prefetch.BACKWARD_PRE: "pre", Prefetch.BACKWARD_POST: "post", Prefetch.NONE: None}
 
 
@@ -212,12 +213,15 @@ def peak_memory(
     )
     shard = shard_group(strat, world_size, shard_group_size) if strat.shard_grads else 1
     mode = _mode(strategy, strat, how, shard, per, torch_layout)
-    units = unit_sizes(model, wrap) if not is_count else [num_params] if wrap == "none" else [largest_unit or 0.0] * 3
-    if how == Flavor.FSDP1 and mode != "whole":  # a FlatParameter is padded to a multiple of the shard group
-        units = [math.ceil(u / shard) * shard for u in units]
-    one_unit = len(units) == 1
     e = per.compute
     shape_flavor = Flavor.DDP if name_key(strategy) in (Sharding.DDP, "ZERO0") else how
+    units = unit_sizes(model, wrap) if not is_count else [num_params] if wrap == "none" else [largest_unit or 0.0] * 3
+    flat_grads = tuple(e * u for u in units) if how == Flavor.FSDP1 and shape_flavor != Flavor.DDP else ()
+    if how == Flavor.FSDP1 and mode != "whole":  # a FlatParameter is padded to a multiple of the shard group
+        units = [math.ceil(u / shard) * shard for u in units]
+    elif how == Flavor.FSDP2 and mode != "whole" and not is_count and isinstance(wrap, str):
+        units = _fsdp2_gathered(model, wrap, shard)
+    one_unit = len(units) == 1
     fields: dict[str, Any] = dict(
         flavor=shape_flavor,
         mode=mode,
@@ -227,6 +231,7 @@ def peak_memory(
         optimizer=states.optimizer,
         root=e * units[0],
         root_grad=e * units[0],
+        flat_grads=flat_grads,
         one_unit=one_unit,
         blocks=tuple(e * u for u in units[1:]),
         all_units=e * (num_params if is_count else sum(units)),
@@ -243,7 +248,10 @@ def peak_memory(
     largest = _largest_tensor(
         model, units, how if shape_flavor != Flavor.DDP else Flavor.DDP, shard if mode != "whole" else 1
     )
-    fields["optimizer_temps"] = OPTIMIZER_TEMPS[resolve_optimizer(optimizer)] * 4 * largest
+    temps = OPTIMIZER_TEMPS[resolve_optimizer(optimizer)]
+    # measured: FSDP1's step holds one more tensor as large as the FlatParameter (shard) it updates
+    temps += bool(temps) and shape_flavor == Flavor.FSDP1
+    fields["optimizer_temps"] = temps * 4 * largest
     if not is_count:
         fields |= _step_activations(model, micro_batch, seq_len, checkpointing, e, one_unit)
     shape = StepShape(**fields)
@@ -270,6 +278,16 @@ def peak_memory(
         phases=tuple(candidates),
         peak=peak,
     )
+
+
+def _fsdp2_gathered(model: Any, wrap: str, shard: int) -> list[int]:
+    """Elements of each unit as FSDP2 gathers it: every parameter's all-gather output has
+    ceil(rows/N)·N rows, and its unsharded parameter is a view of that padded buffer."""
+    padded = [
+        sum(math.ceil(shape[0] / shard) * shard * math.prod(shape[1:]) for shape in shapes)
+        for _, shapes in transformer_units(model)
+    ]
+    return padded if choose("wrap", wrap, {"block": "block", "none": "none"}) == "block" else [sum(padded)]
 
 
 def _largest_tensor(model: Any, units: list[float], flavor: str, shard: int) -> float:

@@ -17,6 +17,16 @@ torch's ``FSDPMemTracker`` for FSDP2):
   activations of the head and of the k-1 blocks already done are freed; the gradients of
   the head (output projection, final norm) wait in the root unit until the very end; each
   finished block has left its sharded gradient.
+* ``flatten`` (FSDP1): the end of a block's backward, when the gradients of its parameters
+  (views of the FlatParameter) are put together into the FlatParameter's gradient: both
+  are alive, the block still gathered, its activations already freed. Where a block's
+  parameters outweigh its activations (short sequences, small batches, wide layers),
+  this is the step's peak.
+* ``reduce`` (FSDP1, sharded): a block's post-backward, its parameters resharded: the flat
+  gradient twice (AccumulateGrad stores a clone while autograd still holds the original),
+  and where the unit's numel does not divide by N (odd N, grouped-query attention's
+  smaller k and v projections...), ``F.pad``'s copy of it at the padded size, plus the
+  shard the reduce-scatter writes. ``reduce_root``: the same for the root unit.
 * ``reduce`` (FSDP2): the end of a block's backward, when its unsharded gradients are copied
   (cast to the reduce dtype first, under mixed precision) into the reduce-scatter input.
 * ``end``: the end of backward, where the root unit's gradient is put together for its
@@ -126,6 +136,7 @@ class StepShape:
     head_grads: float = 0.0
     block_temps: float = 0.0
     root_grad: float = 0.0  # the root unit's unsharded gradient
+    flat_grads: tuple[float, ...] = ()  # FSDP1: each unit's FlatParameter gradient, unpadded, root first
     buckets: float = 0.0  # DDP
     one_unit: bool = False  # no auto_wrap_policy: the root unit is the whole model
     optimizer_temps: float = 0.0
@@ -162,8 +173,14 @@ def phases(s: StepShape) -> list[Phase]:
         out.append(Phase("block", tuple(_block(s, k, base, fsdp2_buffer)), block=k))
         if s.flavor == Flavor.FSDP2 and s.mode == "full" and s.blocks[k - 1]:
             out.append(Phase("reduce", tuple(_reduce(s, k, base, fsdp2_buffer)), block=k))
+        if s.flavor == Flavor.FSDP1 and s.blocks[k - 1]:
+            out.append(Phase("flatten", tuple(_flatten(s, k, base)), block=k))
+            if s.mode != "whole" and s.flat_grads:
+                out.append(Phase("reduce", tuple(_fsdp1_reduce(s, k, base)), block=k))
     if (s.flavor != Flavor.DDP and s.mode != "whole") or s.flavor == Flavor.FSDP1:
         out.append(Phase("end", tuple(_end(s, base))))
+    if s.flavor == Flavor.FSDP1 and s.mode != "whole" and s.flat_grads:
+        out.append(Phase("reduce_root", tuple(_fsdp1_reduce(s, 0, base))))
     step = (*base, Term("grads", "grads", s.grads), Term("optimizer_temps", "other", s.optimizer_temps))
     out.append(Phase("optimizer", step))
     return out
@@ -256,6 +273,53 @@ def _block(s: StepShape, k: int, base: list[Term], fsdp2_buffer: bool) -> list[T
         terms.append(Term("recomputed", "activations", s.recomputed))
     terms.append(Term("head_grads", "grads", s.head_grads))
     terms.append(Term("block_temps", "other", s.block_temps))
+    return terms
+
+
+def _flatten(s: StepShape, k: int, base: list[Term]) -> list[Term]:
+    """FSDP1 at the end of the k-th block's backward, before its post-backward hook: the
+    parameters autograd saw are views of the block's FlatParameter, so their gradients are
+    put together into one flat gradient (the backward of the split that made the views)
+    while they are all still alive, and the block is still gathered. The block's own
+    activations and temporaries are freed by then; what is left is the gradient it hands
+    to the block before it. (The post-backward that follows frees the block's parameters
+    before it pads the flat gradient to a multiple of N for the reduce-scatter, so it
+    never holds more than this moment.)"""
+    drop = ("activations_left", "recomputed", "block_temps")
+    terms = [x for x in _block(s, k, base, False) if x.key not in drop]
+    terms.append(Term("activations_left", "activations", s.activations - s.outside - k * s.per_layer_kept))
+    terms.append(Term("grad_in", "other", s.grad_in))
+    terms.append(Term("flat_grads", "other", 2 * (s.flat_grads[k] if s.flat_grads else s.blocks[k - 1])))
+    return terms
+
+
+def _fsdp1_reduce(s: StepShape, k: int, base: list[Term]) -> list[Term]:
+    """FSDP1's post-backward of the k-th block (0: the root unit, at the end of backward).
+    AccumulateGrad kept a clone of the flat gradient, not the gradient itself (autograd
+    still holds its input while the hook runs), so two are alive; the unit is resharded
+    first, and then, if its numel does not divide by N, ``F.pad`` copies the gradient to
+    the padded size for the reduce-scatter, beside the shard that receives the result.
+    Without padding this moment is smaller than ``flatten``; with it, larger by a shard."""
+    terms = list(base)
+    done = len(s.blocks) if k == 0 else k - 1
+    if done and not s.one_unit:
+        terms.append(Term("grads_done", "grads", done * s.block_grad))
+    unit, grad = (s.root, s.flat_grads[0]) if k == 0 else (s.blocks[k - 1], s.flat_grads[k])
+    if s.mode == "grad_op":  # the blocks not yet differentiated, and the root
+        gathered, names = s.all_units - sum(s.blocks[:k]) - (unit if k == 0 else 0), ["root", "rest"]
+    else:  # the root, and the next block prefetched before this reduce-scatter
+        nxt = s.prefetch is not None and 0 < k < len(s.blocks)
+        gathered, names = (s.root if k else 0) + (s.blocks[k] if nxt else 0), ["root"] + ["next"] * nxt
+    if gathered:
+        terms.append(Term("gathered", "params_unsharded", gathered, "+".join(names)))
+    if k:
+        terms.append(Term("activations_left", "activations", s.activations - s.outside - k * s.per_layer_kept))
+        terms.append(Term("head_grads", "grads", s.head_grads))
+        terms.append(Term("grad_in", "other", s.grad_in))
+    terms.append(Term("flat_grad_clone", "other", 2 * grad))
+    if unit > grad:
+        terms.append(Term("rs_input", "other", unit))
+    terms.append(Term("rs_output", "other", unit / s.shard))
     return terms
 
 

@@ -3,8 +3,9 @@
     LABKIT_REPORT_DIR=/tmp/out python -m torch.distributed.run --nproc-per-node 2 \
         labkit/testing/mem_job.py small 2 fsdp1:FULL_SHARD fsdp2:reshard fsdp1:NO_SHARD
 
-Arguments: model preset (or ``odd``, a shape that FSDP must pad), steps per configuration,
-then configurations (each may end with ``@PRESET`` or ``@odd`` to use another model):
+Arguments: model preset (or one of ``SHAPES``: ``odd``, a shape that FSDP must pad; ``gqa``,
+grouped-query attention; ``tied``, tied embeddings), steps per configuration, then
+configurations (each may end with ``@PRESET`` or ``@SHAPE`` to use another model):
 ``ddp``, ``plain``, ``fsdp2:reshard`` / ``fsdp2:keep`` (reshard_after_forward),
 ``fsdp2:hsdp`` (a 2-D mesh, shards of 2 ranks), ``fsdp2:replicate`` (a 2-D mesh with shards
 of one rank: FSDP2's NO_SHARD), or ``fsdp1:STRATEGY`` (HYBRID_SHARD on a 2-D mesh, shards of
@@ -13,8 +14,9 @@ of one rank: FSDP2's NO_SHARD), or ``fsdp1:STRATEGY`` (HYBRID_SHARD on a 2-D mes
 mixed precision (FSDP1 MixedPrecision / FSDP2 MixedPrecisionPolicy); FSDP1 only:
 ``:post`` (BACKWARD_POST) or ``:noprefetch`` (no backward prefetch) instead of BACKWARD_PRE,
 ``:fwd`` (forward_prefetch=True), ``:nolimit`` (limit_all_gathers=False).
-Step 1 is measured by ``labkit.memtrack``; for ``fsdp2:reshard`` the last step is also measured by
-torch's ``FSDPMemTracker`` ("fsdpmemtracker" messages).
+Step 1 is measured by ``labkit.memtrack``; for ``fsdp2:reshard``, and for any configuration with
+the option ``:ref``, one more step is measured by torch's own tracker ("fsdpmemtracker"
+messages): ``FSDPMemTracker`` for FSDP2, ``MemTracker`` for FSDP1, DDP and the plain model.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import gc
 import importlib
 import sys
 from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -32,11 +35,19 @@ from labkit.models.transformer import TransformerBlock, TransformerLM, synthetic
 from labkit.ranks import memtrack
 from labkit.ranks.rank import send as rank_send
 from labkit.wire.protocol import Msg
-from labkit.wire.setting import Flavor, Fsdp2, Setting, Strategy
+from labkit.wire.setting import Flavor, Fsdp2, Option, Setting, Strategy
 
 # Every dimension odd enough that neither FSDP1's flat parameters nor FSDP2's dim-0 shards
 # divide evenly at 4 ranks: both must pad.
 ODD = ModelConfig(vocab_size=1001, dim=33, n_layers=2, n_heads=3, ffn_dim=97, seq_len=16)
+# Shapes the presets do not have, small enough for 5 ranks on 2 cores. No unit's numel and no
+# parameter's rows divide by 3 or 5, so at those world sizes FSDP1 pads every FlatParameter
+# and FSDP2 every dim-0 shard; short sequences make the blocks' parameters outweigh their
+# activations. gqa: 2 KV heads for 4 query heads (k and v projections half of q's rows).
+GQA = ModelConfig(vocab_size=389, dim=56, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=151, seq_len=16)
+# tied: the output projection is the embedding (one parameter in the root unit, counted once).
+TIED = ModelConfig(vocab_size=421, dim=44, n_layers=2, n_heads=4, ffn_dim=107, seq_len=16, tied_embeddings=True)
+SHAPES = {"odd": ODD, "gqa": GQA, "tied": TIED}
 BATCH = 2
 HSDP_SHARD = 2  # ranks per shard group in the HYBRID_SHARD configurations
 
@@ -119,14 +130,31 @@ def wrap(spec: str, model: torch.nn.Module, world: int) -> torch.nn.Module:
     )
 
 
+def model_config(name: str) -> ModelConfig:
+    """A preset, or one of the test shapes (``SHAPES``)."""
+    return SHAPES[name] if name in SHAPES else get_config(name)
+
+
+def torch_tracker(model: torch.nn.Module, opt: torch.optim.Optimizer) -> Any:
+    """torch's own tracker: ``FSDPMemTracker`` for an FSDP2 module (it takes no other),
+    ``MemTracker`` for the rest, told of the model's and optimizer's tensors made before it."""
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from torch.distributed.fsdp import FSDPModule
+
+    if isinstance(model, FSDPModule):
+        return FSDPMemTracker(model, opt)
+    mt = MemTracker()
+    mt.track_external(model, opt)
+    return mt
+
+
 def reference(
     model: torch.nn.Module, opt: torch.optim.Optimizer, cfg: ModelConfig, rank: int, spec: str, i: int
 ) -> None:
-    """One more step measured by torch's FSDPMemTracker, right after backward (FSDP2 only)."""
-    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
-
+    """One more step measured by torch's tracker: after backward, and the step's peak."""
     x, y = synthetic_batch(cfg, BATCH, i, rank)
-    mt = FSDPMemTracker(model, opt)
+    mt = torch_tracker(model, opt)
     with mt:
         model(x, y).backward()
         after_backward = mt.get_tracker_snapshot("current")
@@ -150,7 +178,7 @@ def main() -> None:
     steps = int(sys.argv[2])
     for spec in sys.argv[3:]:
         name = Setting.parse(spec).model or sys.argv[1]
-        cfg = ODD if name == "odd" else get_config(name)
+        cfg = model_config(name)
         torch.manual_seed(0)
         model = wrap(spec, TransformerLM(cfg), world)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
@@ -163,9 +191,10 @@ def main() -> None:
                 opt.zero_grad()
         for msg in tracker.results:
             rank_send(Msg.MEMCAT, config=spec, model=name, world_size=world, **msg)
-        if spec == str(
-            Setting(Flavor.FSDP2, fsdp2=Fsdp2.RESHARD)
-        ):  # the reference the tests compare with (an extra, slower step)
+        reference_step = (
+            spec == str(Setting(Flavor.FSDP2, fsdp2=Fsdp2.RESHARD)) or Option.REF in Setting.parse(spec).options
+        )
+        if reference_step:  # the step torch's own tracker measures too (an extra, slower step)
             reference(model, opt, cfg, rank, spec, steps)
         dist.barrier()
     dist.destroy_process_group()

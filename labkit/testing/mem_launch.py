@@ -11,9 +11,13 @@ from typing import Any
 
 from labkit.testing.jobs import of_config, run_script
 from labkit.wire.protocol import TYPE, Msg
+from labkit.wire.records import first_message
 from labkit.wire.setting import Flavor, Fsdp2, Setting, Strategy
 
-__all__ = ["MATRIX", "STEPS", "TEST_JOBS", "model_args", "of_config", "phase", "run_job", "test_job"]
+__all__ = [
+    "MATRIX", "ODD_WORLD_JOBS", "REF_CONFIGS", "STEPS", "TEST_JOBS", "model_args", "odd_world_job", "of_config",
+    "phase", "run_job", "test_job", "torch_peak",
+]  # fmt: skip
 
 STEPS = 2  # step 1 is measured: AdamW makes its state during step 0
 # The jobs the tests read (tests/test_memtrack.py, tests/test_estimate.py), by number of ranks.
@@ -47,6 +51,11 @@ TEST_JOBS = {
         "fsdp2:reshard:ac",
     ),
 }
+# Shapes the presets never had, at odd numbers of ranks where no unit divides evenly: each
+# flavor and strategy measured by torch's own trackers too (``:ref``), one job per N.
+# 3 ranks: grouped-query attention; 5 ranks: tied embeddings (labkit.testing.mem_job.SHAPES).
+REF_CONFIGS = ("ddp:ref", "fsdp1:FULL_SHARD:ref", "fsdp1:SHARD_GRAD_OP:ref", "fsdp2:reshard:ref", "fsdp2:keep:ref")
+ODD_WORLD_JOBS = {3: "gqa", 5: "tied"}
 # The benchmark's matrix: (flavor, strategy) -> the mem_job configuration that runs it.
 MATRIX = {
     (s.flavor, s.strategy): str(s)
@@ -96,6 +105,18 @@ def test_job(nproc: int) -> dict[int, list[dict[str, Any]]]:
 
 
 test_job.__test__ = False  # a helper, not a test, even when pytest imports it
+
+
+def odd_world_job(nproc: int) -> dict[int, list[dict[str, Any]]]:
+    """The job of ``ODD_WORLD_JOBS`` at ``nproc`` ranks (run once per session)."""
+    return run_job(nproc, ODD_WORLD_JOBS[nproc], STEPS, *REF_CONFIGS)
+
+
+def torch_peak(events: dict[int, list[dict[str, Any]]], config: str, rank: int) -> int:
+    """The step's peak, in bytes, that torch's tracker measured on ``rank`` (a ``:ref`` configuration)."""
+    ref = first_message(events, rank, Msg.FSDPMEMTRACKER, config=config)
+    assert ref is not None, (config, rank)
+    return ref["peak"]["Total"]
 
 
 def phase(events: dict[int, list[dict[str, Any]]], config: str, rank: int, name: str) -> dict[str, int]:

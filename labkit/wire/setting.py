@@ -119,6 +119,7 @@ class Option(Word):
     NOLIMIT = "nolimit"  # FSDP1 limit_all_gathers=False
     POST = "post"  # FSDP1 BACKWARD_POST (the memory job's spelling)
     NOPREFETCH = "noprefetch"  # FSDP1 no backward prefetch (the memory job's spelling)
+    REF = "ref"  # the memory job: one more step, measured by torch's own memory tracker too
 
 
 class Backend(Word):
@@ -140,9 +141,9 @@ class Display(Word):
 
 FSDP1_STRATEGIES = tuple(s for s in Strategy if s is not Strategy.DDP)
 OPTIONS: dict[Flavor, tuple[Option, ...]] = {
-    Flavor.PLAIN: (Option.AC, Option.SYNC),
-    Flavor.DDP: (Option.AC, Option.SYNC),
-    Flavor.FSDP2: (Option.BF16, Option.SYNC, Option.AC, Option.NOWRAP),
+    Flavor.PLAIN: (Option.AC, Option.SYNC, Option.REF),
+    Flavor.DDP: (Option.AC, Option.SYNC, Option.REF),
+    Flavor.FSDP2: (Option.BF16, Option.SYNC, Option.AC, Option.NOWRAP, Option.REF),
     Flavor.FSDP1: tuple(Option),
 }
 SHORT_PREFETCH = {Option.POST: Prefetch.BACKWARD_POST, Option.NOPREFETCH: Prefetch.NONE}
