@@ -4,7 +4,7 @@ reads on a given bar, and the light or dark look of matplotlib figures.
 
     from labkit.views import palette
     palette.COLLECTIVES["all_gather"], palette.HATCHES["all_gather"]
-    palette.text_on("#0072B2")            # "#ffffff": 5.1:1 against the bar, black would be 4.1:1
+    palette.text_on("#0072B2")            # "#ffffff": 5.2:1 against the bar, black would be 4.1:1
     with palette.figure_style():          # LABKIT_THEME, else JupyterLab's theme setting, else light
         fig = plt.figure()
 
