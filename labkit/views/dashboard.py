@@ -50,6 +50,13 @@ STATUS_COLORS = {
     Status.KILLED: ERROR,
     Status.STOPPED: f"var(--jp-warn-color1, {palette.OKABE_ITO['orange']})",
 }
+# ipywidgets draws an unselected tab's title in --jp-ui-font-color2 on --jp-layout-color2: 4.4:1 in
+# the light theme. The rank tabs' titles take the theme's main text colour instead (in this
+# dashboard only), which a browser applies from the widget's HTML as any page style.
+TAB_STYLE = (
+    "<style>.labkit-dashboard .lm-TabBar-tab, .labkit-dashboard .lm-TabBar-tabLabel "
+    "{ color: var(--jp-ui-font-color1) !important; }</style>"
+)
 RANK_COLORS = palette.SERIES  # Okabe-Ito: lines that stay apart for colour-blind readers too
 MANY_RANKS = 8  # above: short tab titles, a scrolled table
 TABLE_PERIOD = 0.25  # seconds between table refreshes (4 per second at most)
@@ -186,7 +193,7 @@ class WidgetView:
         # the rank table, the memory plot and the per-category bars (once the cell measures memory by
         # category, labkit.memtrack) in one widget: one model to open, one message per refresh
         self._figures = figures_html(run)
-        self.body = html(body_html(run, self._figures))
+        self.body = html(TAB_STYLE + body_html(run, self._figures))
         self.stop = w.Button(
             description=t("views.dash.stop"),
             button_style="danger",
@@ -284,7 +291,7 @@ class WidgetView:
         if force or now - self._last_plot >= PLOT_PERIOD:  # the figures are redrawn once a second
             self._last_plot = now
             self._figures = figures_html(run)
-        self.body.value = body_html(run, self._figures)
+        self.body.value = TAB_STYLE + body_html(run, self._figures)
         if self.tabs is not None:
             titles = tuple(tab_title(run, r) for r in run.ranks)  # node/local rank, once the hellos say
             if titles != tuple(self.tabs.titles):
