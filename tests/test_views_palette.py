@@ -278,6 +278,9 @@ def test_the_theme_from_labkit_theme_then_jupyterlabs_setting(tmp_path, monkeypa
     assert palette.theme() == "dark"
     monkeypatch.setenv("LABKIT_THEME", "sepia")  # not a theme labkit has: the setting decides
     assert palette.theme() == "light"
+    monkeypatch.delenv("JUPYTERLAB_SETTINGS_DIR")  # JupyterLab's default: lab/user-settings in the config folder
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "config"))
+    assert palette.settings_dir() == str(tmp_path / "config" / "lab" / "user-settings")
 
 
 # -- the HTML's colours, resolved as JupyterLab's light and dark themes define its variables --------

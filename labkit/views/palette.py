@@ -197,20 +197,18 @@ def jupyterlab_theme() -> str | None:
 
 
 def settings_dir() -> str:
-    """JupyterLab's user settings folder: ``JUPYTERLAB_SETTINGS_DIR``, else under Jupyter's config folder."""
-    given = os.environ.get("JUPYTERLAB_SETTINGS_DIR")  # JupyterLab's variable, not labkit's
+    """JupyterLab's user settings folder: ``JUPYTERLAB_SETTINGS_DIR``, else ``lab/user-settings`` in
+    Jupyter's config folder (``JUPYTER_CONFIG_DIR``, else ``~/.jupyter``), as jupyter_core finds it."""
+    given = os.environ.get("JUPYTERLAB_SETTINGS_DIR")  # JupyterLab's variables, not labkit's
     if given:
         return given
-    try:
-        from jupyter_core.paths import jupyter_config_dir
-    except ImportError:
-        return os.path.join(os.path.expanduser("~"), ".jupyter", "lab", "user-settings")
-    return os.path.join(jupyter_config_dir(), "lab", "user-settings")
+    config = os.environ.get("JUPYTER_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".jupyter")
+    return os.path.join(config, "lab", "user-settings")
 
 
 def figure_rc(name: str | None = None) -> dict[str, Any]:
     """matplotlib rc settings for the ``light`` or ``dark`` look (default: :func:`theme`)."""
-    from cycler import cycler
+    from matplotlib import cycler  # matplotlib's own (it validates), not the cycler package itself
 
     c = FIGURE_COLORS[name or theme()]
     return {
