@@ -408,10 +408,11 @@ def rank_table_html(run: RunRecord) -> str:
 
 
 def status_mark(color: str) -> str:
-    """A dot in the status's colour before its word: the word says it, the colour helps the eye."""
+    """A dot in the status's colour before its word: the word says it, the colour helps the eye.
+    The dot has no text: its colour fills it (``currentColor``), and no text is ever in it."""
     return (
         "<span aria-hidden='true' style='display:inline-block;width:0.65em;height:0.65em;border-radius:50%;"
-        f"margin-right:5px;vertical-align:baseline;background:{color}'></span>"
+        f"margin-right:5px;vertical-align:baseline;color:{color};background:currentColor'></span>"
     )
 
 
