@@ -387,6 +387,11 @@ def test_memory_svgs_have_a_title_a_role_and_a_label(tmp_path):
             assert f"rank {rank}" in svg.get("aria-label")  # each rank's figures are read out
     bars = ET.fromstring(memory_view.breakdown_html({0: memcat(0)}))
     patterns = {p.get("id") for p in bars.iter("pattern")}
-    fills = {r.get("fill") for r in bars.iter("rect") if r.get("fill", "").startswith("url(")}
+    fills = {r.get("fill").split(" ")[0] for r in bars.iter("rect") if r.get("fill", "").startswith("url(")}
     assert fills == {f"url(#{p})" for p in patterns} and len(patterns) == 5  # params solid, the rest hatched
+    other = ET.fromstring(memory_view.breakdown_html({0: memcat(1)}))
+    assert patterns.isdisjoint(p.get("id") for p in other.iter("pattern"))  # ids of its own per SVG
+    assert memory_view.breakdown_html({0: memcat(0)}) == memory_view.breakdown_html(
+        {0: memcat(0)}
+    )  # same bars, same HTML
     assert "rank 0" in bars.get("aria-label") and memory_view.category_label("grads") in bars.get("aria-label")

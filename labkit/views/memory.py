@@ -13,6 +13,7 @@ matplotlib is imported only inside the plotting functions.
 from __future__ import annotations
 
 import html
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ from labkit.wire.records import CATEGORIES, PHASES, Source, given, messages
 
 COLORS = palette.MEMORY  # Okabe-Ito; each category hatched as well (palette.MEMORY_HATCHES)
 HATCHES = palette.MEMORY_HATCHES
-PATTERN = "labkit-mem"  # the SVG hatch patterns' id prefix
+PATTERN = "labkit-mem"  # the SVG hatch patterns' id prefix, before each SVG's own
 
 
 def category_label(c: str) -> str:
@@ -248,6 +249,8 @@ def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int 
     text = "style='fill:var(--jp-ui-font-color1, currentColor)'"  # the theme's text colour, dark themes too
     edge = "style='stroke:var(--jp-ui-font-color1, currentColor)' stroke-opacity='0.6' stroke-width='0.5'"
     height = len(totals) * (bar_h + gap) + 32
+    # the hatch patterns' ids, this SVG's own: the same bars give the same HTML (no needless widget update)
+    prefix = f"{PATTERN}-{zlib.crc32(repr(sorted(latest_memcat_by_rank.items())).encode()):08x}"
     parts, said = [], []
     for i, (r, msg) in enumerate(sorted(latest_memcat_by_rank.items())):
         y, x = 4 + i * (bar_h + gap), float(pad_l)
@@ -261,7 +264,7 @@ def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int 
             v = cats.get(c, 0)
             w = v / top * (width - pad_l - 80)
             if w > 0:
-                fill = palette.svg_fill(c, COLORS, HATCHES, PATTERN)
+                fill = palette.svg_fill(c, COLORS, HATCHES, prefix)
                 parts.append(
                     f"<rect x='{x:.1f}' y='{y}' width='{w:.1f}' height='{bar_h}' fill='{fill}' {edge}>"
                     f"<title>{html.escape(_said(c, v))}</title></rect>"
@@ -273,7 +276,7 @@ def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int 
     ly, lx = height - 12, 0
     for c in CATEGORIES:  # the legend: a swatch as large as two tiles of the hatching, and the name
         name = html.escape(category_label(c))
-        fill = palette.svg_fill(c, COLORS, HATCHES, PATTERN)
+        fill = palette.svg_fill(c, COLORS, HATCHES, prefix)
         parts.append(f"<rect x='{lx}' y='{ly - 10}' width='12' height='12' fill='{fill}' {edge}/>")
         parts.append(f"<text x='{lx + 15}' y='{ly}' font-size='10' {text}>{name}</text>")
         lx += 20 + 6 * len(name)
@@ -281,7 +284,7 @@ def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int 
     return (
         f"<svg class='labkit-membars' role='img' aria-label='{html.escape(title + '. ' + '; '.join(said), quote=True)}' "
         f"width='{max(width, lx)}' height='{height}'><title>{html.escape(title)}</title>"
-        f"{palette.svg_patterns(COLORS, HATCHES, PATTERN)}{''.join(parts)}</svg>"
+        f"{palette.svg_patterns(COLORS, HATCHES, prefix)}{''.join(parts)}</svg>"
     )
 
 

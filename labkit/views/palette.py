@@ -128,7 +128,8 @@ def mpl_hatch(name: str) -> str | None:
 def svg_patterns(colors: dict[str, str], hatches: dict[str, str], prefix: str) -> str:
     """``<defs>`` with one pattern per hatched entry: its colour, crossed by lines in its text colour.
 
-    Each pattern's id is ``{prefix}-{name}``; the same id in two SVGs of a page names the same tile."""
+    Each pattern's id is ``{prefix}-{name}``. Ids are global to the page, and a browser may not paint a
+    pattern that sits in a hidden output (another notebook's tab): each SVG gets a prefix of its own."""
     tiles = []
     for name, color in colors.items():
         path = SVG_HATCH.get(hatches.get(name, ""))
@@ -146,8 +147,9 @@ def svg_patterns(colors: dict[str, str], hatches: dict[str, str], prefix: str) -
 
 
 def svg_fill(name: str, colors: dict[str, str], hatches: dict[str, str], prefix: str) -> str:
-    """The ``fill`` of a shape in category ``name``: its hatch pattern, else its plain colour."""
-    return f"url(#{prefix}-{name})" if hatches.get(name) in SVG_HATCH else colors[name]
+    """The ``fill`` of a shape in category ``name``: its hatch pattern (with its plain colour where the
+    pattern cannot be found), else its plain colour."""
+    return f"url(#{prefix}-{name}) {colors[name]}" if hatches.get(name) in SVG_HATCH else colors[name]
 
 
 # ---------------------------------------------------------------------------------------
