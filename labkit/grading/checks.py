@@ -34,13 +34,18 @@ from labkit.wire.records import RunRecord
 MIME = "application/vnd.labkit.check+json"
 
 
+# the edge's colour per status: JupyterLab's theme variable, with a fallback for other frontends.
+# The box is a faint tint of it over the notebook's background and its text the theme's: light on
+# the dark theme, dark on the light one (>= 4.5:1 in both, tests/browser/test_contrast_browser.py).
 _COLORS = {
-    "correct": ("#2e7d32", "#e8f5e9"),
-    "wrong": ("#c62828", "#ffebee"),
-    "unanswered": ("#9e9e9e", "#f5f5f5"),
-    "recorded": ("#1565c0", "#e3f2fd"),
-    "deferred": ("#1565c0", "#e3f2fd"),
+    "correct": "var(--jp-success-color1, #2e7d32)",
+    "wrong": "var(--jp-error-color1, #c62828)",
+    "unanswered": "var(--jp-border-color1, #9e9e9e)",
+    "recorded": "var(--jp-brand-color1, #1565c0)",
+    "deferred": "var(--jp-brand-color1, #1565c0)",
 }
+_BOX_TEXT = "var(--jp-content-font-color1, #212121)"
+_BOX_BACKGROUND = "var(--jp-layout-color0, #ffffff)"
 
 
 def fmt_points(x: float, lang: str | None = None) -> str:
@@ -116,7 +121,9 @@ class CheckResult:
         return {**self.record(), **({"report": self.report} if self.report is not None else {})}
 
     def html(self) -> str:
-        edge, fill = _COLORS[self.status]
+        edge = _COLORS[self.status]
+        # color-mix: a browser without it drops the declaration, and the box is the page's background
+        fill = f"color-mix(in srgb, {edge} 12%, {_BOX_BACKGROUND})"
         score = f"{fmt_points(self.points, self.lang)}/{fmt_points(self.max_points, self.lang)}"
         head = html.escape(t(f"grading.check.line.{self.status}", self.lang, qid=self.id, score=score))
         body = ""
@@ -125,7 +132,7 @@ class CheckResult:
         elif self.status == "unanswered":
             body = f"<br>{html.escape(self.feedback())}"
         return (
-            f'<div style="border-left:4px solid {edge};background:{fill};color:#212121;'
+            f'<div class="labkit-check" style="border-left:4px solid {edge};background:{fill};color:{_BOX_TEXT};'
             f'padding:6px 10px;margin:4px 0;font-family:sans-serif">{head}{body}</div>'
         )
 

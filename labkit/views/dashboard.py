@@ -26,7 +26,7 @@ from typing import Any
 
 from labkit.fmt import fmt_bytes, fmt_number
 from labkit.i18n import get_lang, language, t
-from labkit.views import runview
+from labkit.views import palette, runview
 from labkit.views.output import publish
 from labkit.wire.errors import RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import ELAPSED, Msg, Status
@@ -34,32 +34,31 @@ from labkit.wire.records import RunRecord
 from labkit.wire.setting import Display
 
 # JupyterLab's theme variables (light, dark or high contrast), each with a fallback for a
-# frontend without them (classic notebook, VS Code): text and lines follow the theme
+# frontend without them (classic notebook, VS Code): text and lines follow the theme. Text is
+# only ever in the theme's text colours (>= 4.5:1 on its backgrounds, light and dark); colours
+# that carry meaning (a status, a rank) mark swatches and lines beside the words instead.
 TEXT = "var(--jp-ui-font-color1, currentColor)"
-MUTED = "var(--jp-ui-font-color2, #888)"
+MUTED = "var(--jp-ui-font-color2, #757575)"
 LINES = "var(--jp-border-color1, #999)"
-ERROR = "var(--jp-error-color1, #d62728)"
+ERROR = "var(--jp-error-color1, #d55e00)"
+# stderr as JupyterLab shows it: the theme's text on its error background (light pink, dark red)
+STDERR = "color:var(--jp-content-font-color1, #212121);background:var(--jp-rendermime-error-background, #fdd)"
 STATUS_COLORS = {
     Status.STARTING: MUTED,
-    Status.RUNNING: "var(--jp-brand-color1, #1f77b4)",
-    Status.DONE: "var(--jp-success-color1, #2ca02c)",
+    Status.RUNNING: f"var(--jp-brand-color1, {palette.OKABE_ITO['blue']})",
+    Status.DONE: f"var(--jp-success-color1, {palette.OKABE_ITO['bluish_green']})",
     Status.FAILED: ERROR,
     Status.KILLED: ERROR,
-    Status.STOPPED: "var(--jp-warn-color1, #ff7f0e)",
+    Status.STOPPED: f"var(--jp-warn-color1, {palette.OKABE_ITO['orange']})",
 }
-# matplotlib's tab10: mid-tones that read on a light and on a dark background
-RANK_COLORS = [
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-]
+# ipywidgets draws an unselected tab's title in --jp-ui-font-color2 on --jp-layout-color2: 4.4:1 in
+# the light theme. The rank tabs' titles take the theme's main text colour instead (in this
+# dashboard only), which a browser applies from the widget's HTML as any page style.
+TAB_STYLE = (
+    "<style>.labkit-dashboard .lm-TabBar-tab, .labkit-dashboard .lm-TabBar-tabLabel "
+    "{ color: var(--jp-ui-font-color1) !important; }</style>"
+)
+RANK_COLORS = palette.SERIES  # Okabe-Ito: lines that stay apart for colour-blind readers too
 MANY_RANKS = 8  # above: short tab titles, a scrolled table
 TABLE_PERIOD = 0.25  # seconds between table refreshes (4 per second at most)
 PLOT_PERIOD = 1.0  # seconds between plot refreshes
@@ -195,7 +194,7 @@ class WidgetView:
         # the rank table, the memory plot and the per-category bars (once the cell measures memory by
         # category, labkit.memtrack) in one widget: one model to open, one message per refresh
         self._figures = figures_html(run)
-        self.body = html(body_html(run, self._figures))
+        self.body = html(TAB_STYLE + body_html(run, self._figures))
         self.stop = w.Button(
             description=t("views.dash.stop"),
             button_style="danger",
@@ -293,7 +292,7 @@ class WidgetView:
         if force or now - self._last_plot >= PLOT_PERIOD:  # the figures are redrawn once a second
             self._last_plot = now
             self._figures = figures_html(run)
-        self.body.value = body_html(run, self._figures)
+        self.body.value = TAB_STYLE + body_html(run, self._figures)
         if self.tabs is not None:
             titles = tuple(tab_title(run, r) for r in run.ranks)  # node/local rank, once the hellos say
             if titles != tuple(self.tabs.titles):
@@ -371,7 +370,7 @@ def body_html(run: RunRecord, figures: str) -> str:
 
 
 def rank_color(r: int, nranks: int) -> str:
-    """Rank ``r``'s line colour: tab10 up to 10 ranks, then hues spread evenly (no two ranks alike)."""
+    """Rank ``r``'s line colour: Okabe-Ito up to 8 ranks, then hues spread evenly (no two ranks alike)."""
     if nranks <= len(RANK_COLORS):
         return RANK_COLORS[r]
     return f"hsl({round(360 * r / nranks)}, 70%, 55%)"
@@ -393,20 +392,29 @@ def rank_table_html(run: RunRecord) -> str:
     )
     body = []
     for row, state in zip(rows, run.ranks.values()):
-        color = STATUS_COLORS.get(state.status, TEXT)
         cells = []
         for c in cols:
-            style = "padding:2px 8px"
+            style, mark = "padding:2px 8px", ""
             if c == "status":
-                style += f";color:{color};font-weight:bold"
+                style += ";font-weight:bold"
+                mark = status_mark(STATUS_COLORS.get(state.status, TEXT))
             if c == "log":
                 style += ";font-family:monospace;max-width:420px;overflow:hidden;white-space:nowrap"
-            cells.append(f"<td class='labkit-{c}' style='{style}'>{html.escape(row[c])}</td>")
+            cells.append(f"<td class='labkit-{c}' style='{style}'>{mark}{html.escape(row[c])}</td>")
         body.append(f"<tr class='labkit-rank' data-rank='{row['rank']}'>{''.join(cells)}</tr>")
     table = f"<table class='labkit-ranks' style='border-collapse:collapse;color:{TEXT}'><tr>{head}</tr>{''.join(body)}</table>"
     if len(rows) > MANY_RANKS:  # many ranks: the table scrolls, the plot and the tabs stay in view
         return f"<div style='max-height:320px;overflow-y:auto'>{table}</div>"
     return table
+
+
+def status_mark(color: str) -> str:
+    """A dot in the status's colour before its word: the word says it, the colour helps the eye.
+    The dot has no text: its colour fills it (``currentColor``), and no text is ever in it."""
+    return (
+        "<span aria-hidden='true' style='display:inline-block;width:0.65em;height:0.65em;border-radius:50%;"
+        f"margin-right:5px;vertical-align:baseline;color:{color};background:currentColor'></span>"
+    )
 
 
 def membars_html(run: RunRecord) -> str:
@@ -422,7 +430,7 @@ def membars_html(run: RunRecord) -> str:
 def log_html(log: Any) -> str:
     out = [html.escape(x) for x in log.text("stdout").splitlines()[-LOG_LINES_SHOWN:]]
     err = [
-        f"<span style='color:{ERROR}'>{html.escape(x)}</span>"
+        f"<span class='labkit-stderr' style='{STDERR}'>{html.escape(x)}</span>"
         for x in log.text("stderr").splitlines()[-LOG_LINES_SHOWN:]
     ]
     body = "\n".join(out + err)
@@ -442,30 +450,39 @@ def memory_svg(run: RunRecord, width: int = 640, height: int = 180) -> str:
     y_max = max(max(p[1] for p in points), 1)
     # the legend: one entry per rank, as many per row as fit, rows added above the plot
     labels = {r: t("views.dash.rank", rank=runview.rank_label(run, r)) for r in series}
-    entry_w = 12 + 6 * max((len(x) for x in labels.values()), default=6)
-    per_row = max(1, (width - 60) // entry_w)
+    entry_w = 28 + 6 * max((len(x) for x in labels.values()), default=6)
+    per_row = max(1, (width - 78) // entry_w)  # 60 to the plot, 18 from a swatch to its name
     legend_h = 14 * ((len(series) + per_row - 1) // per_row)
     height += legend_h - 12
     pad_l, pad_b, top = 60, 20, legend_h + 8
     plot_w, plot_h = width - pad_l - 10, height - pad_b - top
+    text = f"font-size='10' style='fill:{TEXT}'"
     lines = []
     for i, (r, pts) in enumerate(series.items()):
         color = rank_color(r, len(run.ranks))
         lx, ly = pad_l + entry_w * (i % per_row), 12 + 14 * (i // per_row)
-        lines.append(
-            f"<text class='labkit-legend' x='{lx}' y='{ly}' font-size='10' style='fill:{color}'>{html.escape(labels[r])}</text>"
-        )
+        # the legend: a short stroke of the rank's colour, then its name in the theme's text colour
+        lines.append(f"<rect x='{lx}' y='{ly - 5}' width='14' height='3' style='fill:{color}'/>")
+        lines.append(f"<text class='labkit-legend' x='{lx + 18}' y='{ly}' {text}>{html.escape(labels[r])}</text>")
         if not pts:
             continue
         coords = " ".join(f"{pad_l + x / t_max * plot_w:.1f},{top + plot_h - y / y_max * plot_h:.1f}" for x, y in pts)
         lines.append(f"<polyline fill='none' style='stroke:{color}' stroke-width='1.5' points='{coords}'/>")
-    text = f"font-size='10' style='fill:{TEXT}'"
+    title = t("views.dash.plot.title", what=what)
     axes = (
         f"<line x1='{pad_l}' y1='{top + plot_h}' x2='{pad_l + plot_w}' y2='{top + plot_h}' style='stroke:{LINES}'/>"
         f"<line x1='{pad_l}' y1='{top}' x2='{pad_l}' y2='{top + plot_h}' style='stroke:{LINES}'/>"
         f"<text x='2' y='{top + 8}' {text}>{html.escape(fmt_bytes(y_max))}</text>"
         f"<text x='2' y='{top + plot_h}' {text}>0</text>"
         f"<text x='{pad_l + plot_w - 40}' y='{height - 4}' {text}>{fmt_number(t_max, 1)} s</text>"
-        f"<text x='{pad_l + 4}' y='{height - 4}' {text}>{html.escape(t('views.dash.plot.title', what=what))}</text>"
+        f"<text x='{pad_l + 4}' y='{height - 4}' {text}>{html.escape(title)}</text>"
     )
-    return f"<svg class='labkit-memplot' width='{width}' height='{height}'>{axes}{''.join(lines)}</svg>"
+    said = "; ".join(
+        t("views.dash.plot.rank", rank=labels[r], now=fmt_bytes(pts[-1][1]), peak=fmt_bytes(max(y for _, y in pts)))
+        for r, pts in series.items()
+        if pts
+    )
+    return (
+        f"<svg class='labkit-memplot' role='img' aria-label='{html.escape(f'{title}. {said}', quote=True)}' "
+        f"width='{width}' height='{height}'><title>{html.escape(title)}</title>{axes}{''.join(lines)}</svg>"
+    )

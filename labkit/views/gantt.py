@@ -14,20 +14,12 @@ from typing import Any
 
 from labkit.i18n import t
 from labkit.timing.spans import Timeline, held_curve, origin, spans_by_rank
+from labkit.views import palette
 from labkit.views.runview import rank_label
 from labkit.wire.records import RunRecord, Span, Stream
 
-COLORS = {
-    "forward": "#4c72b0",
-    "backward": "#dd8452",
-    "optimizer": "#8c8c8c",
-    "all_gather": "#55a868",
-    "reduce_scatter": "#c44e52",
-    "all_reduce": "#8172b3",
-    "broadcast": "#937860",
-    "held": "#ccb974",
-    "host": "#bbbbbb",
-}
+COLORS = palette.TIMELINE  # Okabe-Ito; collectives hatched as well (palette.HATCHES)
+LABEL_PT = 8  # the bars' text: legible when printed, and a size WCAG's contrast rule is meant for
 
 
 LANES = ("compute", "comm", "held")
@@ -42,6 +34,11 @@ def plot_timeline(
     legend: bool = True,
 ) -> Any:
     """A Gantt chart of one step: per rank, a compute row, a comm row, and the number of units held."""
+    with palette.figure_style():
+        return _plot_timeline(run, ax, step, title, simulated, legend)
+
+
+def _plot_timeline(run: Timeline, ax: Any, step: int | None, title: str | None, simulated: bool, legend: bool) -> Any:
     import matplotlib.pyplot as plt
 
     by_rank = spans_by_rank(run, step)
@@ -60,7 +57,7 @@ def plot_timeline(
                 _draw_held(ax, spans, t0, y)
             for s in spans:
                 if _lane(s) == lane and lane != "held":
-                    _bar(ax, s, t0, y, label_if_wider=width / 25)
+                    _bar(ax, s, t0, y, label_if_wider=width / 20)
             ticks.append(y)
             labels.append(t(f"views.timeline.lane.{lane}", rank=_label(run, r)))
     ax.set_yticks(ticks, labels, fontsize="small")
@@ -72,7 +69,7 @@ def plot_timeline(
     if legend:
         ax.legend(
             handles=_legend_handles(by_rank),
-            fontsize="x-small",
+            fontsize=LABEL_PT,
             ncols=4,
             loc="upper center",
             bbox_to_anchor=(0.5, -0.18),
@@ -86,10 +83,33 @@ def _lane(s: Span) -> str:
 
 def _bar(ax: Any, s: Span, t0: float, y: float, label_if_wider: float) -> None:
     x, w = (s["start"] - t0) * 1e3, max((s["end"] - s["start"]) * 1e3, 1e-3)
-    color = COLORS.get(s["kind"], "#999999")
-    ax.broken_barh([(x, w)], (y - 0.4, 0.8), facecolors=color, edgecolor="white", linewidth=0.3)
+    color = COLORS.get(s["kind"], palette.GREY)
+    ink = palette.text_on(color)  # black or white, whichever has the contrast (>= 4.5:1) on this bar
+    ax.broken_barh([(x, w)], (y - 0.4, 0.8), **_bar_style(s["kind"]))
     if s.get("unit") and s["unit"] != s["kind"] and w >= label_if_wider:
-        ax.text(x + w / 2, y, _short(s["unit"]), ha="center", va="center", fontsize=6, color="white", clip_on=True)
+        # the label sits on a box of the bar's own colour: the hatching does not run through the letters
+        box = {"facecolor": color, "edgecolor": "none", "pad": 0.6}
+        ax.text(
+            x + w / 2,
+            y,
+            _short(s["unit"]),
+            ha="center",
+            va="center",
+            fontsize=LABEL_PT,
+            color=ink,
+            bbox=box,
+            clip_on=True,
+        )
+
+
+def _bar_style(kind: str) -> dict[str, Any]:
+    """A bar's colour, and for a collective its hatching in the bar's text colour (a cue besides colour)."""
+    color = COLORS.get(kind, palette.GREY)
+    hatch = palette.mpl_hatch(palette.HATCHES.get(kind, ""))
+    if hatch is None:
+        return {"facecolors": color, "edgecolor": "white", "linewidth": 0.3}
+    ink = palette.text_on(color)
+    return {"facecolors": color, "edgecolor": (*palette.rgb(ink), 0.55), "linewidth": 0.3, "hatch": hatch}
 
 
 def _draw_held(ax: Any, spans: Sequence[Span], t0: float, y: float) -> None:
@@ -101,7 +121,7 @@ def _draw_held(ax: Any, spans: Sequence[Span], t0: float, y: float) -> None:
     xs = [(w - t0) * 1e3 for w, _ in curve]
     ys = [y + 0.4 - 0.8 * n / max(peak, 1) for _, n in curve]
     ax.fill_between(xs, ys, y + 0.4, step="post", color=COLORS["held"], alpha=0.6, linewidth=0)
-    ax.text(xs[-1], y, " " + t("views.timeline.peak", n=peak), fontsize=6, va="center")
+    ax.text(xs[-1], y, " " + t("views.timeline.peak", n=peak), fontsize=LABEL_PT, va="center")
 
 
 def _label(run: Timeline, r: int) -> str:
@@ -115,7 +135,18 @@ def _legend_handles(by_rank: Mapping[int, dict[str, Any]]) -> list[Any]:
     from matplotlib.patches import Patch
 
     kinds = {s["kind"] for m in by_rank.values() for s in m["spans"]}
-    return [Patch(color=c, label=t(f"views.timeline.legend.{k}")) for k, c in COLORS.items() if k in kinds]
+    handles = []
+    for k in (k for k in COLORS if k in kinds):
+        style = _bar_style(k)
+        handles.append(
+            Patch(
+                facecolor=style["facecolors"],
+                edgecolor=style["edgecolor"],
+                hatch=style.get("hatch"),
+                label=t(f"views.timeline.legend.{k}"),
+            )
+        )
+    return handles
 
 
 def _short(unit: str) -> str:
@@ -124,6 +155,11 @@ def _short(unit: str) -> str:
 
 def plot_timelines(runs: Mapping[str, Timeline], step: int | None = None, sharex: bool = True) -> Any:
     """One chart per setting ({label: run}), side by side, on a common time axis."""
+    with palette.figure_style():
+        return _plot_timelines(runs, step, sharex)
+
+
+def _plot_timelines(runs: Mapping[str, Timeline], step: int | None, sharex: bool) -> Any:
     import matplotlib.pyplot as plt
 
     n = len(runs)
@@ -141,6 +177,6 @@ def plot_timelines(runs: Mapping[str, Timeline], step: int | None = None, sharex
     for ax, (label, run) in zip(axes, runs.items()):
         plot_timeline(run, ax=ax, step=step, title=label, legend=False)
     merged = {i: {"spans": [s for b in all_ranks.values() for m in b.values() for s in m["spans"]]} for i in (0,)}
-    fig.legend(handles=_legend_handles(merged), fontsize="x-small", ncols=7, loc="outside lower center")
+    fig.legend(handles=_legend_handles(merged), fontsize=LABEL_PT, ncols=7, loc="outside lower center")
     plt.close(fig)
     return fig

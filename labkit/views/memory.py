@@ -13,6 +13,7 @@ matplotlib is imported only inside the plotting functions.
 from __future__ import annotations
 
 import html
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,17 +22,13 @@ from labkit.i18n import t
 from labkit.memory import model as mm
 from labkit.memory.shapes import config
 from labkit.memory.states import GB
+from labkit.views import palette
 from labkit.wire.protocol import Msg
 from labkit.wire.records import CATEGORIES, PHASES, Source, given, messages
 
-COLORS = {
-    "params": "#1f77b4",
-    "params_unsharded": "#aec7e8",
-    "grads": "#ff7f0e",
-    "optimizer": "#2ca02c",
-    "activations": "#d62728",
-    "other": "#7f7f7f",
-}
+COLORS = palette.MEMORY  # Okabe-Ito; each category hatched as well (palette.MEMORY_HATCHES)
+HATCHES = palette.MEMORY_HATCHES
+PATTERN = "labkit-mem"  # the SVG hatch patterns' id prefix, before each SVG's own
 
 
 def category_label(c: str) -> str:
@@ -43,6 +40,7 @@ def category_label(c: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 DEFAULT_WORLD_SIZES = tuple(2**i for i in range(11))  # 1 .. 1024
+MARKERS = palette.MARKERS * 2  # a strategy's line tells itself by its marker too
 
 
 def plot_memory_vs_gpus(
@@ -58,18 +56,28 @@ def plot_memory_vs_gpus(
     """Per-GPU memory against the number of GPUs, one line per strategy, and the GPU's
     capacity as a horizontal line. ``peak=True`` plots :func:`peak_memory` (activations,
     gathered units) instead of the model states alone. Returns the matplotlib Figure."""
+    with palette.figure_style():
+        return _plot_memory_vs_gpus(model, gpu, strategies, world_sizes, peak, ax, kw)
+
+
+def _plot_memory_vs_gpus(
+    model: Any, gpu: str | float, strategies: Sequence[str], world_sizes: Sequence[int], peak: bool, ax: Any, kw: Any
+) -> Any:
     import matplotlib.pyplot as plt
 
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4.2))
     num = float(model) if isinstance(model, (int, float)) else float(config(model).num_params())
+    markers = iter(MARKERS)
     for s in strategies:
         if peak:
             ys = [mm.peak_memory(model, s, n, **kw).total / GB for n in world_sizes]
         else:
             ys = [mm.model_states(num, s, n, **kw).model_states / GB for n in world_sizes]
-        ax.plot(world_sizes, ys, marker="o", ms=3, label=mm.resolve_strategy(s).name)
+        ax.plot(world_sizes, ys, marker=next(markers), ms=4, label=mm.resolve_strategy(s).name)
     cap = mm.gpu_bytes(gpu) / GB
-    ax.axhline(cap, color="#d62728", ls="--", lw=1.2, label=t("views.memory.plot.capacity", gpu=gpu))
+    ax.axhline(
+        cap, color=palette.OKABE_ITO["vermillion"], ls="--", lw=1.2, label=t("views.memory.plot.capacity", gpu=gpu)
+    )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(t("views.memory.plot.xlabel"))
@@ -94,13 +102,19 @@ def plot_max_model_vs_gpus(
     """The largest model whose states fit one GPU, against the number of GPUs: DDP is a
     flat line (capacity / 16 bytes: 5B parameters on 80 GB), ZeRO-1 and ZeRO-2 level off
     at capacity / 4 and / 2 bytes, ZeRO-3 grows with N. Returns the matplotlib Figure."""
+    with palette.figure_style():
+        return _plot_max_model_vs_gpus(gpu, strategies, world_sizes, ax, kw)
+
+
+def _plot_max_model_vs_gpus(
+    gpu: str | float, strategies: Sequence[str], world_sizes: Sequence[int], ax: Any, kw: Any
+) -> Any:
     import matplotlib.pyplot as plt
 
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(7, 4.2))
-    for s in strategies:
-        ax.plot(
-            world_sizes, [mm.max_params_that_fit(s, n, gpu, **kw) / 1e9 for n in world_sizes], marker="o", ms=3, label=s
-        )
+    for s, marker in zip(strategies, MARKERS):
+        fits = [mm.max_params_that_fit(s, n, gpu, **kw) / 1e9 for n in world_sizes]
+        ax.plot(world_sizes, fits, marker=marker, ms=4, label=s)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(t("views.memory.plot.xlabel"))
@@ -180,6 +194,11 @@ def memory_table(run: Source, step: int | None = None, units: str = "MiB") -> Me
 
 def plot_breakdown(run: Source, step: int | None = None, units: str = "MiB") -> Any:
     """Stacked bars by category: for each rank, one bar per phase and one for the peak."""
+    with palette.figure_style():
+        return _plot_breakdown(run, step, units)
+
+
+def _plot_breakdown(run: Source, step: int | None, units: str) -> Any:
     import matplotlib.pyplot as plt
 
     div = UNITS[units]
@@ -191,13 +210,13 @@ def plot_breakdown(run: Source, step: int | None = None, units: str = "MiB") -> 
             bottom = 0.0
             for c in CATEGORIES:
                 v = phases[phase].get(c, 0) / div
-                ax.bar(x, v, bottom=bottom, color=COLORS[c], width=0.8, label=category_label(c) if not ticks else None)
+                ax.bar(x, v, bottom=bottom, width=0.8, label=category_label(c) if not ticks else None, **_bar_style(c))
                 bottom += v
             ticks.append(x)
             labels.append(f"{t('views.memtrack.rank', rank=r)}\n{t(f'views.memtrack.phase.{phase}')}")
             x += 1
         x += 0.5  # a gap between ranks
-    ax.set_xticks(ticks, labels, fontsize=7)
+    ax.set_xticks(ticks, labels, fontsize=8)
     ax.set_ylabel(units)
     ax.set_title(t("views.memtrack.plot.title", unit=units))
     if ticks:
@@ -206,40 +225,68 @@ def plot_breakdown(run: Source, step: int | None = None, units: str = "MiB") -> 
     return fig
 
 
+def _bar_style(c: str) -> dict[str, Any]:
+    """A category's colour and hatching (in the colour's own text colour, half strong)."""
+    ink = palette.text_on(COLORS[c])
+    return {
+        "color": COLORS[c],
+        "edgecolor": (*palette.rgb(ink), 0.55),
+        "linewidth": 0.4,
+        "hatch": palette.mpl_hatch(HATCHES[c]),
+    }
+
+
 def breakdown_html(latest_memcat_by_rank: dict[int, dict[str, Any]], width: int = 520) -> str:
     """Stacked horizontal bars, one per rank, as inline SVG for the live dashboard (no matplotlib).
 
-    Takes the latest "memcat" message of each rank; the bars share one scale."""
+    Takes the latest "memcat" message of each rank; the bars share one scale. Each category has
+    its colour and its hatching; a screen reader reads the title and, per rank, each category's bytes."""
     if not latest_memcat_by_rank:
-        return f"<div style='color:var(--jp-ui-font-color2, #888)'>{html.escape(t('views.memtrack.none'))}</div>"
+        return f"<div style='color:var(--jp-ui-font-color2, #757575)'>{html.escape(t('views.memtrack.none'))}</div>"
     totals = {r: sum((m.get("categories") or {}).values()) for r, m in latest_memcat_by_rank.items()}
     top = max(max(totals.values()), 1)
     pad_l, bar_h, gap = 70, 16, 6
     text = "style='fill:var(--jp-ui-font-color1, currentColor)'"  # the theme's text colour, dark themes too
-    height = len(totals) * (bar_h + gap) + 30
-    parts = []
+    edge = "style='stroke:var(--jp-ui-font-color1, currentColor)' stroke-opacity='0.6' stroke-width='0.5'"
+    height = len(totals) * (bar_h + gap) + 32
+    # the hatch patterns' ids, this SVG's own: the same bars give the same HTML (no needless widget update)
+    prefix = f"{PATTERN}-{zlib.crc32(repr(sorted(latest_memcat_by_rank.items())).encode()):08x}"
+    parts, said = [], []
     for i, (r, msg) in enumerate(sorted(latest_memcat_by_rank.items())):
         y, x = 4 + i * (bar_h + gap), float(pad_l)
         label = f"{t('views.memtrack.rank', rank=r)} · {t('views.memtrack.phase.' + str(msg.get('phase', 'peak')))}"
         parts.append(f"<text x='0' y='{y + 12}' font-size='10' {text}>{html.escape(label[:14])}</text>")
+        cats = msg.get("categories") or {}
+        said.append(
+            f"{label}: {fmt_bytes(totals[r])} (" + ", ".join(_said(c, cats[c]) for c in CATEGORIES if cats.get(c)) + ")"
+        )
         for c in CATEGORIES:
-            v = (msg.get("categories") or {}).get(c, 0)
+            v = cats.get(c, 0)
             w = v / top * (width - pad_l - 80)
             if w > 0:
-                title = f"{category_label(c)}: {fmt_bytes(v)}"
+                fill = palette.svg_fill(c, COLORS, HATCHES, prefix)
                 parts.append(
-                    f"<rect x='{x:.1f}' y='{y}' width='{w:.1f}' height='{bar_h}' fill='{COLORS[c]}'>"
-                    f"<title>{html.escape(title)}</title></rect>"
+                    f"<rect x='{x:.1f}' y='{y}' width='{w:.1f}' height='{bar_h}' fill='{fill}' {edge}>"
+                    f"<title>{html.escape(_said(c, v))}</title></rect>"
                 )
                 x += w
         parts.append(
             f"<text x='{x + 4:.1f}' y='{y + 12}' font-size='10' {text}>{html.escape(fmt_bytes(totals[r]))}</text>"
         )
-    ly = height - 12
-    lx = 0
-    for c in CATEGORIES:
+    ly, lx = height - 12, 0
+    for c in CATEGORIES:  # the legend: a swatch as large as two tiles of the hatching, and the name
         name = html.escape(category_label(c))
-        parts.append(f"<rect x='{lx}' y='{ly - 9}' width='9' height='9' fill='{COLORS[c]}'/>")
-        parts.append(f"<text x='{lx + 12}' y='{ly}' font-size='9' {text}>{name}</text>")
-        lx += 14 + 6 * len(name)
-    return f"<svg class='labkit-membars' width='{max(width, lx)}' height='{height}'>{''.join(parts)}</svg>"
+        fill = palette.svg_fill(c, COLORS, HATCHES, prefix)
+        parts.append(f"<rect x='{lx}' y='{ly - 10}' width='12' height='12' fill='{fill}' {edge}/>")
+        parts.append(f"<text x='{lx + 15}' y='{ly}' font-size='10' {text}>{name}</text>")
+        lx += 20 + 6 * len(name)
+    title = t("views.memtrack.svg.title")
+    return (
+        f"<svg class='labkit-membars' role='img' aria-label='{html.escape(title + '. ' + '; '.join(said), quote=True)}' "
+        f"width='{max(width, lx)}' height='{height}'><title>{html.escape(title)}</title>"
+        f"{palette.svg_patterns(COLORS, HATCHES, prefix)}{''.join(parts)}</svg>"
+    )
+
+
+def _said(c: str, v: int) -> str:
+    return f"{category_label(c)}: {fmt_bytes(v)}"

@@ -15,6 +15,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "views.dash.no_samples": {"en": "no memory samples yet", "ro": "încă nu există eșantioane de memorie"},
     "views.dash.plot.title": {"en": "memory over time ({what})", "ro": "memoria în timp ({what})"},
+    "views.dash.plot.rank": {"en": "{rank}: {now} now, {peak} at most", "ro": "{rank}: {now} acum, cel mult {peak}"},
     # labkit.views.gantt
     "views.timeline.title": {"en": "Step {step}, per rank (measured)", "ro": "Pasul {step}, pe rang (măsurat)"},
     "views.timeline.title.simulated": {"en": "{title} (simulated)", "ro": "{title} (simulat)"},
@@ -49,6 +50,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "memoria per rang pe categorii ({unit})",
     },
     "views.memtrack.rank": {"en": "rank {rank}", "ro": "rangul {rank}"},
+    "views.memtrack.svg.title": {"en": "memory by category, per rank", "ro": "memoria pe categorii, per rang"},
     "views.memory.plot.ylabel": {"en": "memory per GPU ({unit})", "ro": "memorie per GPU ({unit})"},
     "views.memory.plot.xlabel": {"en": "number of GPUs", "ro": "număr de GPU-uri"},
     "views.memory.plot.capacity": {"en": "{gpu} capacity", "ro": "capacitatea {gpu}"},

@@ -109,18 +109,30 @@ def main_memory(run: RunRecord) -> tuple[str, str]:
 
 
 def plot(run: RunRecord, ax: Any = None) -> Any:
-    """Memory over time for every rank, and step times: one matplotlib figure."""
+    """Memory over time for every rank, and step times: one matplotlib figure, in the theme's look
+    (``palette.figure_style``), its lines in Okabe-Ito's colours and, per rank, a marker of their own."""
+    from labkit.views import palette
+
+    with palette.figure_style():
+        return _plot(run, ax)
+
+
+def _plot(run: RunRecord, ax: Any) -> Any:
     import matplotlib.pyplot as plt
+
+    from labkit.views.palette import MARKERS
 
     if ax is None:
         fig, (ax_mem, ax_step) = plt.subplots(1, 2, figsize=(10, 3.2), constrained_layout=True)
     else:
         ax_mem, ax_step, fig = ax, None, ax.figure
     key, label = main_memory(run)
+    markers = {r: MARKERS[i % len(MARKERS)] for i, r in enumerate(run.ranks)}
     for r, samples in run.memory.items():
         xs = [s[ELAPSED] for s in samples if key in s]
         ys = [s[key] / 2**20 for s in samples if key in s]
-        ax_mem.plot(xs, ys, label=f"{t('views.run.col.rank')} {rank_label(run, r)}")
+        mark = {"marker": markers.get(r, "o"), "markevery": max(1, len(xs) // 8), "ms": 4}
+        ax_mem.plot(xs, ys, label=f"{t('views.run.col.rank')} {rank_label(run, r)}", **mark)
     ax_mem.set_title(f"{t('views.run.plot.title')} ({label})")
     ax_mem.set_xlabel(t("views.run.plot.time"))
     ax_mem.set_ylabel(t("views.run.plot.mem"))
@@ -129,7 +141,10 @@ def plot(run: RunRecord, ax: Any = None) -> Any:
         for r, times in run.step_times.items():
             if times:
                 ax_step.plot(
-                    range(len(times)), times, marker="o", label=f"{t('views.run.col.rank')} {rank_label(run, r)}"
+                    range(len(times)),
+                    times,
+                    marker=markers.get(r, "o"),
+                    label=f"{t('views.run.col.rank')} {rank_label(run, r)}",
                 )
         ax_step.set_title(t("views.run.plot.steps"))
         ax_step.set_xlabel(t("views.run.plot.step"))

@@ -193,6 +193,14 @@ VARS: tuple[Var, ...] = (
         "CUDA where it must not).",
     ),
     Var(
+        "LABKIT_THEME",
+        None,
+        USER,
+        ("labkit.views.palette",),
+        "light or dark: the look of labkit's matplotlib figures. Unset: JupyterLab's saved theme setting "
+        "(a dark theme's name has Dark in it), else light.",
+    ),
+    Var(
         "LABKIT_DEBUG",
         None,
         USER,
