@@ -26,7 +26,9 @@ from labkit.grading import registry
 from labkit.grading.build import student_notebook
 from labkit.grading.checks import MIME
 from labkit.grading.cli import main
-from labkit.grading.grade import check_records, grade_all, grade_notebook, student_cells
+from labkit.grading.grade import grade_all, grade_notebook
+from labkit.grading.judge import student_cells
+from labkit.grading.readback import check_records
 from labkit.i18n import t
 
 HERE = Path(__file__).parent

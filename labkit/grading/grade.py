@@ -41,21 +41,14 @@ from typing import Any
 import nbformat
 
 from labkit.grading import judge, registry, sandbox
-from labkit.grading.build import check_ids, lesson_from_ids
-from labkit.grading.checks import MIME
-from labkit.grading.judge import student_cells
+from labkit.grading.readback import Drain, Returned, cell_errors, check_records, lesson_of, metadata, read_frames
 from labkit.grading.runner import cleared
 from labkit.wire.grading import (
-    CheckRecord,
-    Frame,
-    FrameKind,
     JudgeResult,
     JudgeTask,
-    NotebookMeta,
     NotebookStatus,
     QuestionStatus,
     RecordError,
-    RunnerStatus,
 )
 
 __all__ = ["NotebookScore", "QuestionScore", "cleared", "grade_notebook", "score"]
@@ -66,7 +59,6 @@ AFTER_SECONDS = 120  # reading and scoring one notebook after its sandboxes ende
 MAX_STREAM = 768 << 20  # bytes the grader takes from one sandbox's pipe
 OUT_SIZE = 256 << 20  # the sandbox's folder for the executed notebook and the kernel's log (tmpfs: gone with it)
 MAX_SUBMISSION = 64 << 20  # bytes of one submitted notebook
-MAX_RECORDS = 5000  # check records read from one notebook
 
 
 @dataclass
@@ -121,66 +113,6 @@ def _instructors_labkit(home: str) -> list[str]:
     was installed into the Python environment the sandbox uses (pip install, not -e), every answer is."""
     mine = os.path.join(labkit_home(), "labkit")
     return [] if os.path.realpath(mine) == os.path.realpath(os.path.join(home, "labkit")) else [mine]
-
-
-class Drain:
-    """Read a pipe to its end (or ``cap`` bytes) in a thread, while the sandbox runs: the other end blocks
-    when nobody reads, and what the sandbox writes is never more than ``cap`` in the grader's memory."""
-
-    def __init__(self, fd: int, cap: int) -> None:
-        self.fd, self.cap, self.data, self.cut = fd, cap, bytearray(), False
-        self.thread = threading.Thread(target=self._read, name="labkit-grade-drain", daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        with os.fdopen(self.fd, "rb", buffering=0) as pipe:
-            while True:
-                chunk = pipe.read(1 << 20)
-                if not chunk:
-                    return
-                if len(self.data) + len(chunk) > self.cap:
-                    self.cut = True
-                    return  # closing our end: the writer gets EPIPE
-                self.data += chunk
-
-    def result(self, timeout: float = 30) -> bytes:
-        self.thread.join(timeout)
-        return bytes(self.data)
-
-
-@dataclass
-class Returned:
-    """What a runner sent back (``labkit.grading.runner.frames``), each part checked and capped."""
-
-    status: RunnerStatus | None = None
-    notebook: bytes | None = None
-    kernel_log: bytes = b""
-
-
-def read_frames(data: bytes) -> Returned:
-    """The frames in ``data``, up to the first that is not one (the rest is ignored, never an error)."""
-    got, at = Returned(), 0
-    while at < len(data):
-        end = data.find(b"\n", at, at + 4096)
-        if end < 0:
-            break
-        try:
-            frame = Frame.from_json(data[at:end])
-        except RecordError:
-            break
-        body, at = data[end + 1 : end + 1 + frame.size], end + 1 + frame.size
-        if frame.size < 0 or len(body) != frame.size:
-            break
-        if frame.what is FrameKind.STATUS and got.status is None:
-            try:
-                got.status = RunnerStatus.from_json(body)
-            except RecordError:
-                break
-        elif frame.what is FrameKind.NOTEBOOK and got.notebook is None:
-            got.notebook = body
-        elif frame.what is FrameKind.KERNEL_LOG:
-            got.kernel_log = body
-    return got
 
 
 def _environment(home: str, extra: dict[str, str]) -> dict[str, str]:
@@ -300,70 +232,6 @@ def _judge_failure(outcome: Any) -> dict[str, Any]:
     if outcome is not None and outcome.timed_out:
         return {"seconds": JUDGE_SECONDS}
     return {"how": f"exit {outcome.returncode}" if outcome is not None else "-"}
-
-
-# -- reading the results back --------------------------------------------------------
-
-
-def _outputs(cell: Any) -> list[dict[str, Any]]:
-    outputs = cell.get("outputs")
-    return [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
-
-
-def check_records(nb: nbformat.NotebookNode) -> list[tuple[int, dict[str, Any]]]:
-    """Every check record in the outputs, with its cell index, in execution order; a record that is not
-    one (``CheckRecord``: a wrong type anywhere in it) is left out, as if it had been printed by hand."""
-    found = []
-    for i, cell in student_cells(nb):
-        for out in _outputs(cell):
-            data = out.get("data")
-            rec = data.get(MIME) if isinstance(data, dict) else None
-            if not isinstance(rec, dict):
-                continue
-            meta = out.get("metadata")
-            extra = meta.get(MIME) if isinstance(meta, dict) else None
-            report = extra.get("report") if isinstance(extra, dict) else None  # only the metadata carries it
-            try:  # the report is checked where it is judged (judge.claim_of): a bad one scores 0 there
-                record = CheckRecord.from_dict({k: v for k, v in rec.items() if k != "report"})
-            except RecordError:
-                continue
-            plain = {**record.to_dict(), "report": report if isinstance(report, dict) else None}
-            found.append((i, plain))
-            if len(found) >= MAX_RECORDS:
-                return found
-    return found
-
-
-def cell_errors(nb: nbformat.NotebookNode) -> list[dict[str, Any]]:
-    return [
-        {"cell": i, "ename": str(out.get("ename", ""))[:200], "evalue": str(out.get("evalue", ""))[:500]}
-        for i, cell in student_cells(nb)
-        for out in _outputs(cell)
-        if out.get("output_type") == "error"
-    ]
-
-
-def metadata(nb: nbformat.NotebookNode) -> NotebookMeta:
-    """The notebook's ``metadata.labkit``, checked: a value of the wrong type counts as absent."""
-    raw = nb.get("metadata", {}).get("labkit") if isinstance(nb.get("metadata"), dict) else None
-    if not isinstance(raw, dict):
-        return NotebookMeta()
-    fields = {}
-    for name in ("lesson", "lang", "edition"):
-        value = raw.get(name)
-        if isinstance(value, str) and len(value) < 100:
-            fields[name] = value
-    if fields.get("lang") not in (None, "en", "ro"):
-        fields.pop("lang")
-    return NotebookMeta(**fields)
-
-
-def lesson_of(nb: nbformat.NotebookNode, records: list[tuple[int, dict[str, Any]]]) -> str | None:
-    """The metadata's lesson, else the lesson most of the checks belong to."""
-    lesson = metadata(nb).lesson
-    if lesson:
-        return lesson
-    return lesson_from_ids([r["id"] for _, r in records]) or lesson_from_ids(check_ids(nb))
 
 
 def score(
@@ -532,72 +400,6 @@ def _grade(
 
 
 # -- a folder of submissions ------------------------------------------------------------
-
-
-@dataclass
-class Found:
-    """A folder of submissions, collected with ``lstat``: what will be graded, and what was refused."""
-
-    notebooks: dict[str, list[tuple[Path, str]]] = field(default_factory=dict)
-    refused: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # student -> [(name, why)]
-
-
-def find_submissions(root: Path, skip: Path | None = None) -> dict[str, list[tuple[Path, str]]]:
-    """{student: [(notebook, name relative to the student)]} (see ``collect``, which also says what it refused)."""
-    return collect(root, skip).notebooks
-
-
-def collect(root: Path, skip: Path | None = None) -> Found:
-    """A folder per student (searched recursively, as nbgrader's ``submitted/<student>/<assignment>/``),
-    or files named ``<student>_<anything>.ipynb`` directly in ``root``. Nothing is followed through a
-    link: a linked file or folder, and anything not a regular file, is refused and reported."""
-    found = Found()
-    skip_real = os.path.realpath(skip) if skip else None
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
-        if entry.name.startswith(".") or (skip_real and os.path.realpath(entry.path) == skip_real):
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            _walk(Path(entry.path), entry.name, Path(), found)
-        elif entry.name.endswith(".ipynb"):
-            student = entry.name[: -len(".ipynb")].split("_", 1)[0]
-            _take(Path(entry.path), student, entry.name, entry, found)
-    return found
-
-
-def _walk(folder: Path, student: str, rel: Path, found: Found, depth: int = 0) -> None:
-    if depth > 8:
-        return
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        if entry.name.startswith(".") and entry.name != ".":
-            if entry.name == ".ipynb_checkpoints":
-                continue
-        name = str(rel / entry.name)
-        if entry.is_symlink():
-            if entry.name.endswith(".ipynb") or os.path.isdir(entry.path):
-                found.refused.setdefault(student, []).append((name, "a symbolic link"))
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            if entry.name != ".ipynb_checkpoints":
-                _walk(Path(entry.path), student, rel / entry.name, found, depth + 1)
-        elif entry.name.endswith(".ipynb"):
-            _take(Path(entry.path), student, name, entry, found)
-
-
-def _take(path: Path, student: str, name: str, entry: os.DirEntry, found: Found) -> None:
-    try:
-        info = entry.stat(follow_symlinks=False)
-    except OSError:
-        return
-    if stat.S_ISLNK(info.st_mode):
-        found.refused.setdefault(student, []).append((name, "a symbolic link"))
-    elif not stat.S_ISREG(info.st_mode):
-        found.refused.setdefault(student, []).append((name, "not a regular file"))
-    else:  # a hard link is a file of the folder's own: the submissions folder is the instructor's copy
-        found.notebooks.setdefault(student, []).append((path, name))
 
 
 @dataclass

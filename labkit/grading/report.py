@@ -20,7 +20,8 @@ from typing import Any
 
 from labkit.grading import registry
 from labkit.grading.checks import fmt_points
-from labkit.grading.grade import NotebookScore, QuestionScore, StudentReport, collect, grade_all
+from labkit.grading.collect import collect
+from labkit.grading.grade import NotebookScore, QuestionScore, StudentReport, grade_all
 from labkit.i18n import get_lang, known, t
 from labkit.wire.grading import NotebookStatus
 

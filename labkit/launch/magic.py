@@ -4,7 +4,7 @@
     from labkit import rank
     rank.report(hello=rank.rank())
 
-    %torchrun_start -n 2          # warm ranks (labkit.warm.Session), kept across cells
+    %torchrun_start -n 2          # warm ranks (labkit.launch.warm.Session), kept across cells
     %%ranks                       # a cell on them, in the namespace the earlier cells left
     %torchrun_restart / %torchrun_stop
 

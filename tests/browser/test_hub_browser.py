@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
 # what the instructor runs: the submissions as labkit grade finds them, from ~/submissions
 FIND = (
-    "import json, os; from pathlib import Path; from labkit.grading.grade import find_submissions;"
+    "import json, os; from pathlib import Path; from labkit.grading.collect import find_submissions;"
     "found = find_submissions(Path(os.path.expanduser('~/submissions')));"
     "print(json.dumps({k: [n for _, n in v] for k, v in found.items()}))"
 )
