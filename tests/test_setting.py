@@ -174,9 +174,8 @@ ALLOWED = {
     ("labkit/memory/model.py", "DDP"): "the memory model's ZeRO-stage vocabulary (DDP, ZERO1, ZERO2, ZERO3)",
     ("labkit/views/memory.py", "DDP"): "the memory model's ZeRO-stage vocabulary (DDP, ZERO1, ZERO2, ZERO3)",
 }
-# backend and display: labkit.launch is switched to the enums with launch/options.py (BACKENDS, DISPLAYS);
-# labkit.export.runtime is copied into exported scripts that run where labkit is not installed
-CHOICES_ALLOWED = ("labkit/launch/", "labkit/export/runtime.py")
+# backend and display: labkit.export.runtime is copied into exported scripts that run where labkit is not installed
+CHOICES_ALLOWED = ("labkit/export/runtime.py",)
 
 
 def docstrings(tree: ast.AST) -> set[int]:

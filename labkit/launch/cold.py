@@ -24,6 +24,7 @@ from labkit.launch.run import Run
 from labkit.ranks.profiling import profile_dir
 from labkit.wire.errors import RunInterrupted
 from labkit.wire.protocol import Outcome, Status
+from labkit.wire.setting import Backend
 
 __all__ = ["Launch", "cleanup", "find_run_processes", "torchrun"]
 
@@ -45,7 +46,7 @@ def after_run(run: Run, cfg: RunConfig, group: RankGroup) -> None:
 def torchrun(
     target: str | Callable[..., Any],
     nproc: int | None = None,
-    backend: str = "auto",
+    backend: str = Backend.AUTO,
     timeout: float | None = None,
     vars: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,

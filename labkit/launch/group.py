@@ -46,6 +46,7 @@ from labkit.wire.channel import ChannelServer
 from labkit.wire.errors import OptionError
 from labkit.wire.job import FUNCTION_FILE, JobSpec
 from labkit.wire.protocol import Msg, Outcome, message
+from labkit.wire.setting import Backend
 
 # environment that belongs to an outer launcher (a Slurm job, another torchrun) and would
 # confuse ours: torchrun sets the ones it needs for each rank.
@@ -392,7 +393,7 @@ def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -
         TORCH_ELASTIC_SHUTDOWN_TIMEOUT=str(int(cfg.grace)),
     )
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, cfg.nproc or 1))))
-    if cfg.backend == "gloo" and not multinode(cfg):
+    if cfg.backend == Backend.GLOO and not multinode(cfg):
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # single node: keep gloo's data sockets on loopback
     env.pop("LABKIT_REPORT_DIR", None)
     if cfg.pin:  # emulated nodes share this machine's cores: number them by rank, real ones by local rank

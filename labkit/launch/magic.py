@@ -24,6 +24,7 @@ from labkit.i18n import LANGS, get_lang, set_lang, t
 from labkit.launch import options
 from labkit.launch.parsers import LocalParser, add_options, completed_usage, given, translate
 from labkit.wire.errors import CellSyntaxError, OptionError
+from labkit.wire.setting import Display
 
 if TYPE_CHECKING:
     from labkit.launch.run import Run
@@ -118,7 +119,7 @@ def run_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run | None:
     kwargs = given(opts, options.TORCHRUN)
     names = kwargs.pop("vars", "")
     if opts.quiet:
-        kwargs["display"] = "none"
+        kwargs["display"] = Display.NONE
     try:
         # line 1 of the cell is the %%torchrun line: keep line numbers as the student sees them
         return torchrun("\n" + cell, vars=pick_vars(names, namespace), **kwargs)
@@ -177,7 +178,7 @@ def ranks_cell(line: str, cell: str, namespace: dict[str, Any]) -> Run | None:
     kwargs = given(opts, options.RANKS)
     names = kwargs.pop("vars", "")
     if opts.quiet:
-        kwargs["display"] = "none"
+        kwargs["display"] = Display.NONE
     try:
         # line 1 of the cell is the %%ranks line: keep line numbers as the student sees them
         return _session.run("\n" + cell, vars=pick_vars(names, namespace), **kwargs)

@@ -19,9 +19,10 @@ from typing import Any
 from labkit.i18n import t
 from labkit.wire import env as envvars
 from labkit.wire.errors import OptionError
+from labkit.wire.setting import Backend, Display
 
-BACKENDS = ("auto", "gloo", "nccl")
-DISPLAYS = ("auto", "widgets", "text", "none")
+BACKENDS = Backend.choices()
+DISPLAYS = Display.choices()
 START_METHODS = ("fork", "spawn")
 RANK_MEMORY = 400 * 2**20  # a CPU rank with torch imported: ~300 MiB RSS, plus a small model
 
@@ -102,17 +103,17 @@ def coerce_nodes(name: str, value: Any) -> int | None:
     return None if value is None else emulated_nodes(value)
 
 
-def coerce_backend(name: str, value: Any) -> str:
+def coerce_backend(name: str, value: Any) -> Backend:
     backend = str(value).lower()
     if backend not in BACKENDS:
         raise OptionError(t("launch.opt.backend", value=value, hint=suggest(value, BACKENDS)))
-    return backend
+    return Backend(backend)
 
 
-def coerce_display(name: str, value: Any) -> str:
+def coerce_display(name: str, value: Any) -> Display:
     if value not in DISPLAYS:
         raise OptionError(t("launch.opt.display", value=value))
-    return str(value)
+    return Display(value)
 
 
 def coerce_start_method(name: str, value: Any) -> str:
@@ -194,8 +195,8 @@ class RunConfig:
     nproc: int | None = option(  # None: the visible GPUs, else 2
         None, help="launch.magic.help.nproc", coerce=coerce_nproc, takes=EVERYWHERE, short=("-n",)
     )
-    backend: str = option(  # auto: nccl when there are GPUs, else gloo
-        "auto", help="launch.magic.help.backend", coerce=coerce_backend, takes=EVERYWHERE
+    backend: Backend = option(  # auto: nccl when there are GPUs, else gloo
+        Backend.AUTO, help="launch.magic.help.backend", coerce=coerce_backend, takes=EVERYWHERE
     )
     timeout: float | None = option(  # seconds for the whole run (on %%ranks: for the cell); None: no limit
         None,
@@ -210,8 +211,8 @@ class RunConfig:
     quiet: bool = option(
         False, help="launch.magic.help.quiet", coerce=coerce_flag, takes=COLD | {SESSION, RANKS}, flag=True
     )
-    display: str = option(
-        "auto", help="launch.magic.help.display", coerce=coerce_display, takes=COLD | {SESSION, RANKS}
+    display: Display = option(
+        Display.AUTO, help="launch.magic.help.display", coerce=coerce_display, takes=COLD | {SESSION, RANKS}
     )
     pg_timeout: float = option(  # the collective timeout in the ranks
         envvars.get_float("LABKIT_PG_TIMEOUT"),
@@ -345,9 +346,9 @@ def resolve(cfg: RunConfig) -> RunConfig:
     cfg = coerced(cfg)
     nproc = cfg.nproc
     if nproc is None:
-        nproc = gpus.default_nproc() if cfg.backend != "gloo" else 2
+        nproc = gpus.default_nproc() if cfg.backend != Backend.GLOO else 2
     backend = gpus.resolve_backend(cfg.backend, nproc, quiet=cfg.quiet)  # auto: nccl only with a GPU per rank
-    if backend != "nccl":
+    if backend != Backend.NCCL:
         limit = max_cpu_ranks()
         if nproc > limit:
             raise OptionError(

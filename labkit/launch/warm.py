@@ -46,6 +46,7 @@ from labkit.launch.options import SESSION, RunConfig, check_picklable, check_tim
 from labkit.launch.run import Run
 from labkit.wire.errors import LaunchError, OptionError, RankError, RunError, RunInterrupted, RunStopped, RunTimeout
 from labkit.wire.protocol import TYPE, Msg, Outcome, Status, retyped
+from labkit.wire.setting import Backend, Display
 
 ERROR_GRACE = 2.0  # after one rank fails, seconds the others get to finish the cell before they are interrupted
 INTERRUPT_WAIT = 1.0  # seconds ranks get to answer SIGINT; then their collective connections are cut
@@ -68,11 +69,11 @@ class Session:
     def __init__(
         self,
         nproc: int | None = None,
-        backend: str = "auto",
+        backend: str = Backend.AUTO,
         pg_timeout: float | None = None,
         timeout: float | None = None,
         env: dict[str, str] | None = None,
-        display: str = "auto",
+        display: str = Display.AUTO,
         quiet: bool = False,
         error_grace: float = ERROR_GRACE,
         start: bool = True,
