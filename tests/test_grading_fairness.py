@@ -204,13 +204,18 @@ CORPUS: dict[str, list[tuple[str, dict[int, str], str | None]]] = {
     ],
     "lesson7.checkpoint_budget": [
         ("every block", {}, RIGHT),
-        (
-            "every other block, counted from the last",
+        (  # the lesson's budget is 60% of the activations: on the grader's deeper models this meets it
+            "every block but the first",
             {
-                0: "blocks = list(model.layers)[::-2]\n"
-                "apply_activation_checkpointing(model, check_fn=lambda m: any(m is b for b in blocks))"
+                0: "later = list(model.layers)[1:]\n"
+                "apply_activation_checkpointing(model, check_fn=lambda m: any(m is b for b in later))"
             },
             RIGHT,
+        ),
+        (  # recomputing, but one block of five or six: over the budget
+            "the first block only",
+            {0: "apply_activation_checkpointing(model, check_fn=lambda m: m is model.layers[0])"},
+            "grading.exercise.over_budget",
         ),
         ("none", {0: "pass"}, "grading.exercise.no_recompute"),
     ],
