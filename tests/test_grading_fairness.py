@@ -300,10 +300,13 @@ def test_the_student_editions_stub_scores_zero_as_not_answered():
 @pytest.mark.timeout(300)
 def test_a_rank_cannot_read_another_ranks_inputs():
     """The inputs of the other ranks are gone before the student's code runs, even a decorator."""
-    spy = (
-        "import glob, os\n"
+    spy = (  # the harness's frame names the task's folder: look there for every rank's inputs
+        "import glob, os, sys\n"
         "def _peek(f):\n"
-        "    f.seen = sorted(os.path.basename(p) for p in glob.glob('in.*.json'))\n"
+        "    frame = sys._getframe(1)\n"
+        "    while 'folder' not in frame.f_locals:\n"
+        "        frame = frame.f_back\n"
+        "    f.seen = glob.glob(os.path.join(frame.f_locals['folder'], 'in.*.json'))\n"
         "    return f\n"
         "@_peek\n"
         "def mean_of(mine):\n"
@@ -434,3 +437,19 @@ def test_a_forged_result_that_does_not_hold_the_right_values_fails():
     right = {str(r): {"mean": mean} for r in range(3)}
     assert rerun.verdict(qid, seed, {"error": None, "outputs": right, "calls": calls}).correct
     assert not rerun.verdict(qid, seed + 1, {"error": None, "outputs": right, "calls": calls}).correct
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("qid", list(CORPUS))
+def test_the_notebooks_known_shortcuts_fail_in_the_graders_run_too(qid):
+    """The shortcuts ``tests/test_grading_exercises.py`` shows the notebook's check failing fail here too,
+    so that the notebook and the grader agree (a shortcut that reads the cell's own variables, such as
+    lesson 1's copy of DDP's gradients, finds none in the grader's ranks)."""
+    from test_grading_exercises import SHORTCUTS
+
+    region, replacement, _ = SHORTCUTS[qid]
+    code = handed_in(qid, {region: replacement})
+    result = json.loads(json.dumps(rerun.run_task(rerun.task(qid, code, 77), timeout=300)))
+    verdict = rerun.verdict(qid, 77, result)
+    assert not verdict.correct, (verdict, result.get("error"))
