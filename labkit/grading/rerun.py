@@ -115,6 +115,7 @@ class Exercise:
     on_rank: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any]]  # (ns, shared, mine) -> out
     judge: Callable[[dict[str, Any], list[dict[str, Any]], dict[str, Any]], Verdict]  # (shared, inputs, result)
     given: Callable[[dict[str, Any]], dict[str, Any]] = lambda shared: {}  # names the cell defines, as it does
+    fsdp: bool = False  # FSDP's ranks: forked from labkit's prefork server, which has FSDP imported already
 
 
 def rerun_questions() -> set[str]:
@@ -136,9 +137,12 @@ def task(qid: str, code: str, seed: int) -> dict:
 
 @contextlib.contextmanager
 def _prefork(on: bool) -> Iterator[None]:
-    """Launches through labkit's prefork server (``on``: several launches, the torch import paid once)
-    or torchrun started anew (one launch: quicker than starting the server for it, 2.7 s against 4.6 s
-    for two ranks on the development machine)."""
+    """Launches through labkit's prefork server (``on``) or torchrun started anew. The server imports torch
+    and FSDP once and freezes them out of the collector's sight; the ranks it forks pay neither. For one
+    launch of ranks that need no FSDP, a new torchrun is quicker (2.7 s against 4.6 s for two ranks on
+    the idle development machine); for FSDP's ranks the server is (measured on the loaded machine,
+    alternating: lesson 3 in 17-19 s against 25-32 s, lesson 7 in 22-24 s against 25-42 s); for
+    several launches (``run_tasks``) it is by far (about 1-2 s an exercise after the first)."""
     from labkit.launch import prefork
 
     old = os.environ.get(prefork.SWITCH)
@@ -159,7 +163,8 @@ def run_task(task: dict, timeout: float) -> dict:
     (gloo, the exercise's world size), give each rank its inputs, call the student's functions through
     the exercise's harness. Returns ``{"ok", "error", "outputs": {rank: ...}, "calls": {rank: [...]},
     "seconds"}``; never raises for anything the student's code does."""
-    with _prefork(False):
+    exercise = EXERCISES.get(str(task.get("qid")))
+    with _prefork(exercise is not None and exercise.fsdp):
         return _one(task, timeout)
 
 
@@ -741,21 +746,33 @@ EXERCISES: dict[str, Exercise] = {
         _zero3_on_rank,
         _zero3_judge,
         given=lambda shared: {"world": shared["world"]},
-    ),  # fmt: skip
+    ),
     "lesson3.wrap_units": Exercise(
-        ("my_policy", "shard_per_block"), 2, _model_inputs((2, 4)), _units_on_rank, _units_judge, _with_cfg
+        ("my_policy", "shard_per_block"), 2, _model_inputs((2, 4)), _units_on_rank, _units_judge, _with_cfg, fsdp=True
     ),
     "lesson4.forward_prefetch": Exercise(
-        ("set_forward_prefetch",), 2, _model_inputs((3, 4), batch=2), _prefetch_on_rank, _prefetch_judge, _with_cfg
+        ("set_forward_prefetch",),
+        2,
+        _model_inputs((3, 4), batch=2),
+        _prefetch_on_rank,
+        _prefetch_judge,
+        _with_cfg,
+        fsdp=True,
     ),
     "lesson5.mixed_precision": Exercise(
-        ("my_policy",), 2, _model_inputs((2, 3), batch=2), _precision_on_rank, _precision_judge, _with_cfg
+        ("my_policy",), 2, _model_inputs((2, 3), batch=2), _precision_on_rank, _precision_judge, _with_cfg, fsdp=True
     ),
     "lesson6.accumulation": Exercise(
-        ("accumulate",), 2, _model_inputs((2, 3), micro=(2, 4)), _accumulate_on_rank, _accumulate_judge, _with_cfg
+        ("accumulate",),
+        2,
+        _model_inputs((2, 3), micro=(2, 4)),
+        _accumulate_on_rank,
+        _accumulate_judge,
+        _with_cfg,
+        fsdp=True,
     ),
     "lesson7.checkpoint_budget": Exercise(
-        ("fit_in_budget",), 2, _model_inputs((5, 6), batch=4), _budget_on_rank, _budget_judge, _with_cfg
+        ("fit_in_budget",), 2, _model_inputs((5, 6), batch=4), _budget_on_rank, _budget_judge, _with_cfg, fsdp=True
     ),
 }
 
