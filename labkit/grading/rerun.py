@@ -37,9 +37,12 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labkit.grading.compare import Verdict
+
+if TYPE_CHECKING:
+    from labkit.launch.run import Run
 
 INPUT = "in.{rank}.json"  # a rank's inputs, in the task's folder, read and removed by that rank alone
 TASK = "task.json"  # what every rank may know: the exercise, the world size, the shared parameters
@@ -231,7 +234,7 @@ def _calls(obs: dict[str, Any]) -> list[dict[str, Any]]:
     return [{k: e[k] for k in keep if k in e} for e in obs.get("trace", []) if e.get("k") in ("call", "fwd")]
 
 
-def _how_it_ended(run: Any, outputs: dict[int, Any], world: int, timeout: float) -> dict[str, Any]:
+def _how_it_ended(run: Run, outputs: dict[int, Any], world: int, timeout: float) -> dict[str, Any]:
     from labkit.wire.errors import RunTimeout
 
     if isinstance(run.error, RunTimeout):
