@@ -453,3 +453,9 @@ def test_the_notebooks_known_shortcuts_fail_in_the_graders_run_too(qid):
     result = json.loads(json.dumps(rerun.run_task(rerun.task(qid, code, 77), timeout=300)))
     verdict = rerun.verdict(qid, 77, result)
     assert not verdict.correct, (verdict, result.get("error"))
+
+
+def test_a_notebook_without_the_functions_gets_a_verdict_that_names_them():
+    verdict = rerun.no_functions("lesson2.mini_zero3")
+    assert not verdict.correct and "gather_params, reduce_scatter_grads" in t(verdict.key, "en", **verdict.fields)
+    assert "reduce_scatter_grads" in t(verdict.key, "ro", **verdict.fields)

@@ -51,10 +51,6 @@ PR_SET_DUMPABLE = 4
 OUTPUT = "rerun"  # the key of the harness's rank.report
 
 
-def _fail(key: str, **fields: Any) -> Verdict:
-    return Verdict(False, f"grading.exercise.{key}", fields)
-
-
 # -- the student's functions, from the notebook ----------------------------------------------------------
 
 _MAGIC = re.compile(r"^\s*[%!]")
@@ -102,6 +98,11 @@ def functions_of(cells: list[str], qid: str, before: int | None = None) -> str |
         if set(exercise.functions) <= defined:
             return code
     return None
+
+
+def no_functions(qid: str) -> Verdict:
+    """The verdict when ``functions_of`` found no cell that defines the exercise's functions."""
+    return Verdict(False, "grading.exercise.rerun.no_functions", {"names": ", ".join(EXERCISES[qid].functions)})
 
 
 # -- the tasks -------------------------------------------------------------------------------------------
