@@ -165,7 +165,16 @@ def run_tasks(tasks: list[dict], timeout: float) -> list[dict]:
         return [_one(task, timeout) for task in tasks]
 
 
+def _not_dumpable() -> None:
+    """No process of the same user reads this one's memory (``/proc/PID/mem``) or environment: the judge's
+    child holds every rank's inputs, a grader's rank its own, and the student's code runs beside them."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 def _one(task: dict, timeout: float) -> dict:
+    _not_dumpable()
     started = time.perf_counter()
     result: dict[str, Any] = {"qid": task.get("qid"), "seed": task.get("seed"), "ok": False, "error": None}
     try:
@@ -243,8 +252,6 @@ def _how_it_ended(run: Run, outputs: dict[int, Any], world: int, timeout: float)
 
 def on_rank(folder: str) -> None:
     """The harness (the launched cell): this rank's inputs, then the student's functions, then its report."""
-    import ctypes
-
     import torch.distributed as dist
 
     from labkit import rank
@@ -256,7 +263,7 @@ def on_rank(folder: str) -> None:
     with open(path) as f:
         mine = json.load(f)
     os.unlink(path)
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no other process reads our memory
+    _not_dumpable()
     dist.barrier()  # every rank has its own inputs and nobody else's file is left: now the student's code
     with open(os.path.join(folder, CODE)) as f:
         code = f.read()
