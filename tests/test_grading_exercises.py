@@ -40,7 +40,7 @@ EXERCISES = {
 SHORTCUTS = {
     "lesson0.mean_on_ranks": (
         0,
-        "mean = mine.clone() * (dist.get_world_size() + 1) / 2  # the mean, known without asking the others",
+        "return mine / (dist.get_rank() + 1) * (dist.get_world_size() + 1) / 2  # known without asking the others",
         "grading.exercise.calls",
     ),
     "lesson1.ddp_by_hand": (  # copy DDP's gradients
@@ -69,6 +69,35 @@ SHORTCUTS = {
         "grading.exercise.accumulate_sync",
     ),
     "lesson7.checkpoint_budget": (0, "pass", "grading.exercise.no_recompute"),
+}
+
+# right in another way than the solution: the notebook's check must pass them too (issue 45's fair checks)
+OTHER_RIGHT = {
+    ("lesson0.mean_on_ranks", "all_gather"): (
+        0,
+        "parts = [torch.empty_like(mine) for _ in range(dist.get_world_size())]\n"
+        "dist.all_gather(parts, mine)\n"
+        "return torch.stack(parts).mean(dim=0)",
+    ),
+    ("lesson1.ddp_by_hand", "flattened"): (
+        0,
+        "grads = [p.grad for p in model.parameters()]\n"
+        "flat = torch.cat([g.reshape(-1) for g in grads])\n"
+        "dist.all_reduce(flat)\n"
+        "flat /= dist.get_world_size()\n"
+        "for g, part in zip(grads, flat.split([g.numel() for g in grads])):\n"
+        "    g.copy_(part.view_as(g))",
+    ),
+    ("lesson4.forward_prefetch", "two ahead"): (
+        0,
+        "blocks = list(model.layers)\n"
+        "for i, block in enumerate(blocks[:-1]):\n"
+        "    block.set_modules_to_forward_prefetch(blocks[i + 1 : i + 3])",
+    ),
+    ("lesson7.checkpoint_budget", "one block of two"): (
+        0,
+        "apply_activation_checkpointing(model, check_fn=lambda m: m is model.layers[-1])",
+    ),
 }
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -119,6 +148,10 @@ def runs():
             ):
                 session.run(reset, raise_on_error=False)
                 out[qid, kind] = session.run(code, timeout=600, raise_on_error=False)
+        for (qid, name), (region, replacement) in OTHER_RIGHT.items():
+            session.run(reset, raise_on_error=False)
+            code = with_solution(exercise_cell(qid), {region: replacement})
+            out[qid, name] = session.run(code, timeout=600, raise_on_error=False)
         session.run(reset, raise_on_error=False)  # lesson 5's five precision settings, for its halved_collectives
         variables = {"model_size": "tiny", "steps": 2}
         out["precision"] = session.run(precision_cell(), vars=variables, timeout=600, raise_on_error=False)
@@ -148,6 +181,17 @@ def test_a_shortcut_fails_and_is_told_what_is_wrong(runs, qid):
     assert not verdict.correct
     assert verdict.key == SHORTCUTS[qid][2], verdict
     assert t(verdict.key, "en", **verdict.fields) and t(verdict.key, "ro", **verdict.fields)
+
+
+@pytest.mark.parametrize(("qid", "name"), list(OTHER_RIGHT))
+def test_an_answer_right_in_another_way_passes_too(runs, qid, name):
+    """A flattened all-reduce, an all-gather's mean, prefetching two blocks ahead, checkpointing some blocks:
+    right, so the notebook's check passes them (whether the blocks checkpointed meet the budget is measured
+    by the grader's own run, ``labkit.grading.rerun``)."""
+    run = runs[qid, name]
+    assert run.ok, [s.error for s in run.ranks.values()]
+    verdict = registry.get(qid).observe(observations_of(run))
+    assert verdict.correct, verdict
 
 
 def test_values_the_cell_reported_are_not_what_is_judged(runs):

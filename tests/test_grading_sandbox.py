@@ -209,7 +209,7 @@ def attack_notebooks(
             """
             import json, os, socket
             from types import SimpleNamespace
-            call = {"k": "call", "fn": "<module>", "direct": True, "op": "all_reduce", "n_in": 4, "n_out": 4}
+            call = {"k": "call", "fn": "mean_of", "direct": True, "op": "all_reduce", "n_in": 4, "n_out": 4}
             def observed(r):
                 given = dict(call, fi={"n": 4, "values": [i * (r + 1) for i in range(4)]})
                 mean = {"tensor": {"n": 4, "values": [0.0, 1.5, 3.0, 4.5]}}

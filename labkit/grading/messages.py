@@ -372,6 +372,31 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "on a model of dim {dim} with {blocks:@block|blocks}, your value {value} makes the units {got}",
         "ro": "pe un model cu dim {dim} și {blocks:@bloc|blocuri}, valoarea voastră {value} face unitățile {got}",
     },
+    # labkit.grading.rerun: the grader's own ranks, running the functions handed in
+    "grading.exercise.over_budget": {
+        "en": "rank {rank}: your step kept {got:@byte|bytes} of activations at its peak; the budget is {budget}",
+        "ro": "rangul {rank}: pasul vostru a păstrat {got:@octet|octeți} de activări la vârf; bugetul este {budget}",
+    },
+    "grading.exercise.rerun.timeout": {
+        "en": "the grader ran your functions on ranks of its own, and they were still running after {seconds} s",
+        "ro": "evaluatorul a rulat funcțiile voastre pe ranguri proprii, iar ele încă rulau după {seconds} s",
+    },
+    "grading.exercise.rerun.crashed": {
+        "en": "the grader ran your functions on ranks of its own, and rank {rank} raised: {error}",
+        "ro": "evaluatorul a rulat funcțiile voastre pe ranguri proprii, iar rangul {rank} a ridicat: {error}",
+    },
+    "grading.exercise.rerun.no_output": {
+        "en": "the grader ran your functions on ranks of its own, and rank {rank} returned nothing it could judge",
+        "ro": "evaluatorul a rulat funcțiile voastre pe ranguri proprii, iar rangul {rank} nu a întors nimic de evaluat",
+    },
+    "grading.exercise.rerun.malformed": {
+        "en": "the grader ran your functions on ranks of its own, and what they returned has the wrong shape ({error})",
+        "ro": "evaluatorul a rulat funcțiile voastre pe ranguri proprii, iar ce au întors are o formă greșită ({error})",
+    },
+    "grading.exercise.rerun.no_functions": {
+        "en": "no code cell of the notebook defines {names}, as the exercise cell does",
+        "ro": "nicio celulă de cod a notebook-ului nu definește {names}, cum o face celula exercițiului",
+    },
     # labkit.grading.judge
     "grading.judge.no_report": {
         "en": "this check's output holds nothing the grader can judge (was it printed by hand?)",

@@ -50,17 +50,19 @@ question(
     hints=[
         {
             "en": "The collective that leaves the sum over the ranks on every rank is torch.distributed's "
-            "all-reduce. It works in place, on the tensor it is given: give it a copy of mine and keep that copy "
-            "as mean.",
+            "all-reduce. It works in place, on the tensor it is given: give it a copy of mine, and that copy holds "
+            "the sum afterwards.",
             "ro": "Operația colectivă care lasă suma pe ranguri pe fiecare rang este reducerea globală (all-reduce) "
-            "din torch.distributed. Lucrează pe loc, pe tensorul primit: dați-i o copie a lui mine și păstrați acea "
-            "copie ca mean.",
+            "din torch.distributed. Lucrează pe loc, pe tensorul primit: dați-i o copie a lui mine, iar după aceea "
+            "copia conține suma.",
         },
         {
-            "en": "After the all-reduce, mean holds the sum over the ranks; the mean is that sum divided by the "
-            "number of ranks (dist.get_world_size gives it). Issue exactly one collective.",
-            "ro": "După reducerea globală, mean conține suma pe ranguri; media este suma împărțită la numărul de "
-            "ranguri (dist.get_world_size îl dă). Porniți exact o singură operație colectivă.",
+            "en": "After the all-reduce, the copy holds the sum over the ranks; mean_of returns that sum divided by "
+            "the number of ranks (dist.get_world_size gives it), which is right for any number of ranks. Issue "
+            "exactly one collective.",
+            "ro": "După reducerea globală, copia conține suma pe ranguri; mean_of întoarce suma împărțită la numărul "
+            "de ranguri (dist.get_world_size îl dă), ceea ce e corect pentru orice număr de ranguri. Porniți exact "
+            "o singură operație colectivă.",
         },
     ],
 )

@@ -127,11 +127,12 @@ question(
             "primește o listă.",
         },
         {
-            "en": "The check reads the forward prefetch setting of each block (block i names block i + 1 alone) "
+            "en": "The check reads the forward prefetch setting of each block (block i names block i + 1, "
+            "and may name the blocks after it too) "
             "and counts the all-gathers issued before each block computes: block i's must already have been "
             "issued while block i - 1 computed.",
             "ro": "Verificarea citește setarea de preîncărcare în trecerea directă a fiecărui bloc (blocul i îl "
-            "numește doar pe blocul i + 1) și numără colectările pornite înainte să calculeze fiecare bloc: a "
+            "numește pe blocul i + 1 și îi poate numi și pe cei de după el) și numără colectările pornite înainte să calculeze fiecare bloc: a "
             "blocului i trebuie să fi fost deja pornită cât timp calcula blocul i - 1.",
         },
     ],

@@ -169,11 +169,12 @@ question(
             "check_fn. Aplicați-o pe model; celula vă apelează funcția înainte de fully_shard.",
         },
         {
-            "en": "The check watches the blocks compute: with checkpointing every block computes twice in the step "
-            "(once more in backward), and the loss stays the one without it. A smaller batch changes the loss.",
-            "ro": "Verificarea urmărește calculul blocurilor: cu recalcularea activărilor fiecare bloc calculează de "
-            "două ori în pas (încă o dată în trecerea inversă), iar pierderea rămâne cea de fără ea. Un lot mai mic "
-            "schimbă pierderea.",
+            "en": "The check watches the blocks compute: a checkpointed block computes twice in the step (once more in "
+            "backward), and the loss stays the one without it; the grader measures the activations against the "
+            "budget. A smaller batch changes the loss.",
+            "ro": "Verificarea urmărește calculul blocurilor: un bloc cu activările recalculate calculează de două ori "
+            "în pas (încă o dată în trecerea inversă), iar pierderea rămâne cea de fără recalculare; evaluatorul "
+            "măsoară activările față de buget. Un lot mai mic schimbă pierderea.",
         },
     ],
 )
