@@ -3,8 +3,8 @@
 Each lesson's exercise cell is taken from the built notebook (so the test follows the lessons),
 run on 2 warm gloo ranks once as the solution wrote it and once with a known shortcut in place
 of the solution, and judged by the question's verifier on the observations in the cell's
-``Run`` (what ``labkit.check`` does in the notebook; the grader reads the same observations
-from its own sink). The solution passes; each shortcut fails with a message that names what
+``Run`` (what ``labkit.check`` does in the notebook, for immediate feedback; the grader re-runs the
+exercise on ranks of its own instead: tests/test_grading_fairness.py). The solution passes; each shortcut fails with a message that names what
 is wrong, and no hint shows solution code.
 
     .venv/bin/pytest tests/test_grading_exercises.py -q
@@ -222,8 +222,9 @@ def test_hints_escalate_and_show_no_solution_code():
 
 
 def test_which_collectives_bf16_halved_is_judged_from_the_observed_dtypes(runs):
-    """Lesson 5's answer depends on the run: the grader reads the dtypes and bytes labkit saw each
-    setting's collectives move (the settings told apart by the model each trained), not the cell's table."""
+    """Lesson 5's answer: the notebook reads the dtypes and bytes labkit saw each setting's collectives move
+    (the settings told apart by the model each trained); the grader's reference, which judges the value
+    alone, agrees with that real run, and judges a record of it without any run."""
     from labkit.grading import judge
 
     run = runs["precision"]
@@ -231,36 +232,7 @@ def test_which_collectives_bf16_halved_is_judged_from_the_observed_dtypes(runs):
     q = registry.get("lesson5.halved_collectives")
     assert q.judge({"all_gather"}, {"run": run}).correct
     assert not q.judge({"all_gather", "reduce_scatter"}, {"run": run}).correct
-    observations = {run.run_id: observations_of(run)}
-    record = {"id": q.id, "report": {"kind": "value", "value": {"$set": ["all_gather"]}, "context_run": run.run_id}}
-    assert judge.verdict(q, record, {}, observations).correct
-    assert not judge.verdict(q, record, {}, {}).correct  # no observation of that run: nothing to judge by
-
-
-@pytest.mark.parametrize("prefork_on", ["1", "0"])
-def test_the_sink_keeps_what_the_ranks_of_a_cold_cell_send(tmp_path, monkeypatch, prefork_on):
-    """While graded, each rank sends its observation to the grader's sink, which takes it from rank processes
-    only: the agent forked from the kernel's prefork server (its ranks show the server's command line) or
-    started anew (``LABKIT_PREFORK=0``)."""
-    import labkit
-    from labkit.grading.sink import Sink
-    from labkit.launch import prefork
-
-    prefork.stop()
-    monkeypatch.setenv("LABKIT_PREFORK", prefork_on)
-    forked = []
-    spawn = prefork.spawn_agent
-    monkeypatch.setattr(prefork, "spawn_agent", lambda *a, **k: forked.append(spawn(*a, **k)) or forked[-1])
-    sink = Sink(tmp_path)
-    monkeypatch.setenv("LABKIT_OBSERVE_SINK", sink.path)
-    code = "import torch\nimport torch.distributed as dist\n\nt = torch.ones(3)\ndist.all_reduce(t)\n"
-    try:
-        run = labkit.torchrun(code, nproc=2, backend="gloo", quiet=True, display="none")
-    finally:
-        records = sink.close()
-        prefork.stop()
-    assert (forked[-1] is not None) == (prefork_on == "1")  # the path this case is about was taken
-    assert sink.refused == [] and sorted(records.get(run.run_id, {})) == [0, 1], (sink.refused, list(records))
-    for observation in records[run.run_id].values():
-        calls = [e for e in observation["trace"] if e.get("k") == "call"]
-        assert [(c["op"], c["direct"]) for c in calls] == [("all_reduce", True)]
+    for answer in ({"all_gather"}, ["all_gather"], {"all_gather", "reduce_scatter"}, {"reduce_scatter"}, set()):
+        assert q.reference(answer) == q.judge(answer, {"run": run}).correct, answer
+    record = {"id": q.id, "report": {"kind": "claim", "question": "value", "value": {"$set": ["all_gather"]}}}
+    assert judge.verdict(q, record, {}).correct

@@ -7,8 +7,9 @@ install of labkit and the gradebook are as they were and no process of any sandb
 
 - forged check records (a cell that displays "correct" records, with reports made up);
 - a patched judge (``registry.Question.judge`` replaced in the kernel);
-- a fabricated run (a ``SimpleNamespace`` with made-up observations, a real run that reports the
-  right values without the collective, and a kernel that writes to the grader's sink itself);
+- a fabricated run (a ``SimpleNamespace`` with made-up observations, a process that looks like
+  torchrun's agent, and a real run whose function is right for the notebook's inputs only, without
+  the collective: the grader re-runs it on its own ranks, with inputs of its own);
 - reference answers passed back (from the registry, the course's modules, the repository's files);
 - another student's notebook read (by its path, and the reports folder);
 - labkit's installed files overwritten;
@@ -202,12 +203,17 @@ def attack_notebooks(
             %%torchrun -n 2 --backend gloo --quiet
             import torch
             from labkit import rank
-            mean = torch.arange(4.0) * 1.5  # the right mean, without asking the other rank
+
+            def mean_of(mine):  # right for the notebook's own inputs only: no rank asks the others
+                world = torch.distributed.get_world_size()
+                return mine / (rank.rank() + 1) * (world + 1) / 2
+
+            mean = mean_of(torch.arange(4.0) * (rank.rank() + 1))
             rank.report(mean=mean.tolist(), collectives=["all_reduce"])
             """,
             'labkit.check("lesson0.mean_on_ranks", labkit.last_run)',
             """
-            import json, os, socket
+            import subprocess, sys
             from types import SimpleNamespace
             call = {"k": "call", "fn": "mean_of", "direct": True, "op": "all_reduce", "n_in": 4, "n_out": 4}
             def observed(r):
@@ -216,14 +222,10 @@ def attack_notebooks(
                 return {"ok": True, "trace": [given], "globals": {"mean": mean}}
             events = {r: [{"t": "observed", "observation": observed(r)}] for r in range(2)}
             fake = SimpleNamespace(run_id="run-000000-abcdef", nproc=2, values={}, events=events)
-            for r in range(2):  # and the same straight into the grader's sink, from the kernel
-                try:
-                    with socket.socket(socket.AF_UNIX) as s:
-                        s.connect(os.environ.get("LABKIT_OBSERVE_SINK", "/nonexistent"))
-                        line = {"run": fake.run_id, "rank": r, "observation": observed(r)}
-                        s.sendall((json.dumps(line) + "\\n").encode())
-                except OSError as e:
-                    print("sink:", type(e).__name__)
+            # a process that looks like torchrun's agent, as a forger would start one: nothing listens to it
+            agent = subprocess.run([sys.executable, "-c", "print('an agent')", "-m", "labkit.launch.agent"],
+                                   capture_output=True, text=True)
+            print("agent:", agent.stdout.strip())
             print("the kernel said", labkit.check("lesson0.mean_on_ranks", fake).status)
             """,
         ),
@@ -344,9 +346,8 @@ def test_what_each_attack_saw(graded):
     assert "the kernel said ['correct', 'correct', 'correct']" in outputs(graded, "patched_judge")
     fabricated = outputs(graded, "fabricated_run")
     assert "the kernel said correct" in fabricated  # the notebook believed its made-up observations
-    assert {
-        q.key for q in graded.students["fabricated_run"].notebooks[0].questions if q.id.endswith("mean_on_ranks")
-    } == {"grading.judge.no_run"}
+    keys = {q.key for q in graded.students["fabricated_run"].notebooks[0].questions if q.id.endswith("mean_on_ranks")}
+    assert len(keys) == 1 and next(iter(keys)).startswith("grading.exercise."), keys  # re-run: wrong on unseen inputs
     assert "found 0" in outputs(graded, "reference_passed_back")
     read = outputs(graded, "reads_another")
     assert read.count("FileNotFoundError") >= 3, read  # the other notebook, the reports, and the copy

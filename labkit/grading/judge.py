@@ -176,8 +176,12 @@ def verdict(
         if judge_failure:  # the judge process ended before it answered anything
             key = "grading.judge.timeout" if "seconds" in judge_failure else "grading.judge.died"
             return registry.Verdict(False, key, dict(judge_failure))
-        missing = {QuestionKind.MODEL: "grading.judge.no_model", QuestionKind.RUN: "grading.judge.no_run"}
-        return registry.Verdict(False, missing.get(q.kind, "grading.judge.no_result"), {"error": "-"})
+        if q.kind is QuestionKind.RUN:  # no task was made: the notebook defines no functions for it
+            from labkit.grading import rerun
+
+            return rerun.no_functions(q.id)
+        key = "grading.judge.no_model" if q.kind is QuestionKind.MODEL else "grading.judge.no_result"
+        return registry.Verdict(False, key, {"error": "-"})
     if got.how.startswith("timeout"):  # its child ran past its time (``timeout 20 s``)
         return registry.Verdict(False, "grading.judge.timeout", {"seconds": got.how.split()[1]})
     if got.how:  # its child died: how (an exit status, a signal), never what it printed
