@@ -59,7 +59,7 @@ def test_a_forged_record_scores_nothing(capsys):
     assert score("lesson1", [(0, rec)], {}, {})[0].points == 0
     run_rec = {"id": "lesson1.ddp_by_hand", "report": {"kind": "claim", "question": "run", "run": "run-made-up"}}
     row = next(r for r in score("lesson1", [(0, run_rec)], {}, {}) if r.id == "lesson1.ddp_by_hand")
-    assert (row.points, row.key) == (0, "grading.judge.no_run")
+    assert (row.points, row.key) == (0, "grading.exercise.rerun.no_functions")  # nothing to re-run
     capsys.readouterr()
 
 
