@@ -76,7 +76,7 @@ def test_shared_gpus_are_time_shared_up_to_the_limit_and_never_taken_whole():
     assert pool.allocate("w1", "1") == ("1",)  # a whole-GPU profile never gets a shared GPU
     assert pool.allocate("s3", "shared") == ("2",)  # GPU 0 is full: the next free one
     assert pool.allocate("s4", "shared") == ("2",)
-    with pytest.raises(gpus.GpuPoolExhausted, match="at most 2 students"):
+    with pytest.raises(gpus.GpuPoolExhausted, match="at most 2 students on one"):
         pool.allocate("s5", "shared")
     pool.release("s1")
     assert pool.allocate("s5", "shared") == ("0",)

@@ -15,13 +15,13 @@ MESSAGES: dict[str, dict[str, str]] = {
     "hub.gpus.exhausted": {
         "en": "labkit hub: no GPUs left for {user}: {wanted:@GPU is|GPUs are} asked, {free} free. "
         "Held now: {holders}. Ask your instructor, or try again when a server stops.",
-        "ro": "labkit hub: nu mai sunt GPU-uri pentru {user}: {wanted:@GPU cerut|GPU-uri cerute}, {free} libere. "
+        "ro": "labkit hub: nu mai sunt GPU-uri pentru {user}: {wanted:@GPU cerut|GPU-uri cerute}, libere: {free}. "
         "Ocupate acum: {holders}. Întrebați instructorul sau încercați din nou după ce se oprește un server.",
     },
     "hub.gpus.exhausted_shared": {
-        "en": "labkit hub: no shared GPU has room for {user} (at most {share} students on one), and no GPU is "
+        "en": "labkit hub: no shared GPU has room for {user} (at most {share:@student|students} on one), and no GPU is "
         "free. Held now: {holders}. Ask your instructor, or try again when a server stops.",
-        "ro": "labkit hub: niciun GPU partajat nu mai are loc pentru {user} (cel mult {share} studenți pe unul), "
+        "ro": "labkit hub: niciun GPU partajat nu mai are loc pentru {user} (cel mult {share:@student|studenți} pe unul), "
         "iar niciun GPU nu e liber. Ocupate acum: {holders}. Întrebați instructorul sau încercați din nou după "
         "ce se oprește un server.",
     },

@@ -11,9 +11,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "NCCL are nevoie de GPU-uri, iar acest kernel nu are niciunul ({where}). Folosiți backend='gloo' pentru a rula rangurile pe CPU.",
     },
     "wire.gpus.rank_limit": {
-        "en": "nproc={nproc} is more than you may start with NCCL: at most {limit} ranks (LABKIT_MAX_RANKS), "
+        "en": "nproc={nproc} is more than you may start with NCCL: at most {limit:@rank|ranks} (LABKIT_MAX_RANKS), "
         "one on each GPU that is yours ({names}). Use nproc={allowed} or fewer.",
-        "ro": "nproc={nproc} depășește cât puteți porni cu NCCL: cel mult {limit} ranguri (LABKIT_MAX_RANKS), "
+        "ro": "nproc={nproc} depășește cât puteți porni cu NCCL: cel mult {limit:@rang|ranguri} (LABKIT_MAX_RANKS), "
         "câte unul pe fiecare GPU al dumneavoastră ({names}). Folosiți nproc={allowed} sau mai puțin.",
     },
     "wire.gpus.too_many": {
