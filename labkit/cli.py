@@ -45,6 +45,7 @@ EXTRAS = {
     "nbformat": "lab",
     "jupyter_ui_poll": "lab",
     "jupytext": "lab",
+    "jupyterlab_language_pack_ro_RO": "lab",  # JupyterLab reads it; labkit never imports it
     "papermill": "grade",
     "nbclient": "grade",
     "playwright": "browser",

@@ -12,6 +12,8 @@
 #   --ip ADDR --port N   where the hub listens (default 127.0.0.1:8000: put TLS in front for a class)
 #   --slurm              servers are Slurm jobs (batchspawner), submitted as each student
 #   --memory 4G --cpus 2 --max-ranks 4   per student: cgroup memory and CPU, ranks per %%torchrun cell
+#   --gpus auto|none|0,1,..|MIG-..,..   the GPU pool (default auto: nvidia-smi -L); each server gets its own
+#   --gpu-profile 1|2|..|shared         each student's GPUs (LABKIT_HUB_GPU_PROFILES=ana=2,ben=shared: one's own)
 #   --cull-timeout S     idle seconds before jupyterhub-idle-culler stops a server (default 3600)
 #   --dir DIR            the hub's state: database, secrets, student editions, submissions (/srv/labkit-hub)
 #   --create-users       create missing system users (no password: set one with passwd)
@@ -33,6 +35,8 @@ while [ $# -gt 0 ]; do
     --memory) export LABKIT_HUB_MEMORY=$2 && shift ;;
     --cpus) export LABKIT_HUB_CPUS=$2 && shift ;;
     --max-ranks) export LABKIT_HUB_MAX_RANKS=$2 && shift ;;
+    --gpus) export LABKIT_HUB_GPUS=$2 && shift ;;
+    --gpu-profile) export LABKIT_HUB_GPU_PROFILE=$2 && shift ;;
     --cull-timeout) export LABKIT_HUB_CULL_TIMEOUT=$2 && shift ;;
     --dir) export LABKIT_HUB_DIR=$2 && shift ;;
     --create-users) create_users=1 ;;

@@ -34,11 +34,13 @@ def test_environment_yml_matches_pyproject():
     student = project["dependencies"] + project["optional-dependencies"]["lab"]
     wanted = {CONDA_NAMES.get(n, n): spec for n, spec in map(split, student)}
     conda = [d for d in env["dependencies"] if isinstance(d, str)]
-    have = {n: spec for n, spec in map(split, conda) if n not in ("python", "pip")}
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    from_pypi = [d for d in pip_section if d != "-e ."]  # what conda-forge does not have
+    have = {n: spec for n, spec in map(split, conda + from_pypi) if n not in ("python", "pip")}
     assert have == wanted
+    assert len(have) == len(conda) + len(from_pypi) - 2  # no package twice (python and pip aside)
     python_spec = next(split(d)[1] for d in conda if split(d)[0] == "python")
     assert python_spec == project["requires-python"]
-    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert "-e ." in pip_section
     assert env["channels"] == ["conda-forge"]
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import nbformat
 
-from labkit.grading import judge, registry, sandbox
+from labkit.grading import devices, judge, registry, sandbox
 from labkit.grading.readback import Drain, Returned, cell_errors, check_records, lesson_of, metadata, read_frames
 from labkit.grading.runner import cleared
 from labkit.wire.grading import (
@@ -439,10 +439,13 @@ def grade_all(
 
     box = box if box is not None else sandbox.find()
     limit = timeout + STARTUP + JUDGE_SECONDS * 2 + AFTER_SECONDS + 60
+    gpus = devices.slots(jobs)  # each job its own GPUs; no more jobs at once than groups of them
+    jobs = gpus.jobs(jobs)
 
     def one(i: int) -> NotebookScore:
         path, executed, name = tasks[i]
-        return grade_notebook(path, executed, timeout, name, box=box, env=env, seed=seed)
+        with gpus.lease() as mine:
+            return grade_notebook(path, executed, timeout, name, box=box, env={**(env or {}), **mine}, seed=seed)
 
     pool = ThreadPoolExecutor(max(1, jobs))
     futures = [pool.submit(one, i) for i in range(len(tasks))]

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from labkit.grading.devices import device_files as gpu_files
 from labkit.i18n import t
 
 GiB = 1 << 30
@@ -237,7 +238,7 @@ class Bubblewrap:
             elif os.path.isdir(path):
                 cmd += ["--ro-bind", path, path]
         cmd += ["--ro-bind", self.hosts(), "/etc/hosts", "--proc", "/proc", "--dev", "/dev"]
-        for dev in sorted(Path("/dev").glob("nvidia*")):  # GPUs, when the machine has them
+        for dev in gpu_files(env.get("CUDA_VISIBLE_DEVICES")):  # the job's GPUs (labkit.grading.devices)
             cmd += ["--dev-bind", str(dev), str(dev)]
         # the private tmpfs first: a mount below /tmp (a cache there, on some machines) must show above it
         made = _parents([HOME])

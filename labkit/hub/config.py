@@ -16,13 +16,14 @@ import os
 import sys
 from typing import Any
 
-from labkit.hub import homes, spawners
+from labkit.hub import gpus, homes, spawners
 from labkit.hub.settings import HubSettings, parse_bytes
 from labkit.wire import env as envvars
 
 
 def configure(c: Any, settings: HubSettings) -> None:
     spawners.SETTINGS = settings
+    spawners.POOL = gpu_pool(settings)
     homes.ensure_instructors_group(settings)
     state = settings.state_dir
     python = settings.python or sys.executable  # the students'
@@ -102,3 +103,14 @@ def configure(c: Any, settings: HubSettings) -> None:
             "services": ["idle-culler"],
         }
     ]
+
+
+def gpu_pool(settings: HubSettings) -> gpus.GpuPool | None:
+    """A local hub's GPU pool, every profile checked against it; None on a Slurm hub (Slurm gives GPUs)."""
+    if settings.spawner == "slurm":
+        return None
+    pool = gpus.GpuPool(gpus.discover(settings.gpus), share=settings.gpu_share)
+    if pool.devices:
+        for profile in {settings.gpu_profile, *settings.gpu_profiles.values()}:
+            pool.check(profile)
+    return pool

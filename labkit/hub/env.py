@@ -147,6 +147,37 @@ VARS: tuple[Var, ...] = (
         "A Slurm hub's --mem for a server's job. Unset: LABKIT_HUB_MEMORY; \"\": none asked (nodes that declare no memory).",
     ),
     Var(
+        "LABKIT_HUB_GPUS",
+        "auto",
+        f"{USER} (hub.sh --gpus); launch/hub.sh exports it",
+        ("labkit.hub.settings",),
+        "A local hub's GPU pool: auto (what nvidia-smi -L lists: whole GPUs by index, a MIG GPU's "
+        "instances by UUID), none, or the devices named (0,1,2 or MIG-...). Each server gets its own in "
+        "CUDA_VISIBLE_DEVICES.",
+    ),
+    Var(
+        "LABKIT_HUB_GPU_PROFILE",
+        "1",
+        f"{USER} (hub.sh --gpu-profile); launch/hub.sh exports it",
+        ("labkit.hub.settings",),
+        "Each student's GPUs from the pool: a number of whole GPUs (MIG instances) theirs alone, 0, or "
+        "shared (one GPU time-shared by up to LABKIT_HUB_GPU_SHARE students).",
+    ),
+    Var(
+        "LABKIT_HUB_GPU_PROFILES",
+        None,
+        USER,
+        ("labkit.hub.settings",),
+        "Students whose GPU profile is not LABKIT_HUB_GPU_PROFILE: ana=2,ben=shared.",
+    ),
+    Var(
+        "LABKIT_HUB_GPU_SHARE",
+        "4",
+        USER,
+        ("labkit.hub.settings",),
+        "How many students with the shared GPU profile share one GPU.",
+    ),
+    Var(
         "LABKIT_HUB_JUPYTER_CONFIG",
         None,
         "launch/hub.sh (launch/jupyter)",

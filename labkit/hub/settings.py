@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from labkit.hub.gpus import parse_profiles
 from labkit.wire import env as envvars
 
 LANGS = ("en", "ro")
@@ -37,6 +38,10 @@ class HubSettings:
     slurm_partition: str = ""
     slurm_runtime: str = "8:00:00"
     slurm_memory: str | None = None  # --mem of a server's job; None: ``memory``; "": none asked
+    gpus: str = "auto"  # the GPU pool of a local hub (labkit.hub.gpus): auto, none, or the devices named
+    gpu_profile: str = "1"  # each student's GPUs: a number of whole GPUs (or MIG instances), or "shared"
+    gpu_profiles: dict[str, str] = field(default_factory=dict)  # a student's own profile, by name
+    gpu_share: int = 4  # students on one shared GPU
     env: dict[str, str] = field(default_factory=dict)  # more variables for every server
 
     @property
@@ -76,6 +81,10 @@ def from_env() -> HubSettings:
         slurm_runtime=get("LABKIT_HUB_SLURM_RUNTIME"),
         slurm_memory=get("LABKIT_HUB_SLURM_MEMORY"),
         env={"JUPYTER_CONFIG_PATH": jupyter_config} if jupyter_config else {},
+        gpus=get("LABKIT_HUB_GPUS"),
+        gpu_profile=get("LABKIT_HUB_GPU_PROFILE"),
+        gpu_profiles=parse_profiles(get("LABKIT_HUB_GPU_PROFILES") or ""),
+        gpu_share=int(get("LABKIT_HUB_GPU_SHARE")),
     )
 
 

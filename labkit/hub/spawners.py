@@ -2,8 +2,10 @@
 
 Both ask for the course language at each start (a form: English or Română), prepare the home
 (``labkit.hub.homes``) and set ``LABKIT_LANG`` and ``LABKIT_MAX_RANKS`` for the server, its
-kernels and their ranks. The local one puts the server in its student's cgroups; the Slurm one
-(batchspawner) submits it as the student, and finds the node's address as Slurm knows it.
+kernels and their ranks. The local one puts the server in its student's cgroups and gives it its
+GPUs from the hub's pool (``labkit.hub.gpus``: ``CUDA_VISIBLE_DEVICES``, given back when it stops);
+the Slurm one (batchspawner) submits it as the student, and finds the node's address as Slurm knows
+it (its GPUs are Slurm's to give).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from typing import Any
 
 from jupyterhub.spawner import LocalProcessSpawner
 
-from labkit.hub import homes, limits
+from labkit.hub import gpus, homes, limits
 from labkit.hub.settings import LANGS, HubSettings
 from labkit.i18n import t
 from labkit.wire import env as envvars
 
 SETTINGS: HubSettings | None = None  # set by labkit.hub.config.configure
+POOL: gpus.GpuPool | None = None  # a local hub's GPUs, when the server has any (configure)
 LANG_NAMES = {"en": "English", "ro": "Română"}
 
 FORM = (
@@ -47,6 +50,9 @@ def pre_spawn(spawner: Any) -> None:
         JUPYTER_PREFER_ENV_PATH="1",
         **settings.env,
     )
+    if POOL is not None and POOL.devices:  # GpuPoolExhausted: no server, the reason on the spawn page
+        profile = settings.gpu_profiles.get(spawner.user.name, settings.gpu_profile)
+        spawner.environment.update(gpus.environment(POOL.allocate(spawner.user.name, profile)))
     spawner.default_url = f"/lab/tree/{folder}"
 
 
@@ -69,6 +75,8 @@ class LocalCourseSpawner(LocalProcessSpawner):
         await super().stop(now=now)
         limits.kill_all(self.user.name)  # kernels and ranks that outlived the server
         limits.remove(self.user.name)
+        if POOL is not None:
+            POOL.release(self.user.name)
 
 
 def slurm_spawner_class() -> type:

@@ -354,6 +354,8 @@ def resolve(cfg: RunConfig) -> RunConfig:
             raise OptionError(
                 t("launch.opt.nproc.large", value=nproc, cpus=os.cpu_count(), mem=_free_memory() / 2**30, limit=limit)
             )
+    elif envvars.get("LABKIT_MAX_RANKS"):  # NCCL ranks count against a set limit too (a hub's student)
+        gpus.check_rank_limit(nproc, max_cpu_ranks(), gpus.visible_gpus())
     if cfg.pin and not hasattr(os, "sched_setaffinity"):
         raise OptionError(t("launch.opt.pin", platform=sys.platform))
     nodes, link = check_emulation(cfg)

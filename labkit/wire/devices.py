@@ -109,6 +109,19 @@ def check_nccl(nproc: int, env: Mapping[str, str] | None = None, device_count: i
     return found[:nproc]
 
 
+RANKS_PER_GPU = 1  # NCCL: two ranks of one group on one GPU fail with "Duplicate GPU detected"
+
+
+def check_rank_limit(nproc: int, limit: int, devices: list[str]) -> None:
+    """NCCL ranks count against the rank limit (``LABKIT_MAX_RANKS``, a hub's per student) as CPU
+    ranks do: at most ``limit``, and at most ``RANKS_PER_GPU`` on each of the ``devices`` that are ours."""
+    allowed = min(limit, len(devices) * RANKS_PER_GPU)
+    if nproc > allowed:
+        raise OptionError(
+            t("wire.gpus.rank_limit", nproc=nproc, limit=limit, names=", ".join(devices) or "-", allowed=allowed)
+        )
+
+
 # -- backend "auto": NCCL only when every rank gets a GPU of its own ------------------------
 
 

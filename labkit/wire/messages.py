@@ -10,6 +10,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "NCCL needs GPUs, and this kernel has none ({where}). Use backend='gloo' to run the ranks on the CPU.",
         "ro": "NCCL are nevoie de GPU-uri, iar acest kernel nu are niciunul ({where}). Folosiți backend='gloo' pentru a rula rangurile pe CPU.",
     },
+    "wire.gpus.rank_limit": {
+        "en": "nproc={nproc} is more than you may start with NCCL: at most {limit:@rank|ranks} (LABKIT_MAX_RANKS), "
+        "one on each GPU that is yours ({names}). Use nproc={allowed} or fewer.",
+        "ro": "nproc={nproc} depășește cât puteți porni cu NCCL: cel mult {limit:@rang|ranguri} (LABKIT_MAX_RANKS), "
+        "câte unul pe fiecare GPU al dumneavoastră ({names}). Folosiți nproc={allowed} sau mai puțin.",
+    },
     "wire.gpus.too_many": {
         "en": "{nproc:@NCCL rank needs|NCCL ranks need} {nproc:@GPU|GPUs}, but only {count} are yours: {names} "
         "({where}). Use nproc={count} or fewer, or backend='gloo' to run {nproc:@rank|ranks} on the CPU.",
