@@ -72,6 +72,7 @@ def test_the_students_python_runs_no_editable_install_of_the_checkout(tmp_path):
     (site / "extra.pth").write_text("pkg_ok\n")
     (site / "__editable__.fsdp_labkit-0.1.0.pth").write_text(f"import sys; sys.path.insert(0, {str(ROOT)!r})\n")
     code = f"{course_path_line(str(site), str(install))}\nimport labkit, sys; print(labkit.WHERE); print(sys.path)"
-    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True).stdout
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # as a student's server starts: no path set
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     where, path = out.splitlines()
     assert where == "student" and str(site / "pkg_ok") in path and str(ROOT) + "'" not in path
