@@ -25,6 +25,7 @@ Everything after the sandbox is per notebook: whatever goes wrong there scores t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -49,6 +50,7 @@ from labkit.wire.grading import (
     NotebookStatus,
     QuestionStatus,
     RecordError,
+    TaskKind,
 )
 
 __all__ = ["NotebookScore", "QuestionScore", "cleared", "grade_notebook", "score"]
@@ -298,6 +300,49 @@ def grade_notebook(
     failure of the grader's own scores this notebook 0 with "grader error: ..." in its report. ``env``:
     more variables for the sandbox (``LABKIT_HOME``: the folder whose ``labkit`` the sandbox imports,
     the student's install). ``seed``: the re-runs' inputs (a fresh one when None)."""
+    box = box if box is not None else sandbox.find()
+    env = _with_install(dict(env or {}))
+    ran = run_notebook(path, out_path, timeout, name, parameters, box, env, seed)
+    return ran if isinstance(ran, NotebookScore) else judge_together(box, [ran], env)[0]
+
+
+@dataclass
+class Ran:
+    """A notebook whose sandbox has ended: what is left to do is the judge's (``judge_together``)."""
+
+    name: str
+    out_path: Path
+    lesson: str | None
+    status: NotebookStatus
+    message: str
+    records: list[tuple[int, dict[str, Any]]]
+    errors: list[dict[str, Any]]
+    lang: str | None
+    seed: int
+    tasks: list[JudgeTask]
+    started: float
+
+
+def _with_install(env: dict[str, str]) -> dict[str, str]:
+    if "LABKIT_HOME" not in env:  # the student's install: nothing in it holds an answer
+        from labkit.grading.student import cached_install
+
+        env["LABKIT_HOME"] = str(cached_install())
+    return env
+
+
+def run_notebook(
+    path: Path,
+    out_path: Path,
+    timeout: float,
+    name: str | None,
+    parameters: dict[str, Any] | None,
+    box: Any,
+    env: dict[str, str],
+    seed: int | None,
+) -> NotebookScore | Ran:
+    """The notebook's sandbox, and what came out of it read back; a ``NotebookScore`` already when there
+    is nothing to judge (refused, unreadable, or the grader's own failure)."""
     name = name or path.name
     seed = secrets.randbelow(2**31) if seed is None else seed
     started = time.monotonic()
@@ -308,16 +353,18 @@ def grade_notebook(
     except Exception as e:  # not JSON, not a notebook: 0 points, and the reason in the report (no content)
         return NotebookScore(name, None, NotebookStatus.UNREADABLE, message=type(e).__name__, seed=seed)
     try:
-        score_ = _grade(nb, path, out_path, timeout, name, parameters, box, dict(env or {}), seed)
+        return _run(nb, out_path, timeout, name, parameters, box, dict(env), seed, started)
     except Exception as e:  # the grader's own failure on this notebook: reported, never the class's
-        import traceback
+        return _grader_error(name, e, seed)
 
-        traceback.print_exc(file=sys.stderr)
-        return NotebookScore(
-            name, None, NotebookStatus.GRADER_ERROR, message=f"grader error: {type(e).__name__}", seed=seed
-        )
-    score_.seconds = round(time.monotonic() - started, 2)
-    return score_
+
+def _grader_error(name: str, e: BaseException, seed: int | None = None) -> NotebookScore:
+    import traceback
+
+    traceback.print_exception(e, file=sys.stderr)
+    return NotebookScore(
+        name, None, NotebookStatus.GRADER_ERROR, message=f"grader error: {type(e).__name__}", seed=seed
+    )
 
 
 class Refused(Exception):
@@ -340,9 +387,8 @@ def _read_submission(path: Path) -> nbformat.NotebookNode:
     return nbformat.reads(data.decode("utf-8"), as_version=4)
 
 
-def _grade(
+def _run(
     nb: nbformat.NotebookNode,
-    path: Path,
     out_path: Path,
     timeout: float,
     name: str,
@@ -350,12 +396,8 @@ def _grade(
     box: Any,
     env: dict[str, str],
     seed: int,
-) -> NotebookScore:
-    box = box if box is not None else sandbox.find()
-    if "LABKIT_HOME" not in env:  # the student's install: nothing in it holds an answer
-        from labkit.grading.student import cached_install
-
-        env["LABKIT_HOME"] = str(cached_install())
+    started: float,
+) -> Ran:
     meta = metadata(nb)
     if meta.lang:  # a Romanian edition speaks Romanian in the grader's kernel too
         env["LABKIT_LANG"] = meta.lang
@@ -367,35 +409,82 @@ def _grade(
         nbformat.write(cleared(nb), submission)
         os.chmod(submission, 0o644)
         executed, status, message, got = execute(box, submission, work, timeout, dict(env), parameters, name)
-        deadline = time.monotonic() + AFTER_SECONDS
         executed = executed if executed is not None else cleared(nb)
         nbformat.write(executed, out_path)
         sandbox_log = (work / "sandbox.log").read_bytes()[-(8 << 20) :] if (work / "sandbox.log").exists() else b""
         out_path.with_suffix(".kernel.log").write_bytes(got.kernel_log + sandbox_log)
-        records = check_records(executed)
-        lesson = lesson_of(nb, records)
-        questions = registry.lesson_questions(lesson) if lesson else []
-        chosen = judge.choose(records)
-        tasks = judge.tasks(questions, chosen, executed, seed)
-        results, judge_failure = evaluate(box, work, tasks, dict(env))
-        judge_log = work / "judge.log"
-        if judge_log.exists():  # after the kernel's: what the judge process printed, for the instructor only
-            with out_path.with_suffix(".kernel.log").open("ab") as f:
-                f.write(b"\n--- the judge ---\n" + judge_log.read_bytes()[-(8 << 20) :])
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"scoring took more than {AFTER_SECONDS} s")
+    deadline = time.monotonic() + AFTER_SECONDS
+    records = check_records(executed)
+    lesson = lesson_of(nb, records)
+    questions = registry.lesson_questions(lesson) if lesson else []
+    tasks = judge.tasks(questions, judge.choose(records), executed, seed)
+    if time.monotonic() > deadline:
+        raise TimeoutError(f"reading it back took more than {AFTER_SECONDS} s")
     langs = Counter(r.get("lang") for _, r in records if r.get("lang") in ("en", "ro"))
+    lang = langs.most_common(1)[0][0] if langs else meta.lang
+    return Ran(name, out_path, lesson, status, message, records, cell_errors(executed), lang, seed, tasks, started)
+
+
+RANKS_KEY = "ranks"  # the one task that re-runs every exercise on the ranks of the notebooks judged together
+
+
+def judge_together(box: Any, rans: list[Ran], env: dict[str, str]) -> list[NotebookScore]:
+    """One judge for these notebooks (a student's): their tasks in one sandbox, the exercises on the ranks
+    re-run by one child from one prefork server (torch imported once, not once a notebook); then each
+    notebook scored from its own results. Never raises: a failure here is each notebook's grader error."""
+    if not rans:
+        return []
+    tasks: list[JudgeTask] = []
+    ranks: list[JudgeTask] = []
+    for i, ran in enumerate(rans):
+        for task in ran.tasks:
+            state = task.state and task.state.replace(".pt", f"-{i}.pt")  # a loader's weights: one file a notebook
+            keyed = dataclasses.replace(task, key=f"{i}|{task.key}", state=state)
+            (ranks if task.does is TaskKind.RANKS else tasks).append(keyed)
+    if ranks:  # in one child: the launcher's, whose ranks alone run student code
+        batch = {"tasks": [t.ranks for t in ranks], "keys": [t.key for t in ranks]}
+        tasks.append(JudgeTask(RANKS_KEY, TaskKind.RANKS, ranks=batch, seconds=sum(t.seconds for t in ranks)))
+    try:
+        with tempfile.TemporaryDirectory(prefix="labkit-judge-") as tmp:
+            work = Path(tmp)
+            os.chmod(work, 0o755)
+            results, failure = evaluate(box, work, tasks, dict(env))
+            log = (work / "judge.log").read_bytes()[-(8 << 20) :] if (work / "judge.log").exists() else b""
+    except Exception as e:
+        return [_grader_error(ran.name, e, ran.seed) for ran in rans]
+    batch_result = results.pop(RANKS_KEY, None)
+    if batch_result is not None:
+        for task, value in zip(ranks, batch_result.values):
+            results[task.key] = JudgeResult(task.key, [value], how=batch_result.how)
+        if batch_result.how or len(batch_result.values) != len(ranks):
+            for task in ranks[len(batch_result.values) :]:
+                results[task.key] = JudgeResult(task.key, [], how=batch_result.how or "exit ?")
+    out = []
+    for i, ran in enumerate(rans):
+        mine = {k.split("|", 1)[1]: r for k, r in results.items() if k.split("|", 1)[0] == str(i)}
+        try:
+            if log:  # after the kernel's: what the judge process printed, for the instructor only
+                with ran.out_path.with_suffix(".kernel.log").open("ab") as f:
+                    f.write(b"\n--- the judge ---\n" + log)
+            out.append(judged(ran, mine, failure, box.name))
+        except Exception as e:
+            out.append(_grader_error(ran.name, e, ran.seed))
+    return out
+
+
+def judged(ran: Ran, results: dict[str, JudgeResult], failure: dict[str, Any], sandbox_name: str) -> NotebookScore:
     return NotebookScore(
-        file=name,
-        lesson=lesson,
-        status=status,
-        questions=score(lesson, records, results, judge_failure, seed),
-        errors=cell_errors(executed),
-        message=message,
-        lang=langs.most_common(1)[0][0] if langs else meta.lang,
-        executed=str(out_path),
-        sandbox=box.name,
-        seed=seed,
+        file=ran.name,
+        lesson=ran.lesson,
+        status=ran.status,
+        questions=score(ran.lesson, ran.records, results, failure, ran.seed),
+        errors=ran.errors,
+        message=ran.message,
+        seconds=round(time.monotonic() - ran.started, 2),
+        lang=ran.lang,
+        executed=str(ran.out_path),
+        sandbox=sandbox_name,
+        seed=ran.seed,
     )
 
 
@@ -427,41 +516,74 @@ def grade_all(
     box: Any = None,
     env: dict[str, str] | None = None,
     seed: int | None = None,
+    groups: list[str] | None = None,
 ) -> list[NotebookScore]:
-    """Grade (notebook, executed path, name) tasks, ``jobs`` at a time, in the order given.
+    """Grade (notebook, executed path, name) tasks, ``jobs`` at a time; the scores in the order given.
 
-    Threads are enough: each notebook runs in processes of its own (the sandbox's), and a
-    thread here only waits for them. A notebook whose grading does not end in its time (its
-    sandboxes' limits plus the scoring's) is scored 0 with a grader error, and the others go on.
+    ``groups`` (a student's name per task) puts the notebooks of one student before one judge, once they
+    have all run (``judge_together``); without it, each notebook has a judge of its own. Threads are
+    enough: each notebook runs in processes of its own (the sandbox's), and a thread here only waits for
+    them. A notebook whose grading does not end in its time (its sandboxes' limits plus the scoring's)
+    is scored 0 with a grader error, and the others go on.
     """
+    from collections import defaultdict
     from concurrent.futures import ThreadPoolExecutor
-    from concurrent.futures import TimeoutError as Late
 
     box = box if box is not None else sandbox.find()
-    limit = timeout + STARTUP + JUDGE_SECONDS * 2 + AFTER_SECONDS + 60
+    env = _with_install(dict(env or {}))
     gpus = devices.slots(jobs)  # each job its own GPUs; no more jobs at once than groups of them
     jobs = gpus.jobs(jobs)
-
-    def one(i: int) -> NotebookScore:
-        path, executed, name = tasks[i]
-        with gpus.lease() as mine:
-            return grade_notebook(path, executed, timeout, name, box=box, env={**(env or {}), **mine}, seed=seed)
-
+    groups = groups if groups is not None else [str(i) for i in range(len(tasks))]
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, group in enumerate(groups):
+        members[group].append(i)
+    ran: dict[int, NotebookScore | Ran] = {}
+    scores: dict[int, NotebookScore] = {}
+    left = {group: len(idx) for group, idx in members.items()}
+    lock, finished = threading.Lock(), threading.Event()
     pool = ThreadPoolExecutor(max(1, jobs))
-    futures = [pool.submit(one, i) for i in range(len(tasks))]
-    results = []
-    started = time.monotonic()
-    for i, future in enumerate(futures):
-        try:  # each notebook's limit counts from when its turn can have begun at the latest
-            got = future.result(timeout=max(1.0, limit * (1 + i // max(1, jobs)) - (time.monotonic() - started)))
-        except Late:
-            got = NotebookScore(tasks[i][2], None, NotebookStatus.GRADER_ERROR, message="grader error: time")
-        except Exception as e:  # grade_notebook never raises; if it did, this notebook alone pays
-            got = NotebookScore(
-                tasks[i][2], None, NotebookStatus.GRADER_ERROR, message=f"grader error: {type(e).__name__}"
-            )
-        results.append(got)
+
+    def run_one(i: int) -> None:
+        path, executed, name = tasks[i]
+        try:
+            with gpus.lease() as mine:
+                got = run_notebook(path, executed, timeout, name, None, box, {**env, **mine}, seed)
+        except Exception as e:  # run_notebook never raises; if it did, this notebook alone pays
+            got = _grader_error(name, e)
+        with lock:
+            ran[i] = got
+            left[groups[i]] -= 1
+            ready = left[groups[i]] == 0
+        if ready:
+            pool.submit(judge_group, groups[i])
+
+    def judge_group(group: str) -> None:
+        idx = members[group]
+        todo = [i for i in idx if isinstance(ran[i], Ran)]
+        try:
+            judged_ = judge_together(box, [ran[i] for i in todo], env)  # type: ignore[misc]
+        except Exception as e:
+            judged_ = [_grader_error(tasks[i][2], e) for i in todo]
+        with lock:
+            for i, got in zip(todo, judged_):
+                scores[i] = got
+            for i in idx:
+                scores.setdefault(i, ran[i])  # type: ignore[arg-type]
+            if len(scores) == len(tasks):
+                finished.set()
         if log:
-            log(got)
+            for i in idx:
+                log(scores[i])
+
+    if not tasks:
+        return []
+    for i in range(len(tasks)):
+        pool.submit(run_one, i)
+    limit = timeout + STARTUP + JUDGE_SECONDS * 2 + AFTER_SECONDS + 60
+    finished.wait(limit * (1 + len(tasks) // max(1, jobs)))
     pool.shutdown(wait=False, cancel_futures=True)
-    return results
+    with lock:
+        return [
+            scores.get(i) or NotebookScore(tasks[i][2], None, NotebookStatus.GRADER_ERROR, message="grader error: time")
+            for i in range(len(tasks))
+        ]

@@ -209,14 +209,15 @@ def grade_folder(
     root, out = Path(submissions), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     found = collect(root, skip=out)
-    tasks = [
-        (path, out / _folder(student) / (os.path.splitext(name)[0] + ".executed.ipynb"), name)
-        for student, files in found.notebooks.items()
-        for path, name in files
-    ]
-    scores = iter(grade_all(tasks, timeout, jobs, log, box, env, seed))
+    names = sorted({*found.notebooks, *found.refused})
+    tasks, groups = [], []
+    for student in names:  # a student's notebooks go to one judge together (grade_all)
+        for path, name in found.notebooks.get(student, []):
+            tasks.append((path, out / _folder(student) / (os.path.splitext(name)[0] + ".executed.ipynb"), name))
+            groups.append(student)
+    scores = iter(grade_all(tasks, timeout, jobs, log, box, env, seed, groups))
     students = []
-    for student in sorted({*found.notebooks, *found.refused}):
+    for student in names:
         mine = [next(scores) for _ in found.notebooks.get(student, [])]
         mine += [
             NotebookScore(name, None, NotebookStatus.REFUSED, message=why)
