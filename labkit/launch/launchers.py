@@ -183,21 +183,21 @@ class NodesLauncher(PopenLauncher):
 
     def __init__(self, cfg: RunConfig, run_id: str, nodes: NodeLauncher) -> None:
         super().__init__(cfg, run_id)
-        self.nodes = nodes
+        self.nodes = self.spec = nodes  # ``spec``: the same, never None here
 
     def rdzv_args(self) -> list[str]:
         return []
 
     def channel(self, sock: str, token: str) -> ChannelServer:
         """Ranks on other machines connect back over TCP (HMAC challenge; the token stays in env)."""
-        host = channel_host(self.nodes.kind, self.nodes.hosts, self.cfg.channel_host)
+        host = channel_host(self.spec.kind, self.spec.hosts, self.cfg.channel_host)
         return ChannelServer(sock, token, tcp_host=host)
 
     def command(self, agent: list[str]) -> list[str]:
-        return self.nodes.command(agent)
+        return self.spec.command(agent)
 
     def env(self, env: dict[str, str], address: str) -> dict[str, str]:
-        return self.nodes.env({**env, "LABKIT_SOCKET": address}, self.cfg.timeout)
+        return self.spec.env({**env, "LABKIT_SOCKET": address}, self.cfg.timeout)
 
     def agent_output(self, text: str) -> str:
         return unlabel(text)  # srun --label's "N: " prefixes off (the fan-out and netem_run label alike)
@@ -209,7 +209,7 @@ class SlurmLauncher(NodesLauncher):
     ENTRY = "srun --nodes=N --ntasks-per-node=1 --kill-on-bad-exit=1 --label ... python -m labkit.launch.agent ..."
 
     def cleanup(self) -> None:
-        self.nodes.cleanup()  # a job or step Slurm still runs for us (srun killed before it could end it)
+        self.spec.cleanup()  # a job or step Slurm still runs for us (srun killed before it could end it)
 
 
 class SshLauncher(NodesLauncher):
