@@ -7,7 +7,10 @@
 
 Both ways of running cells use it: ``labkit.launch.cold`` (one torchrun per cell) and
 ``labkit.launch.warm`` (one torchrun, many cells). There is one place that starts the agent and
-one supervise loop; the callers differ only in when they stop waiting (``check``).
+one supervise loop; the callers differ only in when they stop waiting (``check``). How the agent
+starts (forked from the prefork server, a new interpreter, srun, ssh, emulated nodes) is the
+group's ``Launcher`` (``labkit.launch.launchers``), chosen once from the config: the group calls
+it the same way whichever it is.
 
 The loop is single-threaded on purpose: the cell's main thread reads the channel, tails the
 rank logs and updates the widgets, so output always lands in the launching cell (ipykernel
@@ -15,8 +18,9 @@ ties output from threads to other cells), and an interrupt arrives here as Keybo
 Every wait is bounded.
 
 Teardown, whatever happened: SIGTERM to torchrun's process group (it passes the signal to the
-ranks), SIGKILL after the grace period, then every process that carries this run's id in its
-environment is killed: ranks live in process groups of their own, and their children might too.
+ranks), SIGKILL after the grace period, the launcher's ``cleanup`` (a Slurm job left: scancel),
+then every process that carries this run's id in its environment is killed: ranks live in
+process groups of their own, and their children might too.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -34,13 +37,12 @@ from typing import Any
 
 from labkit import log
 from labkit.i18n import t
-from labkit.launch import prefork
+from labkit.launch import launchers, prefork
 from labkit.launch.logs import tail_file
-from labkit.launch.nodes import NodeLauncher, channel_host, launcher_for, unlabel
-from labkit.launch.options import RunConfig, check_picklable, emulated, multinode
+from labkit.launch.nodes import NodeLauncher
+from labkit.launch.options import RunConfig, check_picklable, multinode
 from labkit.launch.psfind import PROC, with_env
 from labkit.launch.run import Run
-from labkit.launch.rundirs import prune_runs, runs_root
 from labkit.ranks.profiling import profile_dir
 from labkit.wire.channel import ChannelServer
 from labkit.wire.errors import OptionError
@@ -123,79 +125,58 @@ class RankGroup:
         self.job = job
         self.run_id = "run-" + time.strftime("%H%M%S-") + secrets.token_hex(3)
         self.run_dir = ""
-        self.proc: subprocess.Popen | prefork.AgentProcess | None = None
         self.server: ChannelServer | None = None
         self.pids: dict[int, int] = {}  # rank -> pid, once every rank said hello
         self.stopped_by_us = False  # we ended a live agent: its stops are ours, not a failure's
         self.ended = False
-        self._agent_log: Any = None
-        self.nodes: NodeLauncher | None = None  # several nodes: srun or ssh starts an agent on each
-        if multinode(cfg) or emulated(cfg):
-            self.nodes = launcher_for(cfg.nnodes or 1, cfg.slurm, cfg.slurm_args, cfg.hosts, self.run_id, cfg.link)
+        self.launcher = launchers.choose(cfg, self.run_id)  # how the agent starts (labkit.launch.launchers)
+        self.nodes: NodeLauncher | None = self.launcher.nodes  # several nodes: what each node's agent gets
+
+    @property
+    def proc(self) -> subprocess.Popen | prefork.AgentProcess | None:
+        """The agent process (None before it started)."""
+        return self.launcher.proc
 
     # -- start ------------------------------------------------------------------------
 
     def start(self) -> Run:
         """The run folder, the channel and torchrun; returns the ``Run`` that its messages fill."""
-        remote = self.nodes is not None and not self.nodes.local
-        root = runs_root(shared=remote)
-        if self.nodes is not None or not prefork.enabled():
-            prune_runs(root)  # else the prefork server does it, after it has handed this run its agent
+        root = self.launcher.runs_root()
         self.run_dir = os.path.join(root, self.run_id)
         os.mkdir(self.run_dir, 0o700)
         self.job.write(self.run_dir, self.cfg)
         sock, token = os.path.join(self.run_dir, "ch.sock"), secrets.token_hex(32)
         run = self.new_run(self.run_id)
-        env, command = rank_env(self.cfg, self.run_id, self.run_dir, sock, token), self.command()
-        if not remote:  # emulated nodes too: a socket in the filesystem is reachable from any network namespace
-            self.server = ChannelServer(sock, token)
-        else:  # ranks on other machines connect back over TCP (HMAC challenge; the token stays in env)
-            host = channel_host(self.nodes.kind, self.nodes.hosts, self.cfg.channel_host)
-            self.server = ChannelServer(sock, token, tcp_host=host)
-        if self.nodes is not None:
-            env = self.nodes.env({**env, "LABKIT_SOCKET": self.server.address or sock}, self.cfg.timeout)
-            command = self.nodes.command(command)
+        env = rank_env(self.cfg, self.run_id, self.run_dir, sock, token)
+        self.server = self.launcher.channel(sock, token)
+        env = self.launcher.env(env, self.server.address or sock)
+        command = self.launcher.command(self.command())
         agent_log = os.path.join(self.run_dir, "agent.log")
         logger.debug("%s: starting %s in %s", self.run_id, " ".join(command), self.run_dir)
         try:
-            if self.nodes is None:  # forked from the process that imported torch already (labkit.launch.prefork)
-                self.proc = prefork.spawn_agent(command[3:], env, agent_log, self.cfg.env, prune=root)
-            if self.proc is None:  # a new interpreter: srun or ssh for several nodes, or no usable prefork server
-                if self.nodes is None and prefork.enabled():
-                    prune_runs(root)
-                self._agent_log = open(agent_log, "wb")
-                self.proc = subprocess.Popen(
-                    command,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=self._agent_log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # our own process group, so killpg reaches torchrun only
-                )
+            self.launcher.start(command, env, agent_log)
         except BaseException:
             self.end(run)
             raise
         return run
 
     def command(self) -> list[str]:
-        # several nodes: each node's agent adds where they meet (labkit.launch.nodes.agent_args)
-        endpoint = [] if self.nodes else ["--rdzv-endpoint=127.0.0.1:0"]  # one node: a free port, no race
-        return [
-            sys.executable,
-            "-m",
-            "labkit.launch.agent",  # torchrun itself (torch.distributed.run's main), quicker to report a failure
-            f"--nnodes={self.cfg.nnodes or 1}",
-            f"--nproc-per-node={self.cfg.nproc}",
-            "--rdzv-backend=c10d",
-            *endpoint,
-            f"--rdzv-id={self.run_id}",
-            "--max-restarts=0",
-            "--monitor-interval=0.02",  # how soon torchrun sees its ranks end (a check costs microseconds)
-            # torchrun's own files (the ranks' error files) go in the run folder, pruned with it; by default
-            # each agent made a /tmp/torchelastic_* folder that nothing removed, one per cold cell
-            f"--log-dir={os.path.join(self.run_dir, 'torchelastic')}",
-            *rank_entry(self.cfg.start_method),
-        ]
+        """torchrun's command line, ``python -m labkit.launch.agent ...``; the launcher wraps it (srun, ssh, netem)."""
+        return launchers.agent_command(
+            [
+                f"--nnodes={self.cfg.nnodes or 1}",
+                f"--nproc-per-node={self.cfg.nproc}",
+                "--rdzv-backend=c10d",
+                *self.launcher.rdzv_args(),
+                f"--rdzv-id={self.run_id}",
+                "--max-restarts=0",
+                "--monitor-interval=0.02",  # how soon torchrun sees its ranks end (a check costs microseconds)
+                # torchrun's own files (the ranks' error files) go in the run folder, pruned with it; by default
+                # each agent made a /tmp/torchelastic_* folder that nothing removed, one per cold cell
+                f"--log-dir={os.path.join(self.run_dir, 'torchelastic')}",
+                *rank_entry(self.cfg.start_method),
+            ]
+        )
 
     def new_run(self, run_id: str) -> Run:
         """A ``Run`` of this group's ranks (a warm cell gets one each, its pids known already)."""
@@ -220,8 +201,8 @@ class RankGroup:
         route = route or run.ingest
         while True:
             if self.agent_running() and all(s.pid and not s.connected for s in run.ranks.values()):
-                wait(self.proc, POLL)  # every rank came and went: torchrun's exit is next, see it at once
-            for msg in self.server.poll(0 if self.proc is not None and self.proc.poll() is not None else POLL):
+                self.launcher.wait(POLL)  # every rank came and went: torchrun's exit is next, see it at once
+            for msg in self.server.poll(0 if self.launcher.poll() is not None else POLL):
                 route(msg)
             run.poll_logs()
             if view is not None:
@@ -231,7 +212,7 @@ class RankGroup:
                 return outcome
 
     def agent_running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.launcher.running()
 
     def alive(self) -> bool:
         """torchrun still runs and every rank is connected (as of the last poll)."""
@@ -265,11 +246,10 @@ class RankGroup:
     def here(self, pid: int) -> bool:
         """Is ``pid`` a process of this run on this machine? Ranks on other nodes have pids of their
         own there (srun and the channel's lifeline end them); here the same number is someone else."""
-        return self.nodes is None or self.nodes.local or pid in find_run_processes(self.run_id)
+        return not self.launcher.remote or pid in find_run_processes(self.run_id)
 
     def wait_agent(self, seconds: float) -> None:
-        if self.proc is not None:
-            wait(self.proc, seconds)
+        self.launcher.wait(seconds)
 
     def write_file(self, name: str, data: bytes) -> str:
         """A file in the run folder, for the ranks to read (a warm cell's ``--vars``); returns ``name``."""
@@ -285,8 +265,7 @@ class RankGroup:
 
     def agent_log(self, lines: int = 400) -> str:
         """The end of torchrun's own output (its failure report names ranks and exit codes)."""
-        text = tail_file(os.path.join(self.run_dir, "agent.log"), lines)
-        return unlabel(text) if self.nodes else text  # srun --label's "N: " prefixes off
+        return self.launcher.agent_output(tail_file(os.path.join(self.run_dir, "agent.log"), lines))
 
     def node_log(self, lines: int = 400) -> str:
         """The agents' output as srun labelled it (``N: `` = node rank N), or the ssh fan-out's."""
@@ -311,34 +290,32 @@ class RankGroup:
         run = run or self.new_run(self.run_id)
         with sigint_deferred():  # a second Ctrl-C must not abandon the teardown half-way
             self._teardown(run)
-            if self._agent_log is not None:
-                self._agent_log.close()
-            run.agent_exit_code = self.proc.returncode if self.proc else None
+            self.launcher.close()
+            run.agent_exit_code = self.launcher.returncode
 
     def _teardown(self, run: Run) -> None:
-        proc, server = self.proc, self.server
+        agent, server = self.launcher, self.server
         if server is None:
             return
         self._drain(run, 0.0)
-        if proc is not None and proc.poll() is None:
+        if agent.running():
             # we are ending a live run (interrupt, stop, timeout): SIGTERM reaches every rank
             # through torchrun, and closing the channel ends any rank that lingers
             self.stopped_by_us = True
-            killpg(proc.pid, signal.SIGTERM)
-            wait(proc, min(1.0, self.cfg.grace))
+            agent.signal(signal.SIGTERM)
+            agent.wait(min(1.0, self.cfg.grace))
             self._drain(run, 0.0)
             server.close()
-            wait(proc, self.cfg.grace)
-            if proc.poll() is None:
-                killpg(proc.pid, signal.SIGKILL)
-                wait(proc, 2.0)
+            agent.wait(self.cfg.grace)
+            if agent.running():
+                agent.signal(signal.SIGKILL)
+                agent.wait(2.0)
         else:
             # torchrun is gone by itself: what the ranks sent is still in the socket buffers
             self._drain(run, 2.0)
         run.rejected_clients = list(server.rejected)
         server.close()  # the lifeline: any rank still alive kills itself now
-        if self.nodes is not None:
-            self.nodes.cleanup()  # a job or step Slurm still runs for us (srun killed before it could end it)
+        agent.cleanup()  # what still holds the run elsewhere (a Slurm job or step: srun killed before it ended it)
         self._sweep(run)
         run.flush_logs()
 
@@ -450,13 +427,6 @@ def kill(pid: int, sig: int) -> None:
     try:
         os.kill(pid, sig)
     except (ProcessLookupError, PermissionError):
-        pass
-
-
-def wait(proc: subprocess.Popen | prefork.AgentProcess, seconds: float) -> None:
-    try:
-        proc.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
         pass
 
 

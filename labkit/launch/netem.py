@@ -3,7 +3,8 @@
     %%torchrun -n 2 --nodes 2 --link 200mbit,100us      # 4 ranks: 2 nodes of 2
     labkit.torchrun(code, nproc=2, nodes=2, link="200mbit")
 
-The kernel starts one process, ``python -m labkit.launch.netem_run ...`` (the *supervisor*).
+The kernel starts one process, ``python -m labkit.launch.netem_run ...`` (the *supervisor*;
+``labkit.launch.launchers.EmulatedLauncher``).
 It enters a network namespace of its own (the *hub*; with a user namespace when it is not
 root, as ``unshare -rn`` does, so no root is needed where unprivileged user namespaces are
 allowed) and in it:

@@ -8,8 +8,9 @@ Existing engines only: ``srun --ntasks-per-node=1`` (or one ``ssh`` per host) st
 ``python -m labkit.launch.agent`` (torchrun) on every node; the agents meet in torchrun's c10d
 rendezvous on the first node, and the ranks connect back to the kernel over the TCP
 channel (``labkit.wire.channel``: HMAC challenge, the token never on a command line).
-``labkit.launch.group`` still starts and supervises the one process this module's command is
-(srun, or the ssh fan-out below), and tears it down; ``cleanup`` adds ``scancel``.
+``labkit.launch.launchers`` (``SlurmLauncher``, ``SshLauncher``, ``EmulatedLauncher``) starts the one
+process this module's command is (srun, the ssh fan-out below, or the netem supervisor), and
+``labkit.launch.group`` supervises it and tears it down; ``cleanup`` adds ``scancel``.
 
 Kernel side: ``NodeLauncher`` (command, environment, cleanup, what a failure says).
 Node side: ``agent_args`` (the rendezvous endpoint, whether this node hosts it), called by

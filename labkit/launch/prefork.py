@@ -8,9 +8,11 @@ The server (``labkit.launch.forkserver``) is one process per kernel, started wit
 environment; each cell's agent is forked from it and adopted by the kernel (see there). The
 cell then pays the fork, torchrun's rendezvous, ``init_process_group`` and its own code.
 
-``spawn_agent`` returns None, and the caller starts torchrun as before (``Popen``), when:
-- ``LABKIT_PREFORK=0`` (the switch), or not Linux, or several nodes (each node's agent is
-  started there by srun or ssh);
+``labkit.launch.launchers.PreforkLauncher`` calls it, the launcher of a run on one node while
+the switch is on. ``spawn_agent`` returns None, and that launcher starts torchrun as a new
+interpreter (``Popen``, as ``LocalLauncher`` does), when:
+- ``LABKIT_PREFORK=0`` (the switch: ``LocalLauncher`` from the start), or not Linux, or several
+  nodes (each node's agent is started there by srun or ssh: a launcher of its own);
 - the server died, or is stale: the kernel's environment, its folder or its Python changed
   since it started (``fingerprint``), or a file it imported did (``changed_files``). The cell
   says so once, and a fresh server starts for the next cells;
