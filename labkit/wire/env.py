@@ -90,6 +90,13 @@ VARS: tuple[Var, ...] = (
         "The folder JupyterLab opens: notebooks/ (the built lessons), or labkit/course/lessons to edit the MyST sources.",
     ),
     Var(
+        "LABKIT_WORKSPACE",
+        "~/fsdp-labkit-work",
+        USER,
+        ("launch/lab.sh", "labkit.grading.selfstudy"),
+        "A self-learner's workspace: launch/lab.sh puts the student edition there once, and a newer one in updates/.",
+    ),
+    Var(
         "LABKIT_RECORD",
         "1",
         USER,
