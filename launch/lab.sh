@@ -27,7 +27,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 source "$repo/launch/lib.sh"
 bash "$repo/launch/setup-env.sh"
 py=${LABKIT_VENV:-$repo/.venv}/bin/python
-instructor= args=()
+instructor= args=() prefer=()
 for arg in "$@"; do
     if [ "$arg" = --instructor ]; then instructor=1; else args+=("$arg"); fi
 done
@@ -39,6 +39,7 @@ else # the learner's workspace: made once, an update offered beside it (its mess
     dir=$("$py" -m labkit.grading.selfstudy "$repo/notebooks") ||
         die "labkit: the workspace could not be prepared (above: why)" "labkit: spațiul de lucru nu a putut fi pregătit (mai sus: de ce)"
     export LABKIT_WORKSPACE=$dir
+    prefer=(--ContentsManager.preferred_dir="$(labkit_lang)") # the file browser opens on en/ or ro/
 fi
 export JUPYTER_CONFIG_PATH="$repo/launch/jupyter${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
 
@@ -71,4 +72,4 @@ exec "$py" -m jupyter lab ${allow_root:+"$allow_root"} \
     --no-browser \
     --LabApp.news_url=None \
     --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
-    ${args[@]+"${args[@]}"}
+    ${prefer[@]+"${prefer[@]}"} ${args[@]+"${args[@]}"}

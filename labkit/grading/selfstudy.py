@@ -134,13 +134,13 @@ def edition_version(folder: Path) -> str:
 def prepare(course: Path, ws: Path) -> str | None:
     """Make the workspace from ``course`` (notebooks/) the first time; later, put a newer edition in
     ``updates/<version>/`` beside the learner's work. Returns the one-line message to show, if any."""
-    ws.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".labkit-build-", dir=ws.parent) as tmp:
+    with tempfile.TemporaryDirectory(prefix="labkit-build-") as tmp:
         built = Path(tmp) / "edition"
         build_self_study([course], built)
         version = edition_version(built)
         state = ws / STATE
         if not (state / "edition.json").exists():
+            ws.mkdir(parents=True, exist_ok=True)
             _place(built, ws, version)
             return t("grading.selfstudy.created", folder=ws)
         if json.loads((state / "edition.json").read_text()).get("version") == version:
