@@ -139,7 +139,11 @@ def test_progress_counts_the_checks_recorded_in_the_workspace(ws):
     assert got.total.points == points and got.total.max_points == sum(q.points for q in registry.all_questions())
     text = str(got)
     assert text.splitlines()[0].split() == ["lesson", "correct", "attempted", "not", "yet", "points"]
-    assert f"lesson0  1        1          {n - 2}" in text
+    assert next(line.split() for line in text.splitlines() if line.startswith("lesson0 "))[1:4] == [
+        "1",
+        "1",
+        str(n - 2),
+    ]
     bundle = got._repr_mimebundle_()
     assert (
         bundle["text/plain"] == text and "<table" in bundle["text/html"] and "<td>lesson0</td>" in bundle["text/html"]

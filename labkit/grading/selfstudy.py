@@ -228,6 +228,15 @@ class LessonProgress:
     released: float | None = None  # the class workflow's released grade, when there is one
 
 
+_COLUMNS = (
+    "grading.selfstudy.col.lesson",
+    "grading.selfstudy.col.correct",
+    "grading.selfstudy.col.attempted",
+    "grading.selfstudy.col.not_yet",
+    "grading.selfstudy.col.points",
+)
+
+
 @dataclass
 class Progress:
     """``labkit.progress()``: a table per lesson, text in papermill and HTML in JupyterLab."""
@@ -248,8 +257,7 @@ class Progress:
         return row
 
     def rows(self) -> list[list[str]]:
-        cols = ["lesson", "correct", "attempted", "not_yet", "points"]
-        head = [t(f"grading.selfstudy.col.{c}", self.lang) for c in cols]
+        head = [t(key, self.lang) for key in _COLUMNS]
         body = [
             [r.lesson, str(r.correct), str(r.attempted), str(r.not_yet),
              f"{fmt_points(r.points, self.lang)}/{fmt_points(r.max_points, self.lang)}"]
