@@ -41,13 +41,13 @@ class LabSh:
     """``bash launch/lab.sh`` in a home of its own; started on enter, its session stopped on exit."""
 
     def __init__(self, home: Path, marker: str) -> None:
-        self.home, self.token, self.port = home, secrets.token_hex(16), free_port()
+        self.home, self.token, self.port = home, secrets.token_hex(16), 0
+        self.why = "no answer yet"
         self.env = {
             **os.environ,
             "HOME": str(home),
             "PYTHONPATH": str(ROOT),  # this checkout's labkit, in lab.sh's helper and in the kernel
             "LABKIT_LANG": "en",
-            "LABKIT_LAB_PORT": str(self.port),
             "JUPYTER_TOKEN": self.token,
             "JUPYTER_CONFIG_DIR": str(home / "config"),
             "JUPYTER_DATA_DIR": str(home / "data"),
@@ -69,6 +69,8 @@ class LabSh:
         return f"http://127.0.0.1:{self.port}/"
 
     def __enter__(self) -> LabSh:
+        self.port = free_port()  # a port of its own each start: the last one's may still be closing
+        self.env["LABKIT_LAB_PORT"] = str(self.port)
         self.log = self.home / f"lab-{time.monotonic_ns()}.log"
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(
@@ -80,7 +82,7 @@ class LabSh:
                 return self
             time.sleep(0.5)
         self.stop()
-        pytest.fail("lab.sh did not start:\n" + self.text()[-3000:])
+        pytest.fail(f"lab.sh did not start ({self.why}):\n" + self.text()[-3000:])
 
     def _answers(self) -> bool:
         import urllib.request
@@ -88,7 +90,8 @@ class LabSh:
         try:
             urllib.request.urlopen(f"{self.url}api/status?token={self.token}", timeout=5).close()
             return True
-        except OSError:
+        except OSError as e:
+            self.why = f"{type(e).__name__}: {e}"
             return False
 
     def text(self) -> str:
