@@ -211,6 +211,7 @@ def statuses(ws: Path | None = None) -> dict[str, list[str]]:
 
 
 def tried(qid: str, ws: Path | None = None) -> bool:
+    """Has the learner run a check of ``qid`` with an answer (not the stub's "not answered yet")?"""
     return any(s in ATTEMPTED for s in statuses(ws).get(qid, []))
 
 
@@ -308,6 +309,8 @@ def progress(ws: str | Path | None = None) -> Progress:
 
 @dataclass
 class Solution:
+    """A question's solution as a notebook shows it: a code block in JupyterLab, the code in papermill."""
+
     qid: str
     code: str
 
