@@ -27,6 +27,8 @@ _LAZY = {
     "Run": "labkit.launch.run",
     "RunConfig": "labkit.launch.options",
     "check": "labkit.grading.checks",
+    "progress": "labkit.grading.selfstudy",  # self-study: what is done, and a solution after a try
+    "solution": "labkit.grading.selfstudy",
     "set_lang": "labkit.i18n",
     "get_lang": "labkit.i18n",
     "LabkitError": "labkit.wire.errors",
@@ -63,8 +65,10 @@ def __getattr__(name: str) -> Any:
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext labkit``: registers ``%%torchrun`` (and the warm-rank magics); every run then leaves
     its record in the notebook (``labkit.regress.record``)."""
+    from labkit.grading import selfstudy
     from labkit.launch.magic import register
     from labkit.regress import record
 
     register(ipython)
     record.subscribe()
+    selfstudy.watch(ipython)  # the checks this kernel shows count as tries for labkit.solution

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # The local lab: JupyterLab on the course's notebooks, on this machine only.
 #
-#   bash launch/lab.sh                  # sets up .venv first if needed (launch/setup-env.sh)
+#   bash launch/lab.sh                  # the student edition, in your workspace (sets up .venv first if needed)
+#   bash launch/lab.sh --instructor     # the solution edition: notebooks/, every solution and output in it
 #   LABKIT_LAB_PORT=9000 bash launch/lab.sh
 #   LABKIT_LAB_DIR=labkit/course/lessons bash launch/lab.sh   # the lessons' MyST sources, to edit and run
+#   LABKIT_WORKSPACE=~/fsdp bash launch/lab.sh                # a workspace elsewhere than ~/fsdp-labkit-work
+#
+# The workspace is the learner's own (labkit.grading.selfstudy): made on the first start from the
+# self-study build of notebooks/ (en/ and ro/, no solutions in the notebooks), never written over; a newer
+# course goes to updates/<version>/ beside it, with a one-line message. labkit.progress(),
+# labkit.solution(id) and `labkit grade --self` read it (LABKIT_WORKSPACE is exported to the kernel).
 #
 # A lesson's source (NN_name.md) opens as a notebook on a double click: jupytext reads and saves it,
 # and launch/jupyter/labconfig (on JUPYTER_CONFIG_PATH) makes its notebook view the default for .md files.
@@ -20,9 +27,20 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 source "$repo/launch/lib.sh"
 bash "$repo/launch/setup-env.sh"
 py=${LABKIT_VENV:-$repo/.venv}/bin/python
-dir=${LABKIT_LAB_DIR:-notebooks}
-case $dir in /*) ;; *) dir=$repo/$dir ;; esac
-[ -d "$dir" ] || die "labkit: no folder %s (LABKIT_LAB_DIR)" "labkit: nu există folderul %s (LABKIT_LAB_DIR)" "$dir"
+instructor= args=() prefer=()
+for arg in "$@"; do
+    if [ "$arg" = --instructor ]; then instructor=1; else args+=("$arg"); fi
+done
+if [ -n "$instructor" ] || [ -n "${LABKIT_LAB_DIR:-}" ]; then # the solution edition (or a folder named), as it is
+    dir=${LABKIT_LAB_DIR:-notebooks}
+    case $dir in /*) ;; *) dir=$repo/$dir ;; esac
+    [ -d "$dir" ] || die "labkit: no folder %s (LABKIT_LAB_DIR)" "labkit: nu există folderul %s (LABKIT_LAB_DIR)" "$dir"
+else # the learner's workspace: made once, an update offered beside it (its message on stderr)
+    dir=$("$py" -m labkit.grading.selfstudy "$repo/notebooks") ||
+        die "labkit: the workspace could not be prepared (above: why)" "labkit: spațiul de lucru nu a putut fi pregătit (mai sus: de ce)"
+    export LABKIT_WORKSPACE=$dir
+    prefer=(--ContentsManager.preferred_dir="$(labkit_lang)") # the file browser opens on en/ or ro/
+fi
 export JUPYTER_CONFIG_PATH="$repo/launch/jupyter${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
 
 # the first free port from LABKIT_LAB_PORT (default 8888) on: the URL printed below is then right
@@ -54,4 +72,4 @@ exec "$py" -m jupyter lab ${allow_root:+"$allow_root"} \
     --no-browser \
     --LabApp.news_url=None \
     --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
-    "$@"
+    ${prefer[@]+"${prefer[@]}"} ${args[@]+"${args[@]}"}

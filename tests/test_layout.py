@@ -76,6 +76,8 @@ FACADES: dict[str, set[str]] = {
 MODULE_EXCEPTIONS = {
     ("labkit", "labkit.launch.magic"): "IPython calls labkit.load_ipython_extension for %load_ext labkit",
     ("labkit", "labkit.regress.record"): "%load_ext labkit also subscribes the run record to every finished run",
+    ("labkit", "labkit.grading.selfstudy"): "%load_ext labkit also notes the checks this kernel shows, "
+    "for labkit.solution (a try counts before the notebook is saved)",
     ("labkit.memory.faketrace", "labkit.ranks.memtrack"): "estimate's subprocess runs the in-rank tracker on a "
     "fake FSDP step (inside its function: import labkit.memory never imports it)",
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -23,8 +24,9 @@ from labkit.wire.errors import OptionError
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``grade`` and ``build-student`` to a parser's subcommands."""
     g = subparsers.add_parser("grade", help=t("grading.cli.grade.help"), description=t("grading.cli.grade.description"))
-    g.add_argument("submissions", help=t("grading.cli.grade.submissions"))
-    g.add_argument("--out", required=True, help=t("grading.cli.grade.out"))
+    g.add_argument("submissions", nargs="?", help=t("grading.cli.grade.submissions"))
+    g.add_argument("--out", help=t("grading.cli.grade.out"))
+    g.add_argument("--self", dest="self_study", action="store_true", help=t("grading.cli.grade.self"))
     g.add_argument("--timeout", type=float, default=600, help=t("grading.cli.grade.timeout"))
     # own dest names: `labkit --lang` (the messages' language) must not be overwritten by these
     g.add_argument("--lang", dest="report_lang", choices=LANGS, help=t("grading.cli.grade.lang"))
@@ -42,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--lang", dest="stub_lang", choices=LANGS, help=t("grading.cli.build.lang"))
     b.add_argument("--no-install", action="store_true", help=t("grading.cli.build.no_install"))
     b.add_argument("--nbgrader-source", metavar="DIR", help=t("grading.cli.build.nbgrader_source"))
+    b.add_argument("--self-study", action="store_true", help=t("grading.cli.build.self_study"))
     b.set_defaults(func=run_build)
 
 
@@ -51,6 +54,11 @@ def run_grade(args: argparse.Namespace) -> int:
     from labkit.grading.grade import NotebookScore
     from labkit.grading.report import grade_folder
 
+    if args.self_study:
+        return _grade_self(args)
+    if args.submissions is None or args.out is None:
+        print(t("grading.cli.grade.needs"), file=sys.stderr)
+        return 2
     if not Path(args.submissions).is_dir():
         print(t("grading.cli.grade.no_folder", path=args.submissions), file=sys.stderr)
         return 2
@@ -75,8 +83,12 @@ def run_grade(args: argparse.Namespace) -> int:
     try:
         box = sandbox.find(args.no_sandbox)
     except sandbox.SandboxUnavailable as e:
-        print(e, file=sys.stderr)
-        return 2
+        if not getattr(args, "own", False):
+            print(e, file=sys.stderr)
+            return 2
+        # the learner's own notebooks on their own machine: a plain run, said out loud
+        print(t("grading.cli.grade.self_plain", why=e), file=sys.stderr)
+        box = sandbox.find(True)
     from labkit.grading.student import cached_install
 
     home = cached_install()  # made once per version of labkit and its questions
@@ -91,11 +103,32 @@ def run_grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _grade_self(args: argparse.Namespace) -> int:
+    """``labkit grade --self``: the learner's workspace, graded as a class's submission would be."""
+    import tempfile
+
+    from labkit.grading import selfstudy
+
+    ws = selfstudy.workspace()
+    with tempfile.TemporaryDirectory(prefix="labkit-self-") as tmp:
+        if not selfstudy.submission(ws, Path(tmp)):
+            print(t("grading.cli.grade.self_none", folder=ws), file=sys.stderr)
+            return 2
+        out = args.out or str(ws / selfstudy.STATE / "grade")
+        return run_grade(argparse.Namespace(**{**vars(args), "self_study": False, "own": True,
+                                              "submissions": tmp, "out": out}))  # fmt: skip
+
+
 def run_build(args: argparse.Namespace) -> int:
     from labkit.grading.build import BuildError, build_student
 
     try:
-        written = build_student(args.paths, args.out, args.stub_lang, args.nbgrader_source)
+        if args.self_study:  # the student edition and, beside it, the solutions (labkit.grading.selfstudy)
+            from labkit.grading.selfstudy import build_self_study
+
+            written = build_self_study(args.paths, args.out, args.stub_lang)
+        else:
+            written = build_student(args.paths, args.out, args.stub_lang, args.nbgrader_source)
     except BuildError as e:
         print(e, file=sys.stderr)
         return 1
@@ -104,6 +137,8 @@ def run_build(args: argparse.Namespace) -> int:
         from labkit.grading.student import build_wheel, write_install
 
         folder = write_install(Path(args.out) / "install")
+        if args.self_study:  # beside the catalog: labkit.solution finds it in the install (never in a class's)
+            shutil.copyfile(Path(args.out) / "solutions.json", folder / "labkit" / "grading" / "solutions.json")
         print(t("grading.cli.build.install", folder=folder, wheel=build_wheel(folder, args.out)))
     return 0
 

@@ -445,4 +445,51 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "grading.sandbox.no_bwrap": {"en": "bwrap is not on PATH", "ro": "bwrap nu este în PATH"},
     "grading.sandbox.failed": {"en": "bwrap could not start: {error}", "ro": "bwrap nu a putut porni: {error}"},
+    # labkit.grading.selfstudy: the self-learner's workspace, progress and solutions
+    "grading.selfstudy.created": {
+        "en": "labkit: your workspace is {folder}: the student edition of the course, yours to change (an update never overwrites it)",
+        "ro": "labkit: spațiul vostru de lucru este {folder}: ediția pentru studenți a cursului, a voastră de modificat (o actualizare nu o suprascrie niciodată)",
+    },
+    "grading.selfstudy.update": {
+        "en": "labkit: a newer edition of the course is in {folder}, beside your work (which is left as it is)",
+        "ro": "labkit: o ediție mai nouă a cursului este în {folder}, lângă lucrul vostru (care rămâne neschimbat)",
+    },
+    "grading.selfstudy.caption": {
+        "en": "Your progress, from the checks you ran (save the notebook to keep them)",
+        "ro": "Progresul vostru, din verificările pe care le-ați rulat (salvați notebook-ul ca să le păstrați)",
+    },
+    "grading.selfstudy.total": {"en": "course", "ro": "curs"},
+    "grading.selfstudy.col.lesson": {"en": "lesson", "ro": "lecția"},
+    "grading.selfstudy.col.correct": {"en": "correct", "ro": "corecte"},
+    "grading.selfstudy.col.attempted": {"en": "attempted", "ro": "încercate"},
+    "grading.selfstudy.col.not_yet": {"en": "not yet", "ro": "încă nu"},
+    "grading.selfstudy.col.points": {"en": "points", "ro": "puncte"},
+    "grading.selfstudy.try_first": {
+        "en": "Try {qid} first: run its check with your answer, then ask again for its solution",
+        "ro": "Încercați întâi {qid}: rulați verificarea cu răspunsul vostru, apoi cereți din nou soluția",
+    },
+    "grading.selfstudy.no_solution": {
+        "en": "no solution of {qid} here: this install is not a self-study build (launch/lab.sh makes one)",
+        "ro": "nicio soluție pentru {qid} aici: această instalare nu este o construcție pentru studiu individual (launch/lab.sh face una)",
+    },
+    "grading.cli.grade.self": {
+        "en": "grade your own workspace (LABKIT_WORKSPACE, else ~/fsdp-labkit-work): the notebook of each lesson you worked in most; the report goes to the workspace's .labkit/grade unless --out says otherwise",
+        "ro": "notează propriul spațiu de lucru (LABKIT_WORKSPACE, altfel ~/fsdp-labkit-work): notebook-ul fiecărei lecții în care ați lucrat cel mai mult; raportul merge în .labkit/grade din spațiul de lucru, dacă --out nu spune altceva",
+    },
+    "grading.cli.grade.self_plain": {
+        "en": "labkit: no sandbox here ({why}); your own notebooks run as plain processes of yours (--no-sandbox)",
+        "ro": "labkit: niciun sandbox aici ({why}); notebook-urile voastre rulează ca procese obișnuite ale voastre (--no-sandbox)",
+    },
+    "grading.cli.grade.self_none": {
+        "en": "labkit: no notebooks in {folder} (launch/lab.sh makes the workspace)",
+        "ro": "labkit: niciun notebook în {folder} (launch/lab.sh face spațiul de lucru)",
+    },
+    "grading.cli.grade.needs": {
+        "en": "labkit grade needs a submissions folder and --out, or --self",
+        "ro": "labkit grade are nevoie de un dosar de predări și de --out, sau de --self",
+    },
+    "grading.cli.build.self_study": {
+        "en": "the self-study build: also write solutions.json, each question's solution, which labkit.solution shows a learner after a try (never for a class: a class's install must hold no solutions)",
+        "ro": "construcția pentru studiu individual: scrie și solutions.json, soluția fiecărei întrebări, pe care labkit.solution o arată după o încercare (niciodată pentru o clasă: instalarea unei clase nu trebuie să conțină soluții)",
+    },
 }

@@ -84,10 +84,18 @@ VARS: tuple[Var, ...] = (
     ),
     Var(
         "LABKIT_LAB_DIR",
-        "notebooks",
+        None,
         USER,
         ("launch/lab.sh",),
-        "The folder JupyterLab opens: notebooks/ (the built lessons), or labkit/course/lessons to edit the MyST sources.",
+        "The folder JupyterLab opens instead of the learner's workspace: notebooks/ (the solution edition, as --instructor), "
+        "or labkit/course/lessons to edit the MyST sources.",
+    ),
+    Var(
+        "LABKIT_WORKSPACE",
+        "~/fsdp-labkit-work",
+        USER,
+        ("launch/lab.sh", "labkit.grading.selfstudy"),
+        "A self-learner's workspace: launch/lab.sh puts the student edition there once, and a newer one in updates/.",
     ),
     Var(
         "LABKIT_RECORD",
