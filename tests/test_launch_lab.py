@@ -54,6 +54,7 @@ def fake(tmp_path) -> dict[str, str]:
         FAKE_VENV_PYTHON=str(tmp_path / "venv-python"),
         FAKE_LOG=str(tmp_path / "calls.log"),
         LABKIT_LANG="en",
+        LABKIT_WORKSPACE=str(tmp_path / "workspace"),  # lab.sh's learner's workspace: never the real home's
     )
     return env
 
