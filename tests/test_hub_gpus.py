@@ -259,7 +259,7 @@ def test_grade_all_runs_three_jobs_on_disjoint_gpus(monkeypatch, tmp_path):
     lock = threading.Lock()
     overlaps: list[set[str]] = []
 
-    def fake_grade(path, executed, timeout, name, box=None, env=None, seed=None):
+    def fake_run(path, executed, timeout, name, parameters=None, box=None, env=None, seed=None):
         mine = env["CUDA_VISIBLE_DEVICES"]
         with lock:
             others = {d for v in running.values() for d in v.split(",")}
@@ -270,9 +270,9 @@ def test_grade_all_runs_three_jobs_on_disjoint_gpus(monkeypatch, tmp_path):
             del running[name]
         return grade.NotebookScore(name, None, grade.NotebookStatus.DIED, message=mine)
 
-    monkeypatch.setattr(grade, "grade_notebook", fake_grade)
+    monkeypatch.setattr(grade, "run_notebook", fake_run)
     tasks = [(tmp_path / f"{i}.ipynb", tmp_path / f"{i}.out.ipynb", f"n{i}") for i in range(7)]
-    got = grade.grade_all(tasks, 10, 3, None, box=SimpleNamespace(name="none"))
+    got = grade.grade_all(tasks, 10, 3, None, box=SimpleNamespace(name="none"), env={"LABKIT_HOME": str(tmp_path)})
     used = {r.message for r in got}
     assert used <= {"0,1", "2,3", "4,5"} and len(used) > 1
     assert all(not o for o in overlaps)  # no two jobs at once on one GPU

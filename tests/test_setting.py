@@ -164,6 +164,10 @@ CHOICES = {m.value for e in (Backend, Display) for m in e}
 ENUMS = ("labkit/wire/setting.py",)
 # (file, word): why it stays a string
 ALLOWED = {
+    (
+        "labkit/grading/rerun_exercises.py",
+        "plain",
+    ): "the re-run's name for the step without checkpointing, beside 'yours'",
     ("labkit/grading/exercises.py", "ddp"): "the name of the student's variable (_global(obs, 'ddp'), name='ddp')",
     ("labkit/grading/exercises.py", "fsdp2"): "the name of the student's variable (_global(obs, 'fsdp2'))",
     ("labkit/memory/states.py", "DDP"): "the memory model's own vocabulary: ZeRO stages and their aliases",

@@ -254,7 +254,7 @@ def on_rank(folder: str) -> None:
     """The harness (the launched cell): this rank's inputs, then the student's functions, then its report."""
     import torch.distributed as dist
 
-    from labkit import rank
+    from labkit.ranks import rank
 
     r = dist.get_rank()
     with open(os.path.join(folder, TASK)) as f:

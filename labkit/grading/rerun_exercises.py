@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.grading.compare import Verdict
+from labkit.wire.setting import Flavor
 
 REL = 1e-4  # float32 sums in another order: ample for a right answer, far from any wrong one
 
@@ -246,7 +247,7 @@ def _fsdp2(model: Any, prepare: Callable[[Any], None] = lambda m: None, **root: 
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
-    from labkit import rank
+    from labkit.ranks import rank
 
     mesh = init_device_mesh(rank.device().type, (rank.world_size(),))
     for block in model.layers:
@@ -294,14 +295,15 @@ def _units_on_rank(ns: dict[str, Any], shared: dict[str, Any], mine: dict[str, A
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import FullyShardedDataParallel
 
-    from labkit import rank
+    from labkit.ranks import rank
     from labkit.ranks.fingerprint import module
 
     fsdp1 = FullyShardedDataParallel(_model(shared), auto_wrap_policy=ns["my_policy"], device_id=rank.device())
     fsdp2 = _model(shared).to(rank.device())
     ns["shard_per_block"](fsdp2, init_device_mesh(rank.device().type, (rank.world_size(),)))
     keep = ("flavor", "units", "param_bytes", "blocks", "fsdp_modules")
-    return {name: {k: v for k, v in module(m).items() if k in keep} for name, m in (("fsdp1", fsdp1), ("fsdp2", fsdp2))}
+    pairs = ((Flavor.FSDP1, fsdp1), (Flavor.FSDP2, fsdp2))
+    return {str(name): {k: v for k, v in module(m).items() if k in keep} for name, m in pairs}
 
 
 def _units_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: dict[str, Any]) -> Verdict:
@@ -313,7 +315,7 @@ def _units_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: d
     want = {"root", *blocks}
     for r in range(world):
         out = _rank(result["outputs"], r)
-        for api, name in (("FSDP1", "fsdp1"), ("FSDP2", "fsdp2")):
+        for api, name in (("FSDP1", Flavor.FSDP1), ("FSDP2", Flavor.FSDP2)):
             m = out.get(name) or {}
             if m.get("flavor") != name:
                 return _fail("missing", rank=r, what=api, name=name)
@@ -322,7 +324,7 @@ def _units_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: d
                 return _fail("units", rank=r, api=api, got=", ".join(sorted(units)) or "-")
             if m.get("param_bytes") != 4 * sum(units.values()) // world:
                 return _fail("not_sharded", rank=r, api=api, got=m.get("param_bytes"), n=world)
-        got = set(out["fsdp2"].get("fsdp_modules") or [])
+        got = set(out[Flavor.FSDP2].get("fsdp_modules") or [])
         if got != want:
             return _fail("units", rank=r, api="FSDP2", got=", ".join(sorted(got)) or "-")
     return Verdict(True)
@@ -396,7 +398,7 @@ LR = 0.5
 def _accumulate_on_rank(ns: dict[str, Any], shared: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from labkit import comm
+    from labkit.ranks import comm
 
     model = _fsdp2(_model(shared))
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
@@ -440,7 +442,7 @@ BUDGET = 0.6  # of the activations at the peak without checkpointing: the lesson
 
 
 def _budget_on_rank(ns: dict[str, Any], shared: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
-    from labkit import memtrack
+    from labkit.ranks import memtrack
 
     def at_peak(prepare: Callable[[Any], None]) -> dict[str, Any]:
         model = _model(shared)
