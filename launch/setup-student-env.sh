@@ -29,6 +29,9 @@ usage="usage: setup-student-env.sh DIST DEST"
 dist=${1:?$usage}
 dest=${2:?$usage}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+# the venv alone, as a student's kernel sees it: a PYTHONPATH of the caller's (an instructor's checkout)
+# would put the answers on the path of the last check, and the instructor's packages in pip's view
+unset PYTHONPATH PYTHONHOME
 
 [ -d "$dist" ] || die "labkit: %s is not a folder" "labkit: %s nu este un dosar" "$dist"
 dist=$(cd "$dist" && pwd -P) # absolute: the last step runs from /, and pip from anywhere
