@@ -190,8 +190,8 @@ def _project() -> dict[str, Any] | None:
         return None
     try:
         import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    except ImportError:  # Python 3.10: no TOML reader without a package of its own; the metadata then
+        return None
     project = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
     return project if project.get("name") == "fsdp-labkit" else None
 
