@@ -146,7 +146,8 @@ out["mcq"] = labkit.check("lesson0.step_gradient", "b").status
 out["file"] = labkit.__file__
 print(json.dumps(out))
 """
-    done = subprocess.run([str(hub.python), "-c", code], capture_output=True, text=True, timeout=120, cwd="/")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv alone, as a student's kernel has it
+    done = subprocess.run([str(hub.python), "-c", code], capture_output=True, text=True, timeout=120, cwd="/", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["modules"] == [] and out["with_answer"] == []

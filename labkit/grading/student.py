@@ -183,14 +183,47 @@ def write_install(target: str | Path) -> Path:
     return target
 
 
-def _requirements() -> list[str]:
+def _project() -> dict[str, Any] | None:
+    """``[project]`` of the checkout's pyproject.toml, when labkit runs from a checkout (else None)."""
+    path = _package_root().parent / "pyproject.toml"
+    if not path.is_file():
+        return None
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: no TOML reader without a package of its own; the metadata then
+        return None
+    project = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
+    return project if project.get("name") == "fsdp-labkit" else None
+
+
+def _for_extra(requirement: str, extra: str) -> str:
+    """A requirement of one extra, as METADATA writes it: its own marker (if any) and the extra's."""
+    spec, _, marker = requirement.partition(";")
+    if marker.strip():
+        return f'{spec.strip()}; ({marker.strip()}) and extra == "{extra}"'
+    return f'{spec.strip()}; extra == "{extra}"'
+
+
+def requirements() -> tuple[list[str], list[str], str | None]:
+    """The instructor's package's ``Requires-Dist`` lines, its extras and ``Requires-Python``.
+
+    Read from pyproject.toml at build time (the checkout's, else the installed fsdp-labkit's
+    metadata, which was built from it), so the student wheel asks for what the instructor's
+    package does: ``pip install 'fsdp_labkit-...+student-...whl[lab]'`` installs JupyterLab and the rest.
+    """
+    project = _project()
+    if project is not None:
+        extras = project.get("optional-dependencies", {})
+        lines = list(project.get("dependencies", []))
+        lines += [_for_extra(r, extra) for extra, reqs in extras.items() for r in reqs]
+        return lines, list(extras), project.get("requires-python")
     from importlib import metadata
 
-    try:
-        requires = metadata.requires("fsdp-labkit") or []
+    try:  # an installed (not editable) instructor's labkit, as the image's first stage has
+        meta = metadata.metadata("fsdp-labkit")
     except metadata.PackageNotFoundError:
-        return []
-    return [r for r in requires if "extra ==" not in r]
+        raise RuntimeError("labkit: no pyproject.toml and no installed fsdp-labkit to read requirements from") from None
+    return meta.get_all("Requires-Dist") or [], meta.get_all("Provides-Extra") or [], meta.get("Requires-Python")
 
 
 def build_wheel(install: str | Path, out_dir: str | Path) -> Path:
@@ -203,7 +236,9 @@ def build_wheel(install: str | Path, out_dir: str | Path) -> Path:
     wheel = out_dir / f"{DIST}-{version}-py3-none-any.whl"
     metadata = ["Metadata-Version: 2.1", "Name: fsdp-labkit", f"Version: {version}"]
     metadata += ["Summary: fsdp-labkit for students: the course's tools, without its answers"]
-    metadata += [f"Requires-Dist: {r}" for r in _requirements()]
+    requires, extras, python = requirements()
+    metadata += [f"Requires-Python: {python}"] if python else []
+    metadata += [f"Requires-Dist: {r}" for r in requires] + [f"Provides-Extra: {e}" for e in extras]
     extra = {
         f"{info}/METADATA": "\n".join(metadata) + "\n",
         f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: labkit build-student\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
