@@ -62,17 +62,23 @@ def test_hub_refuses_a_checkout_whose_answers_a_student_can_read(public_tmp):
 
 def test_the_students_python_runs_no_editable_install_of_the_checkout(tmp_path):
     """The view's .pth adds the course environment's packages and runs their .pth files, except an editable
-    install's, which names the instructor's checkout; the student install comes first."""
-    from labkit.hub.view import course_path_line
+    install's, which names the instructor's checkout; the student install comes first. Run as Python's own
+    start-up runs a .pth file (``site.addsitedir``)."""
+    from labkit.hub.view import write_course_path
 
-    site, install = tmp_path / "site", tmp_path / "install"
+    site, install, view = tmp_path / "site", tmp_path / "install", tmp_path / "view"
     (site / "pkg_ok").mkdir(parents=True)
     (install / "labkit").mkdir(parents=True)
+    view.mkdir()
     (install / "labkit" / "__init__.py").write_text("WHERE = 'student'\n")
     (site / "extra.pth").write_text("pkg_ok\n")
+    (site / "runs.pth").write_text("import os; os.environ['RAN_A_PTH'] = '1'\n")
     (site / "__editable__.fsdp_labkit-0.1.0.pth").write_text(f"import sys; sys.path.insert(0, {str(ROOT)!r})\n")
-    code = f"{course_path_line(str(site), str(install))}\nimport labkit, sys; print(labkit.WHERE); print(sys.path)"
+    write_course_path(str(view), str(site), str(install))
+    code = f"import site; site.addsitedir({str(view)!r}); import labkit, os, sys; print(labkit.WHERE)\n"
+    code += "print(os.environ.get('RAN_A_PTH')); print(sys.path)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # as a student's server starts: no path set
-    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, env=env).stdout
-    where, path = out.splitlines()
-    assert where == "student" and str(site / "pkg_ok") in path and str(ROOT) + "'" not in path
+    done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and "Error processing" not in done.stderr, done.stderr
+    where, ran, path = done.stdout.splitlines()
+    assert where == "student" and ran == "1" and str(site / "pkg_ok") in path and str(ROOT) + "'" not in path

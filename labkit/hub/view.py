@@ -50,25 +50,37 @@ def make_view(dest: str, student_install: str | None = None) -> str:
     if not os.path.exists(python):
         subprocess.run([base, "-m", "venv", "--without-pip", dest], check=True)
     site = sysconfig.get_paths()["purelib"]
-    pth = os.path.join(dest, "lib", f"python{version}", "site-packages", "labkit-course.pth")
-    with open(pth, "w") as f:
-        f.write(course_path_line(site, student_install) + "\n")
+    packages = os.path.join(dest, "lib", f"python{version}", "site-packages")
+    write_course_path(packages, site, student_install)
     return python
 
 
-def course_path_line(site: str, student_install: str | None) -> str:
-    """The view's one ``.pth`` line: the course environment's site-packages on the path, with the ``.pth``
-    files there run too, except an editable install's (it names the instructor's checkout, and would
-    import labkit from there), and the student install ahead of everything."""
-    code = (
-        f"import os, sys; d = {site!r}; sys.path.append(d); "
-        "[exec(l) if l.startswith(('import ', 'import\t')) else sys.path.append(os.path.join(d, l.strip())) "
-        "for n in sorted(os.listdir(d)) if n.endswith('.pth') and not n.startswith('__editable__') "
-        "for l in open(os.path.join(d, n)) if l.strip() and not l.startswith('#')]"
-    )
-    if student_install:
-        code += f"; sys.path.insert(0, {os.path.abspath(student_install)!r})"
-    return code
+MODULE = "labkit_course_path"  # the view's own module, imported by its one .pth line
+
+
+def write_course_path(packages: str, site: str, student_install: str | None) -> None:
+    """The view's ``.pth`` file and the module it imports (``.pth`` lines run inside ``site``'s own function,
+    where a loop of several statements does not fit on one line): the course environment's site-packages
+    on the path, with the ``.pth`` files there run too, except an editable install's (it names the
+    instructor's checkout, and would import labkit from there), and the student install ahead of it all."""
+    install = os.path.abspath(student_install) if student_install else None
+    code = f"""\"\"\"labkit's course environment for the students' Python (written by labkit.hub.view).\"\"\"
+import os
+import site
+import sys
+
+COURSE = {site!r}
+sys.path.append(COURSE)
+for name in sorted(os.listdir(COURSE)):
+    if name.endswith(".pth") and not name.startswith("__editable__"):  # an editable install: the checkout
+        site.addpackage(COURSE, name, set())
+if {install!r} is not None:
+    sys.path.insert(0, {install!r})
+"""
+    with open(os.path.join(packages, f"{MODULE}.py"), "w") as f:
+        f.write(code)
+    with open(os.path.join(packages, "labkit-course.pth"), "w") as f:
+        f.write(f"import {MODULE}\n")
 
 
 if __name__ == "__main__":
