@@ -61,8 +61,9 @@ MODULE = "labkit_course_path"  # the view's own module, imported by its one .pth
 def write_course_path(packages: str, site: str, student_install: str | None) -> None:
     """The view's ``.pth`` file and the module it imports (``.pth`` lines run inside ``site``'s own function,
     where a loop of several statements does not fit on one line): the course environment's site-packages
-    on the path, with the ``.pth`` files there run too, except an editable install's (it names the
-    instructor's checkout, and would import labkit from there), and the student install ahead of it all."""
+    on the path, with the ``.pth`` files there run too, and the student install ahead of it all; with a student
+    install, not an editable install's ``.pth`` (it names the instructor's checkout, and would import labkit
+    from there). Without one (the tests' view), the course environment's own labkit is the one imported."""
     install = os.path.abspath(student_install) if student_install else None
     code = f"""\"\"\"labkit's course environment for the students' Python (written by labkit.hub.view).\"\"\"
 import os
@@ -70,12 +71,13 @@ import site
 import sys
 
 COURSE = {site!r}
+STUDENTS = {install!r}  # the students' labkit: then an editable install's .pth (the checkout) is not run
 sys.path.append(COURSE)
 for name in sorted(os.listdir(COURSE)):
-    if name.endswith(".pth") and not name.startswith("__editable__"):  # an editable install: the checkout
+    if name.endswith(".pth") and not (STUDENTS and name.startswith("__editable__")):
         site.addpackage(COURSE, name, set())
-if {install!r} is not None:
-    sys.path.insert(0, {install!r})
+if STUDENTS:
+    sys.path.insert(0, STUDENTS)
 """
     with open(os.path.join(packages, f"{MODULE}.py"), "w") as f:
         f.write(code)
