@@ -202,9 +202,14 @@ def test_peak_model_matches_torch_trackers_on_unseen_shapes(n: int, config: str)
     events = odd_world_job(n)
     strategy, kw = model_args(config, n)
     model = mm.peak_memory(cfg, strategy, n, **kw)
+    # FSDP2's collectives are asynchronous on gloo: under load one that waits for a slower peer can keep one
+    # more unit's buffers alive at the peak (as LATE_COLLECTIVE above; measured once in CI at 5 ranks,
+    # fsdp2:reshard rank 0: 797,940 B against the model's 754,844 and 758,015 measured on an idle machine)
+    late = 4 * max(mm.unit_sizes(cfg)) if config.startswith("fsdp2") else 0
     for r in range(n):
         measured = torch_peak(events, config, r)
-        assert model.total == pytest.approx(measured, rel=0.02), (config, r, measured, model.total)
+        within = model.total == pytest.approx(measured, rel=0.02)
+        assert within or model.total < measured <= model.total * 1.02 + late, (config, r, measured, model.total)
         assert sum(phase(events, config, r, "peak").values()) == pytest.approx(measured, rel=0.005)  # memtrack too
     if config.startswith("fsdp1:FULL_SHARD"):
         assert model.peak.key == "reduce"  # the padded copy of the flat gradient sets the peak
