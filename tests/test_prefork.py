@@ -207,6 +207,37 @@ def test_the_agent_is_forked_from_the_server_and_is_the_kernels_child(fresh_serv
 
 
 @pytest.mark.slow
+def test_a_light_server_forks_ranks_without_fsdp_which_a_rank_can_still_import(monkeypatch, no_leaks):
+    """The grader's re-runs of exercises without FSDP: a server that imported no FSDP or dynamo (a
+    second of its start), whose ranks import FSDP themselves where they use it."""
+    monkeypatch.delenv(prefork.SWITCH, raising=False)
+    monkeypatch.setattr(prefork, "light", True)
+    prefork.stop()
+    try:
+        code = WHO_STARTED + textwrap.dedent("""
+            import sys
+            inherited = "torch.distributed.fsdp" in sys.modules
+            from torch.distributed.fsdp import FullyShardedDataParallel
+            rank.report(inherited=inherited, torch="torch" in sys.modules)
+        """)
+        run = cold(code)
+        assert agent_kind(run) == "forked" and "light" in run.values[0]["agent"]
+        assert [run.values[r]["inherited"] for r in (0, 1)] == [False, False] and run.values[0]["torch"]
+    finally:
+        prefork.stop()
+
+
+@pytest.mark.slow
+def test_a_gloo_launch_imports_no_torch_where_it_is_launched(no_leaks):
+    """A kernel (or the grader's judge) that starts gloo ranks imports no torch itself: neither to count
+    GPUs it does not use nor to find the ranks' entry file (1.3 s of CPU a launch, on the judge's path)."""
+    code = "import sys, labkit\nlabkit.torchrun('x = 1', nproc=2, backend='gloo', display='none')\nprint('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.slow
 def test_without_the_switch_torchrun_starts_as_a_new_interpreter(monkeypatch, no_leaks):
     monkeypatch.setenv(prefork.SWITCH, "0")
     assert agent_kind(cold(WHO_STARTED)) == "new"

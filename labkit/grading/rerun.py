@@ -126,26 +126,34 @@ def task(qid: str, code: str, seed: int) -> dict:
 
 
 @contextlib.contextmanager
-def _prefork(on: bool) -> Iterator[None]:
+def _prefork(on: bool, fsdp: bool = True) -> Iterator[None]:
     """Launches through labkit's prefork server (``on``) or torchrun started anew. The server imports torch
-    and FSDP once and freezes them out of the collector's sight; the ranks it forks pay neither. For one
-    launch of ranks that need no FSDP, a new torchrun is quicker (2.7 s against 4.6 s for two ranks on
-    the idle development machine); for FSDP's ranks the server is (measured on the loaded machine,
-    alternating: lesson 3 in 17-19 s against 25-32 s, lesson 7 in 22-24 s against 25-42 s); for
-    several launches (``run_tasks``) it is by far (about 1-2 s an exercise after the first)."""
+    (and FSDP and dynamo, where ``fsdp``) once and freezes them out of the collector's sight; the ranks it
+    forks pay neither. Measured on the loaded development machine, CPU seconds of lesson 0's exercise at
+    3 ranks (the launching process importing no torch): 3.0 through a server without FSDP, 3.4-3.8 with
+    torchrun started anew, 4.2-4.4 through a server with FSDP; for FSDP's ranks the server is quicker
+    still (lesson 3 in 17-19 s against 25-32 s, lesson 7 in 22-24 s against 25-42 s), and for several
+    launches (``run_tasks``) by far (about 1-2 s an exercise after the first)."""
     from labkit.launch import prefork
 
-    old = os.environ.get(prefork.SWITCH)
+    old, old_light = os.environ.get(prefork.SWITCH), prefork.light
     os.environ[prefork.SWITCH] = "1" if on else "0"
+    prefork.light = not fsdp
     try:
         yield
     finally:
         if on:
             prefork.stop()
+        prefork.light = old_light
         if old is None:
             os.environ.pop(prefork.SWITCH, None)
         else:
             os.environ[prefork.SWITCH] = old
+
+
+def _fsdp(task: dict) -> bool:
+    exercise = EXERCISES.get(str(task.get("qid")))
+    return exercise is not None and exercise.fsdp
 
 
 def run_task(task: dict, timeout: float) -> dict:
@@ -153,15 +161,14 @@ def run_task(task: dict, timeout: float) -> dict:
     (gloo, the exercise's world size), give each rank its inputs, call the student's functions through
     the exercise's harness. Returns ``{"ok", "error", "outputs": {rank: ...}, "calls": {rank: [...]},
     "seconds"}``; never raises for anything the student's code does."""
-    exercise = EXERCISES.get(str(task.get("qid")))
-    with _prefork(exercise is not None and exercise.fsdp):
-        return _one(task, timeout)
+    return run_tasks([task], timeout)[0]
 
 
 def run_tasks(tasks: list[dict], timeout: float) -> list[dict]:
-    """``run_task`` for several tasks (a student's exercises), each its own launch and its own ranks, all
-    forked from one prefork server: the torch import is paid once, not once per exercise."""
-    with _prefork(True):
+    """``run_task`` for several tasks (a student's exercises), each its own launch and its own ranks. Where
+    one server pays (several launches, or ranks with FSDP) they are all forked from it, its torch
+    imported once, not once per exercise; a server without FSDP where none of them uses it."""
+    with _prefork(True, any(_fsdp(task) for task in tasks)):
         return [_one(task, timeout) for task in tasks]
 
 

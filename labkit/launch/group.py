@@ -25,6 +25,7 @@ process groups of their own, and their children might too.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import signal
@@ -350,9 +351,11 @@ def rank_entry(start_method: str) -> list[str]:
     """How torchrun starts each rank: forked from its agent (torch already imported), or a new
     interpreter per rank (``spawn``: every rank imports torch again, seconds each)."""
     if start_method == "fork":
-        import labkit.ranks.bootstrap
-
-        return ["--start-method=fork", "--run-path", os.path.abspath(labkit.ranks.bootstrap.__file__)]
+        # its file, found without importing it here: importing it imports torch (1.3 s), which the
+        # launching process (a kernel before its first rank cell, the grader's judge) has no use for
+        spec = importlib.util.find_spec("labkit.ranks.bootstrap")
+        assert spec is not None and spec.origin is not None
+        return ["--start-method=fork", "--run-path", os.path.abspath(spec.origin)]
     return ["-m", "labkit.ranks.bootstrap"]
 
 

@@ -145,9 +145,9 @@ def choose_backend(
     and the reason says so. An explicit ``nccl`` with too few GPUs is an ``OptionError``.
     """
     env = os.environ if env is None else env
-    count = _torch_device_count() if device_count is None else device_count
-    if requested == Backend.GLOO:
+    if requested == Backend.GLOO:  # no GPU to count: and counting them imports torch (1.3 s on a laptop)
         return BackendChoice(Backend.GLOO, [], t("wire.gpus.asked", backend=Backend.GLOO), False)
+    count = _torch_device_count() if device_count is None else device_count
     if requested == Backend.NCCL:
         return BackendChoice(
             Backend.NCCL, check_nccl(nproc, env, count), t("wire.gpus.asked", backend=Backend.NCCL), False
