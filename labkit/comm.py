@@ -12,8 +12,7 @@ kernel's ``comm.theory_bytes`` never loads torch, a rank's ``comm.count`` never 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from labkit import lazy
 
 HOMES: dict[str, tuple[str, ...]] = {
     "labkit.ranks.comm": ("Call", "CommCounter", "count", "padded_numel", "padded_units", "steps", "unit_name"),
@@ -21,15 +20,4 @@ HOMES: dict[str, tuple[str, ...]] = {
         "KINDS", "STRATEGIES", "StepCounts", "from_events", "ring_factor", "table", "theory_bytes", "total",
     ),
 }  # fmt: skip
-__all__ = sorted(name for names in HOMES.values() for name in names)
-
-
-def __getattr__(name: str) -> Any:
-    for home, names in HOMES.items():
-        if name in names:
-            return getattr(importlib.import_module(home), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy.names(__name__, HOMES)

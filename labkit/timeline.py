@@ -13,8 +13,7 @@ plots (matplotlib), the kernel's ``timeline.summary`` never loads torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from labkit import lazy
 
 HOMES: dict[str, tuple[str, ...]] = {
     "labkit.ranks.timeline": ("COMPUTE_KINDS", "Recorder", "cut"),
@@ -25,15 +24,4 @@ HOMES: dict[str, tuple[str, ...]] = {
     "labkit.timing.trace": ("FOLDER", "STREAMS", "lanes", "misnested", "save", "to_chrome_trace"),
     "labkit.views.gantt": ("plot_timeline", "plot_timelines"),
 }  # fmt: skip
-__all__ = sorted(name for names in HOMES.values() for name in names)
-
-
-def __getattr__(name: str) -> Any:
-    for home, names in HOMES.items():
-        if name in names:
-            return getattr(importlib.import_module(home), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy.names(__name__, HOMES)

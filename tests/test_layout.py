@@ -37,7 +37,7 @@ LONG_FILES_ALLOWED = (LABKIT / "course" / "lessons",)  # a lesson's source is it
 # The layers, lowest first. A package may import its own modules, the base, and the packages of the
 # layers below it; the few edges inside a layer are listed. ``testing`` (test jobs, cluster fixtures)
 # may import anything, and nothing of labkit imports it.
-BASE = "base"  # labkit/__init__.py (the public names), i18n, fmt, log (the labkit logger)
+BASE = "base"  # labkit/__init__.py (the public names), i18n, fmt, log (the labkit logger), lazy (facades)
 LAYERS: tuple[tuple[str, ...], ...] = (
     (BASE,),
     ("wire",),  # the kernel<->rank contract: both sides import it, it imports neither
@@ -88,9 +88,9 @@ NO_TORCH = ("labkit.memory", "labkit.timing", "labkit.simulate", "labkit.memory_
 
 def package(module: str) -> str:
     """``labkit.launch.group`` -> ``launch``; labkit itself, ``labkit.i18n``, ``labkit.fmt``, ``labkit.log`` and
-    ``labkit.messages`` -> base."""
+    ``labkit.messages``, ``labkit.lazy`` -> base."""
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] in ("i18n", "fmt", "log", "messages"):
+    if len(parts) == 1 or parts[1] in ("i18n", "fmt", "log", "messages", "lazy"):
         return BASE
     return parts[1]
 
