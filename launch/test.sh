@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up (when needed) and run the whole test suite: the README's test command.
-#   bash launch/test.sh            # everything, browser tests included
-#   bash launch/test.sh --fast     # the fast tier: no test that launches ranks or a browser (under a minute)
+#   bash launch/test.sh              # the suite, browser tests included (at most 15 minutes on 2 cores)
+#   bash launch/test.sh --extended   # the second tier: the tests marked extended (CI runs it after the first)
+#   bash launch/test.sh --fast       # the fast tier: no test that launches ranks or a browser (under a minute)
 #   bash launch/test.sh -k launcher   # extra arguments go to pytest
 # Every run first checks the code with ruff (lint and format) over labkit, tests, benchmarks and launch,
 # and with mypy over the modules [tool.mypy] names (where mypy is installed: the test extra pins it).
@@ -45,9 +46,15 @@ if ! command -v bwrap >/dev/null 2>&1; then
     echo "bubblewrap is not installed (apt-get install bubblewrap): the grading tests will fail"
   fi
 fi
-lint
+tier=(-m "not extended")
+if [ "${1:-}" = "--extended" ]; then
+  shift
+  tier=(-m extended)
+else
+  lint
+fi
 if [ "$#" -gt 0 ]; then
-  exec "${pytest[@]}" "$@"
+  exec "${pytest[@]}" "${tier[@]}" "$@"
 fi
 # Everything in one run on one worker more than there are cores (pytest-xdist): tests/conftest.py
 # keeps each file on one worker (its module fixtures are made once), the Slurm and hub files
@@ -57,4 +64,4 @@ fi
 cores=$(nproc 2>/dev/null || echo 2)
 workers=$((cores + 1))
 [ "$workers" -le 8 ] || workers=8
-exec "${pytest[@]}" -n "$workers" --durations=30
+exec "${pytest[@]}" "${tier[@]}" -n "$workers" --durations=30
