@@ -122,6 +122,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "model {model}: {n:@parameter|parameters}, {nproc:@DDP rank|DDP ranks}",
         "ro": "modelul {model}: {n:@parametru|parametri}, {nproc:@rang DDP|ranguri DDP}",
     },
+    "course.say.parameters_kept": {
+        "en": "nn.Parameter objects still those from before fully_shard: {kept} of {total}",
+        "ro": "obiecte nn.Parameter care sunt încă cele de dinainte de fully_shard: {kept} din {total}",
+    },
     "course.say.probe_losses": {
         "en": "loss on the probe batch: saved model {saved}, resumed model {resumed}",
         "ro": "pierderea pe lotul de probă: modelul salvat {saved}, modelul reluat {resumed}",
@@ -262,7 +266,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.sim_ms_per_batch": {"en": "ms per micro-batch (sim.)", "ro": "ms pe micro-lot (sim.)"},
     "course.col.slow_bytes": {"en": "over the network, per rank", "ro": "prin rețea, pe rang"},
     "course.col.gpus_gb": {"en": "GPUs of 80 GB", "ro": "GPU-uri de 80 GB"},
-    "course.col.gpus_gib": {"en": "GPUs of 80 GiB", "ro": "GPU-uri de 80 GiB"},
+    "course.col.gpus_usable": {"en": "GPUs by usable memory", "ro": "GPU-uri după memoria utilizabilă"},
     "course.col.nodes": {"en": "nodes of 8", "ro": "noduri de câte 8"},
     "course.col.deployable": {"en": "GPUs to deploy", "ro": "GPU-uri de alocat"},
     "course.col.init": {"en": "initialization", "ro": "inițializare"},
