@@ -130,33 +130,63 @@ _FORMULA = re.compile(r"[\dΨNK(][\dΨNK+\-·×*/().\s]*[\dΨNK)]")
 
 def formula_stated(reference: Any, args: tuple[str, ...], text: str) -> str | None:
     """Where ``text`` writes the reference formula itself, in the lessons' notation (``4Ψ/N``) or with the
-    argument names (``4 * n_params / world_size``): equal to it as an expression, not as text."""
-    import sympy
-    from sympy.parsing.sympy_parser import implicit_multiplication, parse_expr, standard_transformations
-
-    if not args or not set(args) <= {"n_params", "world_size", "gpus_per_node", "root_params", "block_params"}:
+    argument names (``4 * n_params / world_size``): equal to it at several points, not as text."""
+    if not args or not set(args) <= set(_POINTS):
         return None
-    symbols = {a: sympy.Symbol(a, positive=True) for a in args}
+    points = [{a: _POINTS[a][k] for a in args} for k in range(len(_POINTS["n_params"]))]
     try:
-        expected = sympy.nsimplify(reference(**symbols))
-    except Exception:  # a reference that needs numbers (a lookup, a comparison): not written as a formula
+        expected = [float(reference(**p)) for p in points]
+    except Exception:  # a reference that needs more than numbers: not written as a formula
         return None
     names = "|".join(map(re.escape, args))
-    found_in = [m.group(0) for m in _FORMULA.finditer(text) if "Ψ" in m.group(0)]
-    found_in += [m.group(1) for m in re.finditer(rf"`([^`]*\b(?:{names})\b[^`]*)`", text)]
-    transformations = (*standard_transformations, implicit_multiplication)
-    for snippet in found_in:
+    snippets = [m.group(0) for m in _FORMULA.finditer(text) if "Ψ" in m.group(0)]
+    snippets += [m.group(1) for m in re.finditer(rf"`([^`]*\b(?:{names})\b[^`]*)`", text)]
+    for snippet in snippets:
         if not re.search(r"[\d+\-*/·×]", snippet):  # a name alone (`world_size`) is no formula
             continue
-        source = snippet.replace("·", "*").replace("×", "*")
-        source = re.sub(r"[ΨNK]", lambda m: f" {NOTATION[m.group(0)]} ", source)
-        try:
-            got = parse_expr(source, local_dict=dict(symbols), transformations=transformations)
-            if sympy.simplify(got - expected) == 0:
-                return snippet.strip()
-        except Exception:  # prose that only looks like a formula
-            continue
+        got = [_evaluate(snippet, p) for p in points]
+        if all(g is not None and math.isclose(g, e, rel_tol=1e-9) for g, e in zip(got, expected)):
+            return snippet.strip()
     return None
+
+
+# Where a written formula is compared with the reference: sizes no lesson uses, so that two formulas that
+# differ cannot agree at all of them.
+_POINTS = {
+    "n_params": (7_340_033.0, 1_000_003.0, 65_537.0),
+    "world_size": (6.0, 13.0, 128.0),
+    "gpus_per_node": (3.0, 13.0, 8.0),
+    "root_params": (1_231.0, 77_777.0, 3.0),
+    "block_params": (40_961.0, 5.0, 999_999.0),
+}
+_TOKEN = re.compile(r"\s*(\d+(?:\.\d+)?|[A-Za-z_]\w*|[-+*/()])")
+
+
+def _evaluate(snippet: str, point: dict[str, float]) -> float | None:
+    """The value of a formula as prose writes it (``(2 + 2) Ψ + KΨ / N``, products implicit) at ``point``;
+    None where it is not one."""
+    source = snippet.replace("·", "*").replace("×", "*")
+    source = re.sub(r"[ΨNK]", lambda m: f" {NOTATION[m.group(0)]} ", source)
+    tokens, pos = [], 0
+    while pos < len(source.rstrip()):
+        m = _TOKEN.match(source, pos)
+        if m is None:
+            return None
+        tokens.append(m.group(1))
+        pos = m.end()
+    operand = lambda tok: tok[0].isalnum() or tok[0] == "_"  # noqa: E731
+    joined = []
+    for tok in tokens:
+        if joined and (operand(joined[-1]) or joined[-1] == ")") and (operand(tok) or tok == "("):
+            joined.append("*")  # Ψ after a number, or a bracket after either: a product
+        joined.append(tok)
+    if any(operand(t) and not t[0].isdigit() and t not in point for t in joined):
+        return None
+    try:
+        value = eval(" ".join(joined), {"__builtins__": {}}, dict(point))  # digits, names, + - * / ( ) only
+    except (SyntaxError, ZeroDivisionError, TypeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _letter_patterns(letter: str, name: str | None) -> list[re.Pattern[str]]:
