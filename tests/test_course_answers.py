@@ -189,3 +189,64 @@ def test_code_above_the_question_that_sets_the_answer_is_a_leak():
     check = nbformat.v4.new_code_cell('labkit.check("lesson0.step_gradient", answer)')
     nb = _notebook(nbformat.v4.new_code_cell('answer = "b"  # left in by mistake'), ask, check)
     assert [(leak.cell, leak.shown) for leak in answers.leaks(nb)] == [(0, 'answer = "b"')]
+
+
+def test_a_tables_column_that_adds_up_to_the_answer_is_a_leak():
+    """Lesson 1's bytes per parameter, once asked below the table whose column it is the sum of."""
+    registry.load_questions()
+    table = (
+        "what                 fp32 (bytes)  mixed precision (bytes)\n"
+        "-------------------  ------------  -----------------------\n"
+        "weights                         4                        2\n"
+        "gradients                       4                        2\n"
+        "fp32 master weights             0                        4\n"
+        "Adam m                          4                        4\n"
+        "Adam v                          4                        4\n"
+    )
+    ask = nbformat.v4.new_code_cell(
+        "def mixed_state_bytes(n_params):\n    ### BEGIN SOLUTION\n    return 16 * n_params\n    ### END SOLUTION\n\n\n"
+        "bytes_per_param = mixed_state_bytes(1)"
+    )
+    check = nbformat.v4.new_code_cell('labkit.check("lesson1.bytes_per_param", mixed_state_bytes)')
+    below = _notebook(_pure("components = ...", table), ask, check)
+    assert [(leak.qid, leak.cell) for leak in answers.leaks(below)] == [("lesson1.bytes_per_param", 0)]
+    above = _notebook(ask, _pure("components = ...", table), check)
+    assert answers.leaks(above) == []
+    assert answers.table_columns("| a | b |\n|---|---|\n| x | 1 |\n| y | 2 |\n| z | 3.5 |") == [[1.0, 2.0, 3.5]]
+    assert answers.column_sum(6.5, "| a | b |\n|---|---|\n| x | 1 |\n| y | 2 |\n| z | 3.5 |") == "1 + 2 + 3.5"
+    assert answers.column_sum(3, "| rank |\n|---|\n| 1 |\n| 2 |") is None  # two numbers: not a sum one reads
+
+
+@pytest.mark.parametrize(
+    ("prose", "stated"),
+    [
+        ("Each rank then allocates 4Ψ/N bytes of parameters, never 4Ψ.", "4Ψ/N"),
+        ("Fiecare rang alocă atunci 4 Ψ / N octeți.", "4 Ψ / N"),
+        ("A rank holds `4 * n_params / world_size` bytes.", "4 * n_params / world_size"),
+        ("Each rank then allocates only its own rows, never all 4Ψ bytes.", None),
+        ("Stage 3 holds (2 + 2 + K) Ψ / N per rank.", None),  # 16Ψ/N: another formula
+        ("The number of ranks is `world_size`.", None),  # a name alone is no formula
+    ],
+)
+def test_a_formula_written_in_the_prose_above_is_a_leak(prose: str, stated: str | None):
+    """Lesson 7 once stated the answer to its own prediction, 4Ψ/N, a section above it."""
+    registry.load_questions()
+    q = registry.get("lesson7.rank_bytes")
+    assert answers.formula_stated(q.answer, q.args, prose) == stated
+    ask = nbformat.v4.new_code_cell(
+        "### BEGIN SOLUTION\ndef rank_bytes(n_params, world_size):\n    return 4 * n_params / world_size\n### END SOLUTION"
+    )
+    check = nbformat.v4.new_code_cell('labkit.check("lesson7.rank_bytes", rank_bytes, run=fsdp2, n_params=n_params)')
+    nb = _notebook(nbformat.v4.new_markdown_cell(prose), ask, check)
+    assert [leak.shown for leak in answers.leaks(nb)] == ([stated] if stated else [])
+    after = _notebook(ask, nbformat.v4.new_markdown_cell(prose), check)
+    assert answers.leaks(after) == []  # explained after the student wrote it: no leak
+
+
+def test_a_name_defined_twice_is_asked_where_it_was_last_defined():
+    """Lesson 4 asks two multiple-choice questions in ``answer``: each is asked in the nearest cell above its check."""
+    first = nbformat.v4.new_code_cell('### BEGIN SOLUTION\nanswer = "L1"\n### END SOLUTION')
+    second = nbformat.v4.new_code_cell('### BEGIN SOLUTION\nanswer = "c"\n### END SOLUTION')
+    check = nbformat.v4.new_code_cell('labkit.check("lesson4.slow_link_order", answer)')
+    nb = _notebook(first, nbformat.v4.new_code_cell('labkit.check("lesson4.prefetched_unit", answer)'), second, check)
+    assert answers.asked_at(nb, next(answers.check_calls(check.source)), 3) == 2

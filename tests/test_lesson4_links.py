@@ -43,7 +43,8 @@ def test_without_namespaces_the_section_simulates_and_says_so(monkeypatch):
     from labkit.launch import netem
 
     cells = section_cells()
-    assert len(cells) == 6, [c.splitlines()[0] for c in cells]  # setup, answer, check, predict, measure, overlap
+    # setup, predict, measure, overlap: exercise 4 (the order) is asked before section 5, which simulates it
+    assert len(cells) == 4, [c.splitlines()[0] for c in cells]
     monkeypatch.setattr(netem, "probe", lambda: netem.Probe("user namespaces are not allowed here"))
     monkeypatch.setattr(predict, "calibrate", lambda *a, **k: calibration())
 
@@ -53,7 +54,7 @@ def test_without_namespaces_the_section_simulates_and_says_so(monkeypatch):
     ns = {"show": show, "prefetch": Section2(), "model_size": "tiny", "steps": 3}
     out = io.StringIO()
     with language("en"), contextlib.redirect_stdout(out):
-        for i in (0, 3, 4, 5):  # the answer and its check are the grader's
+        for i in range(len(cells)):
             exec(compile(cells[i], f"<cell {i}>", "exec"), ns)
     text = out.getvalue()
     assert "emulated nodes: NO (user namespaces are not allowed here)" in text and "SIMULATED" in text, text

@@ -8,6 +8,11 @@ each such answer in the markdown or the outputs of an earlier cell, in the forms
 number (plain, with thousands separators, scaled to any byte unit, with 0 to 3 decimals, in
 either edition's format) or states a mapping (a table row with the key and the value).
 
+An answer is also shown where a reader can compute it by copying: the sum of a table's column (lesson
+1's bytes per parameter was once the sum of the table above it; a column of three numbers or more, so
+that a rank column's "0, 1" is not a sum anyone reads), and, for a formula, the formula itself written in
+the prose in the lessons' notation (``4Ψ/N``, ``(2 + 2 + K) Ψ``: ``formula_stated``).
+
 Numbers with fewer than three significant digits are not looked for (a "2" is in every cell). A
 multiple-choice letter is named in its own question among the other options, so what counts as showing
 it is a statement of it: "the answer is b", "(b) is correct", "răspunsul corect: b", or code above the
@@ -21,6 +26,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -72,6 +78,115 @@ def found(forms: set[str], text: str) -> str | None:
         if re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d]|[.,]\d)", text):
             return form
     return None
+
+
+def table_columns(text: str) -> list[list[float]]:
+    """The numeric columns of the tables in ``text``: markdown (``| a | b |``) and the plain tables
+    ``show.table`` prints (a header, a rule of dashes, rows aligned under it). A column counts where
+    every row of it is a number."""
+    columns: list[list[float]] = []
+    lines = text.splitlines()
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines if ln.lstrip().startswith("|")]
+    columns += _numeric_columns([r for r in rows if not all(set(c) <= set("-: ") for c in r)][1:])
+    for i, rule in enumerate(lines):
+        if not re.fullmatch(r"-+(  +-+)*\s*", rule) or i == 0:
+            continue
+        spans = [m.span() for m in re.finditer(r"-+", rule)]
+        body = []
+        for ln in lines[i + 1 :]:
+            if not ln.strip():
+                break
+            body.append(
+                [ln[a : (spans[k + 1][0] if k + 1 < len(spans) else None)].strip() for k, (a, _) in enumerate(spans)]
+            )
+        columns += _numeric_columns(body)
+    return columns
+
+
+def _numeric_columns(rows: list[list[str]]) -> list[list[float]]:
+    out = []
+    for k in range(min((len(r) for r in rows), default=0)):
+        cells = [r[k].replace(",", "") for r in rows]
+        if all(re.fullmatch(r"-?\d+(\.\d+)?", c) for c in cells):
+            out.append([float(c) for c in cells])
+    return out
+
+
+def column_sum(value: Any, text: str) -> str | None:
+    """A column of a table in ``text`` (three numbers or more) that adds up to ``value``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value == 0:
+        return None
+    for column in table_columns(text):
+        if len(column) >= 3 and math.isclose(sum(column), value, rel_tol=1e-9):
+            return " + ".join(f"{x:g}" for x in column)
+    return None
+
+
+# The lessons' notation for a formula in prose: Ψ parameters, N ranks, K bytes of optimizer state per
+# parameter (lesson 2: K = 12 for AdamW), the course's argument names in backticks.
+NOTATION = {"Ψ": "n_params", "N": "world_size", "K": "12"}
+_FORMULA = re.compile(r"[\dΨNK(][\dΨNK+\-·×*/().\s]*[\dΨNK)]")
+
+
+def formula_stated(reference: Any, args: tuple[str, ...], text: str) -> str | None:
+    """Where ``text`` writes the reference formula itself, in the lessons' notation (``4Ψ/N``) or with the
+    argument names (``4 * n_params / world_size``): equal to it at several points, not as text."""
+    if not args or not set(args) <= set(_POINTS):
+        return None
+    points = [{a: _POINTS[a][k] for a in args} for k in range(len(_POINTS["n_params"]))]
+    try:
+        expected = [float(reference(**p)) for p in points]
+    except Exception:  # a reference that needs more than numbers: not written as a formula
+        return None
+    names = "|".join(map(re.escape, args))
+    snippets = [m.group(0) for m in _FORMULA.finditer(text) if "Ψ" in m.group(0)]
+    snippets += [m.group(1) for m in re.finditer(rf"`([^`]*\b(?:{names})\b[^`]*)`", text)]
+    for snippet in snippets:
+        if not re.search(r"[\d+\-*/·×]", snippet):  # a name alone (`world_size`) is no formula
+            continue
+        got = [_evaluate(snippet, p) for p in points]
+        if all(g is not None and math.isclose(g, e, rel_tol=1e-9) for g, e in zip(got, expected)):
+            return snippet.strip()
+    return None
+
+
+# Where a written formula is compared with the reference: sizes no lesson uses, so that two formulas that
+# differ cannot agree at all of them.
+_POINTS = {
+    "n_params": (7_340_033.0, 1_000_003.0, 65_537.0),
+    "world_size": (6.0, 13.0, 128.0),
+    "gpus_per_node": (3.0, 13.0, 8.0),
+    "root_params": (1_231.0, 77_777.0, 3.0),
+    "block_params": (40_961.0, 5.0, 999_999.0),
+}
+_TOKEN = re.compile(r"\s*(\d+(?:\.\d+)?|[A-Za-z_]\w*|[-+*/()])")
+
+
+def _evaluate(snippet: str, point: dict[str, float]) -> float | None:
+    """The value of a formula as prose writes it (``(2 + 2) Ψ + KΨ / N``, products implicit) at ``point``;
+    None where it is not one."""
+    source = snippet.replace("·", "*").replace("×", "*")
+    source = re.sub(r"[ΨNK]", lambda m: f" {NOTATION[m.group(0)]} ", source)
+    tokens, pos = [], 0
+    while pos < len(source.rstrip()):
+        m = _TOKEN.match(source, pos)
+        if m is None:
+            return None
+        tokens.append(m.group(1))
+        pos = m.end()
+    operand = lambda tok: tok[0].isalnum() or tok[0] == "_"  # noqa: E731
+    joined = []
+    for tok in tokens:
+        if joined and (operand(joined[-1]) or joined[-1] == ")") and (operand(tok) or tok == "("):
+            joined.append("*")  # Ψ after a number, or a bracket after either: a product
+        joined.append(tok)
+    if any(operand(t) and not t[0].isdigit() and t not in point for t in joined):
+        return None
+    try:
+        value = eval(" ".join(joined), {"__builtins__": {}}, dict(point))  # digits, names, + - * / ( ) only
+    except (SyntaxError, ZeroDivisionError, TypeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _letter_patterns(letter: str, name: str | None) -> list[re.Pattern[str]]:
@@ -275,7 +390,7 @@ def asked_at(nb: Any, call: ast.Call, check_cell: int) -> int:
         return check_cell
     defines = re.compile(rf"^(def {re.escape(arg.id)}\(|{re.escape(arg.id)}\s*=)", re.M)
     cells = [j for j in range(check_cell) if SOLUTION in nb.cells[j].source and defines.search(nb.cells[j].source)]
-    return cells[0] if cells else check_cell
+    return cells[-1] if cells else check_cell  # the nearest: lesson 4 asks two questions in an ``answer``
 
 
 def leaks(nb: Any, ns: dict[str, Any] | None = None) -> list[Leak]:
@@ -304,8 +419,24 @@ def leaks(nb: Any, ns: dict[str, Any] | None = None) -> list[Leak]:
                         code = nb.cells[j].source if nb.cells[j].cell_type == "code" else ""
                         shown = letter_stated(answer, text + "\n" + code, name)
                     else:
-                        shown = found(forms, text)
+                        shown = found(forms, text) or column_sum(answer, text)
                     if shown:
                         out.append(Leak(call.args[0].value, i, j, shown))
                         break
+            out += _formula_in_prose(nb, call, i, asked)
     return out
+
+
+def _formula_in_prose(nb: Any, call: ast.Call, check_cell: int, asked: int) -> list[Leak]:
+    """A formula question whose reference the markdown above the question writes out (``formula_stated``)."""
+    from labkit.grading import registry
+
+    q = registry.find(call.args[0].value) if call.args and isinstance(call.args[0], ast.Constant) else None
+    if q is None or not q.formula or not callable(q.answer):
+        return []
+    for j in range(asked):
+        cell = nb.cells[j]
+        shown = formula_stated(q.answer, q.args, cell.source) if cell.cell_type == "markdown" else None
+        if shown:
+            return [Leak(q.id, check_cell, j, shown)]
+    return []

@@ -16,6 +16,11 @@ A question has an id ``"<lesson>.<name>"``, points, bilingual hints, and what to
   the *first* answer recorded, so trying every option gains nothing;
 - ``verify=``: a function ``(value, **context) -> bool``, for questions of your own.
 
+Each question also says what it asks of the student, ``asks=`` (``Asks``): a prediction made before
+the cell that measures it, a mechanism written on the ranks, reasoning (a choice, or a formula at
+points the notebook never shows), arithmetic on what the lesson states, or driving a tool. How it is
+judged (``Question.kind``) is a separate matter: a formula may be a prediction or arithmetic.
+
 ``mistakes`` maps a common wrong answer to its own hint: a constant, a function of the
 context (a wrong value), or, for formulas, a wrong function. ``hints`` adds hints that the
 notebook shows after further wrong tries, each more specific, none with solution code.
@@ -52,10 +57,26 @@ from labkit.grading.points import DTYPE_BYTES, SAMPLES, UNSEEN, grader_points, s
 from labkit.i18n import LANGS, catalog, t
 from labkit.wire.errors import OptionError
 from labkit.wire.grading import QuestionKind, QuestionStatus
+from labkit.wire.record import Word
 
 __all__ = [
-    "DTYPE_BYTES", "SAMPLES", "UNSEEN", "Question", "Verdict", "as_number", "compare", "grader_points", "question",
+    "DTYPE_BYTES", "SAMPLES", "UNSEEN", "Asks", "Question", "Verdict", "as_number", "compare", "grader_points",
+    "question",
 ]  # fmt: skip
+
+
+class Asks(Word):
+    """What a question asks of the student (``Question.asks``); not how it is judged (``Question.kind``).
+    The first three are understanding, and a test requires them to carry most of the course's points."""
+
+    PREDICTION = "prediction"  # asked before the cell that measures it, judged against the formula or the run
+    MECHANISM = "mechanism"  # code written on the ranks that does what FSDP does, judged by what the ranks did
+    REASONING = "reasoning"  # a choice, or a formula at points the notebook never shows, from how FSDP works
+    ARITHMETIC = "arithmetic"  # a formula from numbers or rules the lesson states above it
+    TOOL = "tool"  # driving an API or one of labkit's tools, the hint naming the calls
+
+
+UNDERSTANDING = (Asks.PREDICTION, Asks.MECHANISM, Asks.REASONING)
 
 _UNSET: Any = object()
 UNSET = _UNSET  # a question without a reference ``answer`` (an exercise, or any question in a student install)
@@ -88,6 +109,7 @@ class Question:
     # a value the notebook judges against the student's own run (``observe``): how the grader judges it,
     # from the value alone (the notebook's runs are no evidence to it); a test checks it against a real run
     reference: Callable[[Any], bool] | None = None
+    asks: Asks | None = None  # what it asks of the student (a test requires every course question to say)
 
     @property
     def lesson(self) -> str:
@@ -301,6 +323,7 @@ def question(
     batch: Sequence[int] = (),
     contexts: Sequence[dict[str, Any]] = (),
     reference: Callable[[Any], bool] | None = None,
+    asks: Asks | None = None,
 ) -> Any:
     """Register a question. With neither ``answer``, ``verify`` nor ``observe``, use it as a decorator:
     the decorated function computes the expected value from the check's context.
@@ -310,11 +333,12 @@ def question(
     ``hints`` are shown after further wrong tries, each more specific than the last. ``contexts``: for an
     answer that is a function of the check's context, the contexts a student's install gets its hashes for.
     Hints must help without giving the answer away (a test checks that they do not contain it).
+    ``asks``: what the question asks of the student (``Asks``); every course question declares it.
     """
     options = dict(
         points=points, hint=hint, hints=hints, rel=rel, abs=abs, mistakes=mistakes, formula=formula, sealed=sealed,
         takes=takes, at_run=at_run, run_rel=run_rel, observe=observe, probes=probes, grader_probes=grader_probes,
-        output_check=output_check, batch=batch, contexts=contexts, reference=reference,
+        output_check=output_check, batch=batch, contexts=contexts, reference=reference, asks=asks,
     )  # fmt: skip
     if answer is _UNSET and verify is None and observe is None and not probes:
 
@@ -342,7 +366,7 @@ def question(
     q = Question(
         qid, points, answer, verify, rel, abs, tuple(known), formula, sealed, takes, at_run, run_rel, observe,
         tuple(probes), output_check, tuple(batch), args, len(levels), tuple(grader_probes), tuple(contexts),
-        reference=reference,
+        reference=reference, asks=Asks(asks) if asks is not None else None,
     )  # fmt: skip
     _QUESTIONS[qid] = q
     return q

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading import exercises
-from labkit.grading.registry import question
+from labkit.grading.registry import Asks, question
 from labkit.wire.records import RunRecord
 
 
@@ -16,6 +16,7 @@ def reported(run: RunRecord, key: str) -> list[Any]:
 
 @question(
     "lesson0.allreduce_sum",
+    asks=Asks.PREDICTION,
     formula=True,
     hint={
         "en": "Rank r contributes r + 1, and all_reduce adds up every rank's value: 1 + 2 + ... up to the "
@@ -36,6 +37,7 @@ def _allreduce_sum(world_size: int) -> float:
 
 question(
     "lesson0.mean_on_ranks",
+    asks=Asks.MECHANISM,
     points=2,
     takes="run",
     observe=exercises.mean_on_ranks,
@@ -70,6 +72,7 @@ question(
 
 @question(
     "lesson0.peak_ratio",
+    asks=Asks.PREDICTION,
     formula=True,
     at_run=lambda run: ({"world_size": run.nproc}, run.main_peak(run.nproc - 1) / run.main_peak(0)),
     hint={
@@ -91,13 +94,14 @@ def _peak_ratio(world_size: int) -> float:
 
 question(
     "lesson0.step_gradient",
+    asks=Asks.REASONING,
     answer="b",
     sealed=True,
     hint={
-        "en": "Exercise 2 made every rank end with the same mean. If each rank applied a different gradient, "
+        "en": "The exercise on the ranks (mean_of) made every rank end with the same mean. If each rank applied a different gradient, "
         "could the weights stay one model? And with AdamW, is averaging weights after a step the same as "
         "averaging gradients before it?",
-        "ro": "Exercițiul 2 a făcut ca fiecare rang să rămână cu aceeași medie. Dacă fiecare rang ar aplica alt "
+        "ro": "Exercițiul pe ranguri (mean_of) a făcut ca fiecare rang să rămână cu aceeași medie. Dacă fiecare rang ar aplica alt "
         "gradient, ar mai rămâne ponderile un singur model? Și cu AdamW, media ponderilor după pas este totuna "
         "cu media gradienților dinaintea lui?",
     },

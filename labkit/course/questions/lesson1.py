@@ -7,13 +7,14 @@ Formulas are handed in as functions and checked at sizes the notebook never show
 from __future__ import annotations
 
 from labkit.grading import exercises
-from labkit.grading.registry import question
+from labkit.grading.registry import Asks, question
 
 
 # Mixed-precision AdamW keeps, per parameter: bf16 weights (2) and gradients (2) for
 # forward and backward, and an fp32 master copy (4) plus Adam's two moments (4 + 4).
 @question(
     "lesson1.bytes_per_param",
+    asks=Asks.ARITHMETIC,
     formula=True,
     hint={
         "en": "Count every copy a parameter has during a step: the ones forward and backward use, "
@@ -38,6 +39,7 @@ def _mixed_state_bytes(n_params: int) -> float:
 
 @question(
     "lesson1.optimizer_share",
+    asks=Asks.ARITHMETIC,
     formula=True,
     hint={
         "en": "Of the bytes per parameter in the table's column for that precision, add up those that only the "
@@ -71,6 +73,7 @@ def _optimizer_share(precision: str) -> float:
 
 @question(
     "lesson1.ddp_max_params",
+    asks=Asks.ARITHMETIC,
     formula=True,
     hint={
         "en": "Under DDP one GPU must hold the whole model state: divide the GPU's bytes by the bytes "
@@ -91,7 +94,8 @@ def _ddp_max_params(gpu_bytes: float) -> float:
 
 question(
     "lesson1.ddp_by_hand",
-    points=2,
+    asks=Asks.MECHANISM,
+    points=3,
     takes="run",
     observe=exercises.ddp_by_hand,
     hint={

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading import exercises
-from labkit.grading.registry import question
+from labkit.grading.registry import Asks, question
 from labkit.wire.records import RunRecord
 from labkit.wire.setting import Strategy
 
 
 @question(
     "lesson2.zero1_bytes",
+    asks=Asks.REASONING,
     formula=True,
     hint={
         "en": "Stage 1 shards only the optimizer state over the GPUs; the weights and gradients stay whole on "
@@ -39,6 +40,7 @@ def _zero1_bytes(n_params: float, world_size: int) -> float:
 
 @question(
     "lesson2.hsdp_rank_bytes",
+    asks=Asks.REASONING,
     points=2,
     formula=True,
     hint={
@@ -78,6 +80,7 @@ def _sgo_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
 
 @question(
     "lesson2.sgo_peak",
+    asks=Asks.PREDICTION,
     points=2,
     formula=True,
     at_run=_sgo_measured,
@@ -117,6 +120,7 @@ def _sgo_peak(root_params: int, block_params: int, n_blocks: int) -> float:
 
 @question(
     "lesson2.reduce_scatter_rank0",
+    asks=Asks.PREDICTION,
     formula=True,
     hint={
         "en": "Element i of the sum is the sum over every rank q of (i + q). Rank 0 keeps elements 0 and 1.",
@@ -130,6 +134,8 @@ def _reduce_scatter_rank0(world_size: int) -> list[float]:
 
 @question(
     "lesson2.full_shard_sent",
+    asks=Asks.REASONING,
+    points=2,
     formula=True,
     hint={
         "en": "Count the passes over the parameters FULL_SHARD makes in a step, each sending (N-1)/N of what it "
@@ -158,6 +164,7 @@ def _full_shard_sent(n_params: float, root_params: float, world_size: int) -> fl
 
 question(
     "lesson2.mini_zero3",
+    asks=Asks.MECHANISM,
     points=3,
     takes="run",
     observe=exercises.mini_zero3,

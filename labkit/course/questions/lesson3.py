@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading import exercises
-from labkit.grading.registry import question
+from labkit.grading.registry import Asks, question
 from labkit.wire.records import RunRecord
 
 # Models the notebook never builds: in one of them attention outweighs the feed-forward.
@@ -28,6 +28,7 @@ GRADER_CONFIGS = (
 
 question(
     "lesson3.min_num_params",
+    asks=Asks.REASONING,
     points=2,
     probes=[{"model": {"$model": config}} for config in UNSEEN_CONFIGS],
     grader_probes=[{"model": {"$model": config}} for config in GRADER_CONFIGS],
@@ -55,6 +56,7 @@ def _none_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
 
 @question(
     "lesson3.none_gathered",
+    asks=Asks.ARITHMETIC,
     formula=True,
     at_run=_none_measured,
     hint={
@@ -69,6 +71,7 @@ def _none_gathered(n_params: int) -> float:
 
 question(
     "lesson3.wrap_units",
+    asks=Asks.MECHANISM,
     points=3,
     takes="run",
     observe=exercises.wrap_units,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading import exercises
-from labkit.grading.registry import DTYPE_BYTES, question
+from labkit.grading.registry import DTYPE_BYTES, Asks, question
 from labkit.wire.protocol import Msg
 from labkit.wire.records import RunRecord, last_message
 from labkit.wire.setting import Prefetch
@@ -31,6 +31,7 @@ def peak_gathered_bytes(msg: dict[str, Any]) -> int:
 
 question(
     "lesson4.prefetched_unit",
+    asks=Asks.REASONING,
     answer="L1",
     sealed=True,
     hint={
@@ -55,6 +56,7 @@ def _pre_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
 
 @question(
     "lesson4.peak_gathered_pre",
+    asks=Asks.PREDICTION,
     points=2,
     formula=True,
     at_run=_pre_measured,
@@ -85,7 +87,7 @@ def _peak_gathered_pre(root_params: int, block_params: int, precision: str) -> f
 
 @question(
     "lesson4.saved_ms",
-    points=2,
+    asks=Asks.TOOL,
     hint={
         "en": "Simulate twice on the same link, once per setting, and subtract the step_time with "
         "BACKWARD_PRE from the one without prefetch; step_time is in seconds, the answer in milliseconds.",
@@ -109,6 +111,7 @@ def _saved_ms(profile: Any, link: Any) -> float:
 
 question(
     "lesson4.forward_prefetch",
+    asks=Asks.TOOL,
     points=2,
     takes="run",
     observe=exercises.forward_prefetch,
@@ -141,6 +144,7 @@ question(
 
 question(
     "lesson4.slow_link_order",
+    asks=Asks.PREDICTION,
     answer="c",
     sealed=True,
     hint={

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading import exercises
-from labkit.grading.registry import question
+from labkit.grading.registry import Asks, question
 from labkit.wire.records import RunRecord
 from labkit.wire.setting import Strategy
 
@@ -21,7 +21,7 @@ def _bf16_measured(run: RunRecord) -> tuple[dict[str, Any], float]:
 
 @question(
     "lesson5.bf16_gathered",
-    points=2,
+    asks=Asks.PREDICTION,
     formula=True,
     at_run=_bf16_measured,
     hint={
@@ -63,6 +63,7 @@ def _halved(value: Any, observations: dict[int, dict[str, Any]]) -> bool:
 
 question(
     "lesson5.halved_collectives",
+    asks=Asks.PREDICTION,
     observe=_halved,
     # the grader's: what FSDP does with param_dtype=bf16, reduce_dtype=fp32 (the lesson's own run measures it)
     reference=lambda value: _as_set(value) == {"all_gather"},
@@ -83,6 +84,7 @@ def _as_set(value: Any) -> set[str] | None:
 
 @question(
     "lesson5.host_per_node",
+    asks=Asks.ARITHMETIC,
     formula=True,
     mistakes={
         lambda n_params, world_size, gpus_per_node: 16 * n_params / world_size: {
@@ -114,6 +116,7 @@ def _host_per_node(n_params: int, world_size: int, gpus_per_node: int) -> float:
 
 question(
     "lesson5.mixed_precision",
+    asks=Asks.TOOL,
     points=2,
     takes="run",
     observe=exercises.mixed_precision,

@@ -8,11 +8,12 @@ formula they share is ``labkit.memory.model.activation_memory``, tested against 
 from __future__ import annotations
 
 from labkit.grading import exercises
-from labkit.grading.registry import DTYPE_BYTES, question
+from labkit.grading.registry import DTYPE_BYTES, Asks, question
 
 
 @question(
     "lesson6.checkpointed_blocks",
+    asks=Asks.REASONING,
     points=2,
     formula=True,
     mistakes={
@@ -51,6 +52,7 @@ def _checkpointed_blocks(micro_batch: int, seq_len: int, dim: int, n_blocks: int
 
 question(
     "lesson6.accumulation",
+    asks=Asks.MECHANISM,
     points=2,
     takes="run",
     observe=exercises.accumulation,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from labkit.grading import exercises
-from labkit.grading.registry import question
+from labkit.grading.registry import Asks, question
 from labkit.wire.records import RunRecord
 from labkit.wire.setting import Strategy
 
@@ -19,6 +19,7 @@ PLAN = {"precision": "bf16", "convention": "torch", "checkpointing": True, "micr
 
 @question(
     "lesson7.hpz_bytes",
+    asks=Asks.REASONING,
     points=2,
     formula=True,
     hint={
@@ -61,7 +62,7 @@ def _rank_measured(run: RunRecord, n_params: int) -> tuple[dict[str, Any], float
 
 @question(
     "lesson7.rank_bytes",
-    points=2,
+    asks=Asks.PREDICTION,
     formula=True,
     at_run=_rank_measured,
     hint={
@@ -89,6 +90,7 @@ def _rank_bytes(n_params: int, world_size: int) -> float:
 
 @question(
     "lesson7.local_rank",
+    asks=Asks.ARITHMETIC,
     formula=True,
     hint={
         "en": "Ranks 0 to gpus_per_node - 1 are on node 0, the next gpus_per_node on node 1, and so on; "
@@ -111,7 +113,7 @@ def _local_rank(global_rank: int, gpus_per_node: int) -> int:
 
 question(
     "lesson7.reloaded_loss",
-    points=2,
+    asks=Asks.TOOL,
     takes="model",
     batch=(8, 10_000, 0),  # the ranks' probe batch: synthetic_batch(cfg, 8, 10_000, 0)
     observe=exercises.reloaded_loss,  # against the loss labkit saw rank 0's model give on it, just saved
@@ -129,7 +131,7 @@ question(
 
 @question(
     "lesson7.min_gpus",
-    points=2,
+    asks=Asks.TOOL,
     contexts=[{"model": name} for name in ("llama-7b", "llama-13b", "llama-70b")],  # the lesson's plan_model
     hint={
         "en": "Try the numbers of GPUs in increasing order with memory_model.fits(plan_model, 'H100-80GB', "
@@ -150,6 +152,7 @@ def _min_gpus(model: str) -> int:
 
 question(
     "lesson7.checkpoint_budget",
+    asks=Asks.TOOL,
     points=2,
     takes="run",
     observe=exercises.checkpoint_budget,
