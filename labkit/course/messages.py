@@ -22,7 +22,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "only the notebooks of this lesson (e.g. lesson2); repeatable",
         "ro": "doar notebook-urile acestei lecții (de ex. lesson2); se poate repeta",
     },
-    "course.wrote": {"en": "wrote {n:@file|files} under {root}", "ro": "au fost scrise {n:@fișier|fișiere} în {root}"},
+    "course.wrote": {"en": "wrote {n:@file|files} under {root}", "ro": "{n:@fișier scris|fișiere scrise} în {root}"},
     "course.fresh": {"en": "{n:@file is|files are} up to date", "ro": "{n:@fișier este|fișiere sunt} la zi"},
     "course.stale": {
         "en": "these files differ from a fresh build (run: python -m labkit.course.build):\n{files}",

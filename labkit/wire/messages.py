@@ -17,11 +17,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "câte unul pe fiecare GPU al dumneavoastră ({names}). Folosiți nproc={allowed} sau mai puțin.",
     },
     "wire.gpus.too_many": {
-        "en": "{nproc:@NCCL rank needs|NCCL ranks need} {nproc:@GPU|GPUs}, but only {count} are yours: {names} "
+        "en": "{nproc:@NCCL rank needs|NCCL ranks need} {nproc:@GPU|GPUs}, but only {count:@# is|# are} yours: {names} "
         "({where}). Use nproc={count} or fewer, or backend='gloo' to run {nproc:@rank|ranks} on the CPU.",
-        "ro": "{nproc:@rang NCCL are|ranguri NCCL au} nevoie de {nproc:@GPU|GPU-uri}, dar doar {count} sunt "
-        "ale dumneavoastră: {names} ({where}). Folosiți nproc={count} sau mai puțin, ori backend='gloo' pentru "
-        "a rula {nproc:@rang|ranguri} pe CPU.",
+        "ro": "{nproc:@rang NCCL are|ranguri NCCL au} nevoie de {nproc:@GPU|GPU-uri}, dar doar "
+        "{count:@# este al dumneavoastră|# sunt ale dumneavoastră|# sunt ale dumneavoastră}: {names} ({where}). "
+        "Folosiți nproc={count} sau mai puțin, ori backend='gloo' pentru a rula {nproc:@rang|ranguri} pe CPU.",
     },
     "wire.gpus.where.env": {"en": "CUDA_VISIBLE_DEVICES={value!r}", "ro": "CUDA_VISIBLE_DEVICES={value!r}"},
     "wire.gpus.where.torch": {
@@ -38,9 +38,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "wire.gpus.auto.too_few": {
         "en": "backend auto: gloo on the CPU, because {nproc:@rank needs|ranks need} {nproc:@GPU|GPUs} for "
-        "NCCL and only {count} are yours ({names}); use -n {count} to run on the GPUs",
+        "NCCL and only {count:@# is|# are} yours ({names}); use -n {count} to run on the GPUs",
         "ro": "backend auto: gloo pe CPU, pentru că {nproc:@rang are|ranguri au} nevoie de "
-        "{nproc:@GPU|GPU-uri} pentru NCCL și doar {count} sunt ale dumneavoastră ({names}); folosiți -n "
+        "{nproc:@GPU|GPU-uri} pentru NCCL și doar "
+        "{count:@# este al dumneavoastră|# sunt ale dumneavoastră|# sunt ale dumneavoastră} ({names}); folosiți -n "
         "{count} pentru a rula pe GPU-uri",
     },
     "wire.gpus.auto.mig": {
