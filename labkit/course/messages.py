@@ -56,7 +56,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.rank": {"en": "rank", "ro": "rang"},
     "course.col.ranks": {"en": "ranks", "ro": "ranguri"},
     "course.col.world_size": {"en": "world size", "ro": "ranguri"},
-    "course.col.backend": {"en": "backend", "ro": "backend"},
+    "course.col.backend": {"en": "backend", "ro": "bibliotecă de comunicare"},
     "course.col.device": {"en": "device", "ro": "dispozitiv"},
     "course.col.pid": {"en": "process id", "ro": "id proces"},
     "course.col.total": {"en": "all-reduce result", "ro": "rezultat all-reduce"},
@@ -116,7 +116,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.machine.gpus": {"en": "GPUs visible to this kernel", "ro": "GPU-uri vizibile acestui kernel"},
     "course.machine.gloo": {"en": "gloo available", "ro": "gloo disponibil"},
     "course.machine.nccl": {"en": "NCCL available", "ro": "NCCL disponibil"},
-    "course.machine.backend": {"en": "backend for these lessons", "ro": "backend pentru aceste lecții"},
+    "course.machine.backend": {
+        "en": "backend for these lessons",
+        "ro": "biblioteca de comunicare pentru aceste lecții",
+    },
     "course.machine.ranks": {"en": "most ranks this machine allows", "ro": "cele mai multe ranguri permise aici"},
     "course.say.ddp_head": {
         "en": "model {model}: {n:@parameter|parameters}, {nproc:@DDP rank|DDP ranks}",

@@ -165,7 +165,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "launch.opt.backend": {
         "en": "unknown backend {value!r}{hint}; choose one of: auto, gloo, nccl",
-        "ro": "backend necunoscut {value!r}{hint}; alegeți unul dintre: auto, gloo, nccl",
+        "ro": "bibliotecă de comunicare necunoscută {value!r}{hint}; alegeți una dintre: auto, gloo, nccl",
     },
     "launch.opt.didyoumean": {"en": " (did you mean {name!r}?)", "ro": " (ați vrut să scrieți {name!r}?)"},
     "launch.opt.timeout": {
@@ -299,7 +299,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "number of ranks (default: the visible GPUs, else 2)",
         "ro": "numărul de ranguri (implicit: GPU-urile vizibile, altfel 2)",
     },
-    "launch.magic.help.backend": {"en": "process-group backend", "ro": "backend-ul grupului de procese"},
+    "launch.magic.help.backend": {
+        "en": "process-group backend",
+        "ro": "biblioteca de comunicare a grupului de procese",
+    },
     "launch.magic.help.timeout": {
         "en": "limit for the whole run, in seconds",
         "ro": "limita pentru întreaga rulare, în secunde",

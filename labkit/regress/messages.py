@@ -167,7 +167,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "regress.doctor.help.backend": {
         "en": "backend of the 2-rank run (auto, gloo, nccl)",
-        "ro": "backend-ul rulării pe 2 ranguri (auto, gloo, nccl)",
+        "ro": "biblioteca de comunicare a rulării pe 2 ranguri (auto, gloo, nccl)",
     },
     "regress.doctor.help.skip": {
         "en": "checks to leave out, comma-separated ({names})",
