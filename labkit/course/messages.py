@@ -141,6 +141,15 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "BACKWARD_PRE saves {ms} ms per step (simulated)",
         "ro": "BACKWARD_PRE economisește {ms} ms pe pas (simulat)",
     },
+    "course.say.predicted_measured": {
+        "en": "predicted {predicted}, measured {measured}",
+        "ro": "prezis {predicted}, măsurat {measured}",
+    },
+    "course.say.holding": {"en": "step {step}: holding {mib} MiB", "ro": "pasul {step}: ține {mib} MiB"},
+    "course.say.finished_step": {
+        "en": "rank {rank} finished step {step}",
+        "ro": "rangul {rank} a terminat pasul {step}",
+    },
     "course.say.ran": {"en": "{nproc:@rank|ranks}: {seconds} s", "ro": "{nproc:@rang|ranguri}: {seconds} s"},
     "course.say.n_params": {
         "en": "model {model}: {n:@parameter|parameters}",
