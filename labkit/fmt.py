@@ -10,6 +10,8 @@ between thousands, a comma before decimals); English as 1,103.6.
     '1.103,60 GB'
     >>> plural(20, ("rang", "ranguri"), lang="ro")
     '20 de ranguri'
+    >>> fmt_count(7.5e9, lang="ro")
+    '7,5 mld.'
     >>> print(render_table([["op", "calls"], ["all_gather", "14"]]))
     op          calls
     ----------  -----
@@ -64,10 +66,15 @@ def fmt_bytes(n: float | None, unit: str = "auto", decimals: int | None = None, 
 
 
 def fmt_count(n: float, lang: str | None = None) -> str:
-    """A count of parameters or elements, short: 196928 -> 197K, 7.0e10 -> 70B (7,5B in Romanian)."""
-    for suffix, div in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+    """A count of parameters or elements, short: 196928 -> 197K, 7.0e10 -> 70B in English; Romanian
+    writes the words it abbreviates: 197 de mii, 7,5 mil., 70 mld. (never "B", which reads as bytes)."""
+    lang = _lang(lang)
+    for suffix, ro, div in (("B", "mld.", 1e9), ("M", "mil.", 1e6), ("K", "", 1e3)):
         if abs(n) >= div:
-            return localize(f"{n / div:.3g}", lang) + suffix
+            short = localize(f"{n / div:.3g}", lang)
+            if lang != "ro":
+                return short + suffix
+            return f"{short} {ro}" if ro else plural(short, ("mie", "mii"), lang)
     return f"{n:.0f}"
 
 

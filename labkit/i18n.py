@@ -140,14 +140,19 @@ def t(key: str, lang: str | None = None, **fields: object) -> str:
 
     A number field is written in the language's format (``{wall:.1f}`` gives 2,5 in Romanian), and
     ``{n:@one|other}`` writes a count with its noun in the form the number takes
-    (``{nproc:@rang|ranguri}``: 1 rang, 2 ranguri, 20 de ranguri; see ``plural``).
+    (``{nproc:@rang|ranguri}``: 1 rang, 2 ranguri, 20 de ranguri; ``{got:@o dată|de # ori}``: o dată,
+    de 2 ori, de 20 de ori; see ``plural``).
     """
     if not known(key):
         raise KeyError(f"no message registered for {key!r}")
     texts = _CATALOG[key]
     chosen = _normalize(lang) or get_lang()
-    text = texts.get(chosen) or texts["en"]
-    return _Formatter(chosen).vformat(text, (), fields)
+    return fill(texts.get(chosen) or texts["en"], chosen, **fields)
+
+
+def fill(text: str, lang: str, /, **fields: object) -> str:
+    """A message's text in ``lang`` with its fields written in, as ``t`` writes them (numbers, counts)."""
+    return _Formatter(lang).vformat(text, (), fields)
 
 
 class _Formatter(string.Formatter):
@@ -177,39 +182,67 @@ def localize(text: str, lang: str | None = None) -> str:
 
 
 def plural(n: object, forms: Sequence[str], lang: str | None = None, spec: str = "") -> str:
-    """``n`` and the noun in the form its number takes: ``forms`` is (singular, plural).
+    """``n`` and the words that agree with it, in the form its number takes.
 
-    English: "1 rank", "2 ranks". Romanian (one / few / other): "1 rang", "2 ranguri", "19 ranguri",
-    "20 de ranguri", "101 ranguri", "1,5 ranguri"; "de" comes before the noun when the number is a
-    whole one ending in 00 or 20..99 (not 0), or is written with a K/M/B suffix (mii, milioane,
-    miliarde de ...). ``n`` is a number (formatted with ``spec``, else whole numbers grouped) or the
-    text of one already formatted in the language (``fmt_count``'s "7,5B").
+    ``forms`` is (singular, plural), or in Romanian (one, few, other), CLDR's categories (see
+    ``plural_category``). A form without ``#`` is what follows the number: English "1 rank",
+    "2 ranks"; Romanian "1 rang", "2 ranguri", "19 ranguri", "20 de ranguri", "101 ranguri",
+    "1,5 ranguri". Where a form has ``#``, each form is the whole phrase, ``#`` standing for the
+    number, so a count can be a word or follow one: ("o dată", "de # ori") gives "o dată", "de 2 ori", "de 20 de ori";
+    ("once", "# times") gives "once", "2 times".
+
+    Romanian puts "de" between a number of the other category (a whole number ending in 00 or
+    20..99, not 0, or one written with a suffix: 7,5 mld.) and the noun after it. With two forms
+    the plural one takes that "de" there; a third form is the other category's phrase as written,
+    for what follows the number without "de", a verb: ("# este al dumneavoastră", "# sunt ale
+    dumneavoastră", "# sunt ale dumneavoastră"). ``n`` is a number (formatted with ``spec``, else
+    whole numbers grouped) or the text of one already formatted in the language (``fmt_count``'s
+    "7,5 mld.").
     """
+    lang = _normalize(lang) or get_lang()
+    text = count_text(n, lang, spec)
+    category = plural_category(text, lang)
+    if category == "one":
+        form = forms[0]
+    elif lang == "ro" and len(forms) > 2:
+        form = forms[1] if category == "few" else forms[2]
+    else:
+        form = forms[-1]
+        if category == "other" and lang == "ro" and len(forms) == 2:
+            form = _with_de(form)
+    phrases = any("#" in f for f in forms)  # then every form is the whole phrase: "o dată" has no number
+    return form.replace("#", text) if phrases else f"{text} {form}"
+
+
+def _with_de(form: str) -> str:
+    """The plural form with "de" after the number, where a word follows it ("# fișiere" -> "# de fișiere")."""
+    if "#" not in form:
+        return f"de {form}"
+    return re.sub(r"#(\s+)(?=\w)", r"# de\1", form, count=1)
+
+
+def count_text(n: object, lang: str | None = None, spec: str = "") -> str:
+    """A count as ``plural`` writes it: with ``spec``, else grouped if whole (1.000), in ``lang``'s format."""
     lang = _normalize(lang) or get_lang()
     if isinstance(n, (int, float)) and not isinstance(n, bool):
         if spec:
-            text = localize(format(n, spec), lang)
-        elif float(n).is_integer():
-            text = localize(f"{n:,.0f}", lang)
-        else:
-            text = localize(format(n, ","), lang)
-    else:
-        text = str(n)
-    one, many = forms[0], forms[-1]
-    category = plural_category(text, lang)
-    if category == "one":
-        return f"{text} {one}"
-    return f"{text} de {many}" if category == "other" and lang == "ro" else f"{text} {many}"
+            return localize(format(n, spec), lang)
+        if float(n).is_integer():
+            return localize(f"{n:,.0f}", lang)
+        return localize(format(n, ","), lang)
+    return str(n)
 
 
-_NUMBER = re.compile(r"^[+-]?(\d[\d.,\u00a0 ]*)([KMB]?)$")
+# a number, and the suffix of a short count: 197K, 7.5B; 197 de mii, 7,5 mil., 7,5 mld. (``fmt_count``)
+_NUMBER = re.compile(r"^[+-]?(\d[\d.,\u00a0 ]*?)\s*([KMB]|mie|mii|de mii|mil\.|mld\.)?$")
 
 
 def plural_category(text: str, lang: str | None = None) -> str:
     """ "one", "few" or "other" (CLDR's categories) for a number written in ``lang``'s format.
 
     English has one and other; Romanian one (1), few (0, a fraction, or a whole number whose last two
-    digits are 01..19) and other (the rest: 20, 100, 1.000, ...). Text that is no number reads as few.
+    digits are 01..19) and other (the rest: 20, 100, 1.000, ..., and a short count: 7,5 mld.). Text
+    that is no number reads as few.
     """
     lang = _normalize(lang) or get_lang()
     match = _NUMBER.match(text.strip())

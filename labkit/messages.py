@@ -31,7 +31,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "kill labkit rank processes left alive by earlier runs",
         "ro": "oprește procesele de rang labkit rămase de la rulări anterioare",
     },
-    "cli.cleanup.done": {"en": "killed {n:@process|processes}", "ro": "au fost oprite {n:@proces|procese}"},
+    "cli.cleanup.done": {"en": "killed {n:@process|processes}", "ro": "{n:@proces oprit|procese oprite}"},
     "cli.lang.help": {"en": "language of messages (en or ro)", "ro": "limba mesajelor (en sau ro)"},
     "cli.version.help": {"en": "print labkit's version and stop", "ro": "afișează versiunea labkit și se oprește"},
 }

@@ -13,7 +13,9 @@ soon as it is built):
   code: status ok, no cell error, every question of the lesson correct (100%); and in the
   executed notebook, no question's answer in the markdown or outputs of an earlier cell, the
   outputs of its runs included (``labkit.course.answers``; the static half, on the built
-  notebooks, is ``tests/test_course_answers.py``).
+  notebooks, is ``tests/test_course_answers.py``); and in the Romanian edition, no English line in
+  what the cells printed (``labkit.course.english``; the built notebooks' stored outputs:
+  ``tests/test_ro_english.py``).
 
 Then: the seed's Example 1 cell, run directly, reports each rank's loss; and a student
 edition (lesson 1, in English and in Romanian) with one planted wrong answer scores 0 and gets
@@ -38,7 +40,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from labkit.course import answers
+from labkit.course import answers, english
 from labkit.grading import registry
 from labkit.grading.build import student_notebook
 from labkit.grading.grade import grade_notebook
@@ -124,6 +126,9 @@ def test_papermill_with_four_ranks_scores_full_marks(path: Path, tag: str, tmp_p
     assert len(injected) == 1 and "nproc = 4" in injected[0].source
     shown = answers.leaks(executed)
     assert sorted(leak.qid for leak in shown) == SHOWN_BEFORE.get(lesson, []), [str(leak) for leak in shown]
+    if path.parent.name == "ro":  # what the runs printed is Romanian too (labkit.course.english)
+        found = english.english_outputs(executed)
+        assert found == [], found
 
 
 def example1_source() -> tuple[str, str]:

@@ -74,14 +74,35 @@ def test_plural_categories_and_formatted_counts():
         "other",
     ]
     assert fmt.plural(1.0, ("secundă", "secunde"), "ro", ".1f") == "1,0 secunde"  # a written fraction: few
-    assert fmt.plural(fmt.fmt_count(7.5e9, "ro"), ("parametru", "parametri"), "ro") == "7,5B de parametri"
+    assert fmt.plural(fmt.fmt_count(7.5e9, "ro"), ("parametru", "parametri"), "ro") == "7,5 mld. de parametri"
     assert fmt.plural(fmt.fmt_count(7.5e9, "en"), ("parameter", "parameters"), "en") == "7.5B parameters"
+
+
+@pytest.mark.parametrize(
+    ("n", "ro", "en"),
+    [
+        (512, "512", "512"),
+        (1_000, "1 mie", "1K"),
+        (2_000, "2 mii", "2K"),
+        (196_928, "197 de mii", "197K"),
+        (7.5e6, "7,5 mil.", "7.5M"),
+        (1e9, "1 mld.", "1B"),
+        (7.5e9, "7,5 mld.", "7.5B"),
+        (70.6e9, "70,6 mld.", "70.6B"),
+    ],
+)
+def test_romanian_writes_billions_as_mld_not_b(n, ro, en):
+    # "B" after a number reads as bytes in Romanian; a count says the word it abbreviates
+    assert fmt.fmt_count(n, "ro") == ro and fmt.fmt_count(n, "en") == en
+    assert fmt.plural_category(ro, "ro") == ("few" if n == 512 else "other")
     assert fmt.fmt_spec(-2.25, "+.1f", "ro") == "-2,2" and fmt.fmt_spec(1234.5, ",.1f", "ro") == "1.234,5"
 
 
 def test_messages_count_with_the_plural_spec():
     with i18n.language("ro"):
-        assert i18n.t("memory.strategy_table", n="7,5B", world=64, unit="GB").startswith("7,5B de parametri pe 64 de ")
+        assert i18n.t("memory.strategy_table", n="7,5 mld.", world=64, unit="GB").startswith(
+            "7,5 mld. de parametri pe 64 de "
+        )
         assert "1 rang," in i18n.t("memory.title", strategy="DDP", world=1, precision="bf16", optimizer="adamw")
         assert "20 de ranguri" in i18n.t("views.dash.text", run_id="r", nproc=20, backend="gloo")
     assert i18n.t("views.dash.text", "en", run_id="r", nproc=1, backend="gloo").endswith("1 rank, gloo")
@@ -248,8 +269,10 @@ def test_printing_paths_write_romanian_numbers_with_a_decimal_comma(lang):
     texts = printed()
     wrong = {where: points_in(text) for where, text in texts.items() if points_in(text)}
     assert not wrong, f"numbers with a decimal point when LABKIT_LANG=ro: {wrong}"
-    assert "7,5B de parametri pe 64 de ranguri" in texts["strategy_table 7.5B"]
+    assert "7,5 mld. de parametri pe 64 de ranguri" in texts["strategy_table 7.5B"]
     assert "rang(uri)" not in "".join(texts.values())
+    billions = {where: re.findall(r"\d[KMB]\b", text) for where, text in texts.items()}
+    assert not {where: found for where, found in billions.items() if found}, "write 7,5 mld., not 7,5B"
     assert re.search(r"\d,\d", texts["run summary"]) and re.search(r"\d,\d", texts["simulate"])
 
 

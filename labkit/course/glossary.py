@@ -221,6 +221,36 @@ GLOSSARY: dict[str, Term] = {
         "the table that turns each token into a vector; the model's first layer",
         ("încorporarea", "încorporările"),
     ),
+    "token": Term(
+        "token",
+        "token",
+        "o unitate de text pe care o citește modelul (un cuvânt sau o bucată de cuvânt); plural: tokeni",
+        "a unit of text the model reads (a word or a piece of one)",
+        ("tokenul", "tokeni", "tokenii"),
+    ),
+    "broadcast": Term(
+        "broadcast",
+        "difuzare",
+        "o operație colectivă prin care un rang trimite același tensor tuturor celorlalte",
+        "a collective in which one rank sends the same tensor to all the others",
+        ("difuzarea", "difuzări"),
+    ),
+    "kernel": Term(
+        "kernel",
+        "kernel",
+        "o funcție care face o operație pe dispozitiv (un produs de matrice, o atenție fuzionată); tot "
+        "kernel se numesc procesul Python al notebook-ului și kernelul Linux; nucleele (cores) sunt ale CPU-ului",
+        "a function that runs one operation on the device (a matrix product, a fused attention); also "
+        "the notebook's Python process and the Linux kernel; cores are the CPU's",
+        ("kernelul", "kerneluri", "kernelurile"),
+    ),
+    "payload": Term(
+        "payload",
+        "volum util",
+        "octeții de date pe care îi mută o operație colectivă, fără factorul algoritmului (inel, arbore)",
+        "the bytes of data a collective moves, before the algorithm's factor (ring, tree)",
+        ("volumul util",),
+    ),
     "activations": Term(
         "activations",
         "activări",

@@ -22,7 +22,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "only the notebooks of this lesson (e.g. lesson2); repeatable",
         "ro": "doar notebook-urile acestei lecții (de ex. lesson2); se poate repeta",
     },
-    "course.wrote": {"en": "wrote {n:@file|files} under {root}", "ro": "au fost scrise {n:@fișier|fișiere} în {root}"},
+    "course.wrote": {"en": "wrote {n:@file|files} under {root}", "ro": "{n:@fișier scris|fișiere scrise} în {root}"},
     "course.fresh": {"en": "{n:@file is|files are} up to date", "ro": "{n:@fișier este|fișiere sunt} la zi"},
     "course.stale": {
         "en": "these files differ from a fresh build (run: python -m labkit.course.build):\n{files}",
@@ -56,7 +56,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.rank": {"en": "rank", "ro": "rang"},
     "course.col.ranks": {"en": "ranks", "ro": "ranguri"},
     "course.col.world_size": {"en": "world size", "ro": "ranguri"},
-    "course.col.backend": {"en": "backend", "ro": "backend"},
+    "course.col.backend": {"en": "backend", "ro": "bibliotecă de comunicare"},
     "course.col.device": {"en": "device", "ro": "dispozitiv"},
     "course.col.pid": {"en": "process id", "ro": "id proces"},
     "course.col.total": {"en": "all-reduce result", "ro": "rezultat all-reduce"},
@@ -116,7 +116,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.machine.gpus": {"en": "GPUs visible to this kernel", "ro": "GPU-uri vizibile acestui kernel"},
     "course.machine.gloo": {"en": "gloo available", "ro": "gloo disponibil"},
     "course.machine.nccl": {"en": "NCCL available", "ro": "NCCL disponibil"},
-    "course.machine.backend": {"en": "backend for these lessons", "ro": "backend pentru aceste lecții"},
+    "course.machine.backend": {
+        "en": "backend for these lessons",
+        "ro": "biblioteca de comunicare pentru aceste lecții",
+    },
     "course.machine.ranks": {"en": "most ranks this machine allows", "ro": "cele mai multe ranguri permise aici"},
     "course.say.ddp_head": {
         "en": "model {model}: {n:@parameter|parameters}, {nproc:@DDP rank|DDP ranks}",
@@ -141,6 +144,15 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.say.prefetch_saves": {
         "en": "BACKWARD_PRE saves {ms} ms per step (simulated)",
         "ro": "BACKWARD_PRE economisește {ms} ms pe pas (simulat)",
+    },
+    "course.say.predicted_measured": {
+        "en": "predicted {predicted}, measured {measured}",
+        "ro": "prezis {predicted}, măsurat {measured}",
+    },
+    "course.say.holding": {"en": "step {step}: holding {mib} MiB", "ro": "pasul {step}: ține {mib} MiB"},
+    "course.say.finished_step": {
+        "en": "rank {rank} finished step {step}",
+        "ro": "rangul {rank} a terminat pasul {step}",
     },
     "course.say.ran": {"en": "{nproc:@rank|ranks}: {seconds} s", "ro": "{nproc:@rang|ranguri}: {seconds} s"},
     "course.say.n_params": {

@@ -47,8 +47,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "am scris {path} (celulele {cells}); rulați-l cu: {command}",
     },
     "export.rt.world": {
-        "en": "labkit export: in the notebook this ran on {nproc} ranks, here on {world}: "
-        "values that depend on the number of ranks will differ",
+        "en": "labkit export: the number of ranks was {nproc} in the notebook and is {world} here: values that "
+        "depend on it will differ",
         "ro": "labkit export: numărul de ranguri era {nproc} în notebook și este {world} aici: valorile care "
         "depind de el vor fi altele",
     },

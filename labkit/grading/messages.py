@@ -308,8 +308,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "rangul {rank}: {name} nu conține ce a calculat operația colectivă",
     },
     "grading.exercise.not_in_place": {
-        "en": "rank {rank}: {missing} of the {total} gradients of {model} were not reduced in place",
-        "ro": "rangul {rank}: {missing} din cei {total} gradienți ai lui {model} nu au fost reduși pe loc",
+        "en": "rank {rank}: {model} has {total:@gradient|gradients}, and {missing:@# was|# were} not reduced in place",
+        "ro": "rangul {rank}: {model} are {total:@gradient|gradienți}, iar {missing:@# nu a fost redus|# nu au fost reduși|# nu au fost reduși} pe loc",
     },
     "grading.exercise.grads_differ": {
         "en": "rank {rank}: the gradient of {param} differs from DDP's",
@@ -328,12 +328,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "rangul {rank}: FSDP2 a primit indicația să preîncarce {got} în trecerea directă",
     },
     "grading.exercise.prefetch_order": {
-        "en": "rank {rank}: when each block started computing, {got} all-gathers had been issued",
-        "ro": "rangul {rank}: când fiecare bloc a început să calculeze, fuseseră pornite {got} colectări",
+        "en": "rank {rank}: the all-gathers issued by the time each block started computing: {got}",
+        "ro": "rangul {rank}: colectările pornite până când fiecare bloc a început să calculeze: {got}",
     },
     "grading.exercise.steps": {
-        "en": "rank {rank}: labkit saw {got} models run forward; the cell runs {want}",
-        "ro": "rangul {rank}: labkit a văzut {got} modele rulând trecerea directă; celula rulează {want}",
+        "en": "rank {rank}: labkit saw {got:@model|models} run forward; the cell runs {want}",
+        "ro": "rangul {rank}: labkit a văzut {got:@model|modele} rulând trecerea directă; celula rulează {want}",
     },
     "grading.exercise.dtype": {
         "en": "rank {rank}: with your policy the {op} moved {dtype}; {want}",
@@ -345,16 +345,16 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "grading.exercise.dtype.fp32": {"en": "the gradients must stay fp32", "ro": "gradienții trebuie să rămână fp32"},
     "grading.exercise.no_recompute": {
-        "en": "rank {rank}: in your step each block computed {got:@time|times}; blocks whose activations were dropped compute again in backward",
-        "ro": "rangul {rank}: în pasul vostru fiecare bloc a calculat de {got:@dată|ori}; blocurile ale căror activări nu au fost păstrate se calculează din nou în trecerea inversă",
+        "en": "rank {rank}: in your step each block computed {got:@once|# times}; blocks whose activations were dropped compute again in backward",
+        "ro": "rangul {rank}: în pasul vostru fiecare bloc a calculat {got:@o dată|de # ori}; blocurile ale căror activări nu au fost păstrate se calculează din nou în trecerea inversă",
     },
     "grading.exercise.micro_batches": {
         "en": "rank {rank}: your step ran {got:@forward|forwards} before the optimizer step; the reference runs one per micro-batch, {want}",
         "ro": "rangul {rank}: pasul vostru a rulat {got:@trecere directă|treceri directe} înainte de pasul optimizatorului; referința rulează câte una pe micro-lot, {want}",
     },
     "grading.exercise.accumulate_sync": {
-        "en": "rank {rank}: your optimizer step reduce-scattered {got:@time|times}; accumulating without syncing reduce-scatters each unit once per optimizer step ({want} in all)",
-        "ro": "rangul {rank}: pasul vostru al optimizatorului a redus cu distribuire de {got:@dată|ori}; acumularea fără sincronizare reduce fiecare unitate o singură dată pe pasul optimizatorului ({want} în total)",
+        "en": "rank {rank}: your optimizer step reduce-scattered {got:@once|# times}; accumulating without syncing reduce-scatters each unit once per optimizer step ({want} in all)",
+        "ro": "rangul {rank}: pasul vostru al optimizatorului a redus cu distribuire {got:@o dată|de # ori}; acumularea fără sincronizare reduce fiecare unitate o singură dată pe pasul optimizatorului ({want} în total)",
     },
     "grading.exercise.accumulated_grads": {
         "en": "rank {rank}: after the optimizer step the loss is {yours}, where syncing every micro-batch gives {every}: the accumulated gradient is not the mean of the micro-batches' gradients",

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit import log
-from labkit.i18n import t
+from labkit.i18n import get_lang, t
 from labkit.launch import launchers, prefork
 from labkit.launch.logs import tail_file
 from labkit.launch.nodes import NodeLauncher
@@ -369,6 +369,7 @@ def rank_env(cfg: RunConfig, run_id: str, run_dir: str, sock: str, token: str) -
         LABKIT_SOCKET=sock,
         LABKIT_TOKEN=token,
         LABKIT_BACKEND=cfg.backend,
+        LABKIT_LANG=get_lang(),  # the ranks speak the kernel's language, %labkit_lang's included
         PYTHONUNBUFFERED="1",
         TORCH_ELASTIC_SHUTDOWN_TIMEOUT=str(int(cfg.grace)),
     )

@@ -123,9 +123,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "arată aceste opțiuni și nu rulează nimic",
     },
     "launch.warm.started": {
-        "en": "{nproc:@warm rank|warm ranks} ({backend}) ready in {seconds:.1f} s: run cells on them with %%ranks",
+        "en": "{nproc:@warm rank|warm ranks} ({backend}) ready in {seconds:.1f} s: run cells there with %%ranks",
         "ro": "{nproc:@rang persistent|ranguri persistente} ({backend}) gata în {seconds:.1f} s: rulați celule "
-        "pe ele cu %%ranks",
+        "acolo cu %%ranks",
     },
     "launch.warm.stopped": {"en": "the warm ranks were stopped", "ro": "rangurile persistente au fost oprite"},
     "launch.warm.none": {
@@ -159,13 +159,13 @@ MESSAGES: dict[str, dict[str, str]] = {
     "launch.opt.nproc.large": {
         "en": "{value:@CPU rank is|CPU ranks is} too many for this machine ({cpus:@core|cores}, {mem:.0f} GiB "
         "free): at most {limit}. Set LABKIT_MAX_RANKS to raise the limit.",
-        "ro": "{value:@rang CPU este|ranguri CPU sunt} prea multe pentru această mașină "
+        "ro": "{value:@rang CPU este prea mult|ranguri CPU sunt prea multe} pentru această mașină "
         "({cpus:@nucleu|nuclee}, {mem:.0f} GiB liberi): cel mult {limit}. Setați LABKIT_MAX_RANKS pentru a "
         "ridica limita.",
     },
     "launch.opt.backend": {
         "en": "unknown backend {value!r}{hint}; choose one of: auto, gloo, nccl",
-        "ro": "backend necunoscut {value!r}{hint}; alegeți unul dintre: auto, gloo, nccl",
+        "ro": "bibliotecă de comunicare necunoscută {value!r}{hint}; alegeți una dintre: auto, gloo, nccl",
     },
     "launch.opt.didyoumean": {"en": " (did you mean {name!r}?)", "ro": " (ați vrut să scrieți {name!r}?)"},
     "launch.opt.timeout": {
@@ -247,8 +247,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "nnodes trebuie să fie un număr întreg de noduri, cel puțin 1; nu {value!r}",
     },
     "launch.opt.nodes.how": {
-        "en": "{nnodes:@node needs|nodes need} a way to reach them: --slurm (srun) or --hosts a,b (ssh)",
-        "ro": "{nnodes:@nod are|noduri au} nevoie de o cale de a ajunge la ele: --slurm (srun) sau --hosts a,b (ssh)",
+        "en": "{nnodes:@node needs|nodes need} a way to be reached: --slurm (srun) or --hosts a,b (ssh)",
+        "ro": "{nnodes:@nod are|noduri au} nevoie de o cale de acces: --slurm (srun) sau --hosts a,b (ssh)",
     },
     "launch.opt.nodes.both": {
         "en": "--slurm and --hosts exclude each other: Slurm chooses the nodes, --hosts names them",
@@ -299,7 +299,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "number of ranks (default: the visible GPUs, else 2)",
         "ro": "numărul de ranguri (implicit: GPU-urile vizibile, altfel 2)",
     },
-    "launch.magic.help.backend": {"en": "process-group backend", "ro": "backend-ul grupului de procese"},
+    "launch.magic.help.backend": {
+        "en": "process-group backend",
+        "ro": "biblioteca de comunicare a grupului de procese",
+    },
     "launch.magic.help.timeout": {
         "en": "limit for the whole run, in seconds",
         "ro": "limita pentru întreaga rulare, în secunde",

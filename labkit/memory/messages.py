@@ -61,8 +61,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "vârful a fost atins în {stage}; rularea a durat {seconds:.0f} s",
     },
     "memory.est.footer.extrapolated": {
-        "en": "peak reached in {stage}; extrapolated to {layers:@layer|layers} from fake runs {depths} layers "
-        "deep (every block is the same: each category grows by the same bytes per block), {seconds:.0f} s",
+        "en": "peak reached in {stage}; extrapolated to {layers:@layer|layers} from fake runs at the depths "
+        "{depths} (every block is the same: each category grows by the same bytes per block), {seconds:.0f} s",
         "ro": "vârful a fost atins în {stage}; extrapolat la {layers:@strat|straturi} din rulări cu tensori "
         "fictivi la adâncimile {depths} (toate blocurile sunt la fel: fiecare categorie crește cu aceiași "
         "octeți pe bloc), {seconds:.0f} s",

@@ -48,7 +48,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "ranks.hooks.lost.estimate": {
         "en": "the fake-tensor estimator (labkit estimate, lesson 7's 70B plan) cannot run",
-        "ro": "estimatorul cu tensori fictivi (labkit estimate, planul 70B din lecția 7) nu poate rula",
+        "ro": "estimatorul cu tensori fictivi (labkit estimate, planul pentru 70 mld. de parametri din lecția 7) nu poate rula",
     },
     "ranks.hooks.lost.comm": {
         "en": "labkit.comm cannot count collectives (comm counts, the timeline, the run records)",

@@ -167,7 +167,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "regress.doctor.help.backend": {
         "en": "backend of the 2-rank run (auto, gloo, nccl)",
-        "ro": "backend-ul rulării pe 2 ranguri (auto, gloo, nccl)",
+        "ro": "biblioteca de comunicare a rulării pe 2 ranguri (auto, gloo, nccl)",
     },
     "regress.doctor.help.skip": {
         "en": "checks to leave out, comma-separated ({names})",
@@ -181,7 +181,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "regress.doctor.todo": {"en": "what to do: {fix}", "ro": "ce e de făcut: {fix}"},
     "regress.doctor.summary": {
         "en": "{pass} passed, {warn:@warning|warnings}, {fail} failed, {skip} skipped in {seconds} s",
-        "ro": "{pass} trecute, {warn:@avertisment|avertismente}, {fail} eșuate, {skip} omise în {seconds} s",
+        "ro": "{pass:@verificare trecută|verificări trecute}, {warn:@avertisment|avertismente}, "
+        "{fail:@verificare eșuată|verificări eșuate}, {skip:@verificare omisă|verificări omise} în {seconds} s",
     },
     "regress.doctor.torch.ok": {
         "en": "in the supported range ({spec}) and tested",
@@ -227,7 +228,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "cronologia {flavor} (unitățile, colectivele numite după ele)",
     },
     "regress.doctor.timeline.found": {
-        "en": "{units:@unit|units}, {named} of {collectives} collectives named, {held:@held span|held spans}",
+        "en": "{units:@unit|units}, {named} of {collectives:@collective|collectives} named, {held:@held span|held spans}",
         "ro": "{units:@unitate|unități}, {named} din {collectives:@colectivă|colective} numite, "
         "{held:@interval de deținere|intervale de deținere}",
     },
@@ -276,8 +277,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "regress.doctor.gpus": {"en": "GPUs", "ro": "GPU-uri"},
     "regress.doctor.gpus.none": {"en": "none here; {reason}", "ro": "niciunul aici; {reason}"},
     "regress.doctor.gpus.found": {
-        "en": "{n} visible ({names}), CUDA {cuda}",
-        "ro": "{n} vizibile ({names}), CUDA {cuda}",
+        "en": "{n:@GPU|GPUs} visible ({names}), CUDA {cuda}",
+        "ro": "{n:@GPU vizibil|GPU-uri vizibile} ({names}), CUDA {cuda}",
     },
     "regress.doctor.fix.cuda": {
         "en": "install a CUDA build of torch that matches the driver (nvidia-smi shows its CUDA version)",

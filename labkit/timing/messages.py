@@ -58,7 +58,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "timing.comm.table.op": {"en": "collective", "ro": "colectivă"},
     "timing.comm.table.calls": {"en": "calls", "ro": "apeluri"},
-    "timing.comm.table.bytes": {"en": "payload", "ro": "încărcătură"},
+    "timing.comm.table.bytes": {"en": "payload", "ro": "volum util"},
     "timing.comm.table.wire": {"en": "sent per rank (ring)", "ro": "trimis per rang (inel)"},
     # labkit.timing.predict
     "timing.predict.unknown": {

@@ -29,7 +29,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "views.timeline.legend.all_gather": {"en": "all-gather", "ro": "all-gather"},
     "views.timeline.legend.reduce_scatter": {"en": "reduce-scatter", "ro": "reduce-scatter"},
     "views.timeline.legend.all_reduce": {"en": "all-reduce", "ro": "all-reduce"},
-    "views.timeline.legend.broadcast": {"en": "broadcast", "ro": "broadcast"},
+    "views.timeline.legend.broadcast": {"en": "broadcast", "ro": "difuzare"},
     "views.timeline.legend.held": {"en": "gathered (in memory)", "ro": "colectat (în memorie)"},
     "views.timeline.legend.host": {"en": "host overhead (simulated)", "ro": "timp pe gazdă (simulat)"},
     "views.timeline.peak": {"en": "peak {n:@unit|units} held", "ro": "maxim {n:@unitate ținută|unități ținute}"},
@@ -76,7 +76,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "views.run.status.stopped": {"en": "stopped", "ro": "oprit"},
     "views.run.summary.head": {
         "en": "Run {run_id}: {nproc:@rank|ranks}, backend {backend}, {wall:.1f} s, {state}",
-        "ro": "Rularea {run_id}: {nproc:@rang|ranguri}, backend {backend}, {wall:.1f} s, {state}",
+        "ro": "Rularea {run_id}: {nproc:@rang|ranguri}, biblioteca de comunicare {backend}, {wall:.1f} s, {state}",
     },
     "views.run.summary.ok": {"en": "all ranks finished", "ro": "toate rangurile au terminat"},
     "views.run.summary.failed": {"en": "FAILED", "ro": "EȘUAT"},

@@ -122,7 +122,8 @@ VARS: tuple[Var, ...] = (
     Var(
         "LABKIT_LANG",
         None,
-        f"{USER}; labkit.grading.grade for the grading kernel; labkit.hub.spawners for a student's server",
+        f"{USER}; labkit.grading.grade for the grading kernel; labkit.hub.spawners for a student's server; "
+        "labkit.launch.group for the ranks (the kernel's language)",
         ("labkit.i18n", "launch/lib.sh"),
         "The language of every message: en or ro. Unset: the locale (LC_ALL, LC_MESSAGES, LANG), else en.",
     ),
