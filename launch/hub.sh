@@ -69,9 +69,9 @@ for user in nobody ${LABKIT_HUB_STUDENTS//,/ } ${roster_students//,/ }; do
     id "$user" >/dev/null 2>&1 || continue
     for path in "${protected[@]}"; do
         [ -e "$repo/$path" ] || continue
-        # readable = the folder can be listed, or a file in it opened by name
-        # (the names are looked up as root: a folder that cannot be listed may still let its files be opened)
-        if runuser -u "$user" -- sh -c 'ls "$1" >/dev/null 2>&1 && exit 0; shift
+        # readable = the folder can be listed, or a file in it opened by name (a file: opened; a worktree's
+        # .git is one) (the names are looked up as root: a folder that cannot be listed may still let its files be opened)
+        if runuser -u "$user" -- sh -c 'if [ -d "$1" ]; then ls "$1"; else cat "$1"; fi >/dev/null 2>&1 && exit 0; shift
             for f in "$@"; do cat "$f" >/dev/null 2>&1 && exit 0; done; exit 1' sh "$repo/$path" \
             $(find "$repo/$path" -maxdepth 2 -type f 2>/dev/null | head -n 5); then
             die "labkit hub: %s can read %s, which holds the course's answers: run  chmod -R o-rwx %s  (or keep the checkout where students cannot read it) and start again" \
@@ -160,6 +160,7 @@ export LABKIT_HUB_JUPYTER_CONFIG=$LABKIT_HUB_DIR/jupyter
 say "labkit hub: http://%s:%s (state in %s)" "labkit hub: http://%s:%s (starea în %s)" \
     "${LABKIT_HUB_IP:-127.0.0.1}" "${LABKIT_HUB_PORT:-8000}" "$LABKIT_HUB_DIR"
 if [ "${LABKIT_HUB_LOGIN:-pam}" = lti13 ]; then # the tool's key, made once: its public half goes to the LMS
+    mkdir -p -m 0700 "$LABKIT_HUB_DIR/lti"
     "$py" -m labkit.hub.lti jwks --hub-dir "$LABKIT_HUB_DIR" >"$LABKIT_HUB_DIR/lti/tool-jwks.json"
     say "labkit hub: LTI 1.3: the tool's public keyset for the LMS is in %s" \
         "labkit hub: LTI 1.3: setul de chei publice al instrumentului pentru LMS este în %s" "$LABKIT_HUB_DIR/lti/tool-jwks.json"

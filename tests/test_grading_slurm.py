@@ -128,7 +128,7 @@ def slurm_mark() -> str:
 def test_a_score_survives_its_file():
     score = NotebookScore(
         "lesson.ipynb", "fixture", NotebookStatus.TIMEOUT, message="stopped",
-        questions=[QuestionScore("fixture.a", QuestionStatus.WRONG, 0, 2, key="grading.k", fields={"n": 3})],
+        questions=[QuestionScore("fixture.a", QuestionStatus.WRONG, 0, 2, key="grading.cli.grade.done", fields={"n": 3})],
         errors=[{"cell": 2, "ename": "ValueError", "evalue": "x"}], seconds=1.5, lang="ro", seed=7,
     )  # fmt: skip
     back = gslurm.score_from_json(json.loads(json.dumps(gslurm.score_to_json(score))))

@@ -164,8 +164,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "pe un nod); predările și --out trebuie să fie pe un sistem de fișiere comun nodurilor",
     },
     "grading.cli.grade.slurm_args": {
-        "en": "more sbatch options for the array, as one string (\"-p class --qos grading\"); they come last and win",
-        "ro": "alte opțiuni sbatch pentru array, ca un singur șir (\"-p class --qos grading\"); vin ultimele și au prioritate",
+        "en": 'more sbatch options for the array, as one string ("-p class --qos grading"); they come last and win',
+        "ro": 'alte opțiuni sbatch pentru array, ca un singur șir ("-p class --qos grading"); vin ultimele și au prioritate',
     },
     "grading.slurm.no_sbatch": {
         "en": "labkit grade --slurm: sbatch is not here (run it where the cluster's commands are)",

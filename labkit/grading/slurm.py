@@ -214,14 +214,17 @@ def grade_on_slurm(
     under ``out`` with the gradebook, as ``report.grade_folder`` does. Raises ``SlurmError`` when the
     array cannot be submitted (nothing is written then)."""
     from labkit.grading.collect import collect
-    from labkit.grading.report import StudentReport, _folder, report_lang, write_gradebook, write_student
+    from labkit.grading.report import StudentReport, report_lang, student_folder, write_gradebook, write_student
 
     out.mkdir(parents=True, exist_ok=True)
     found = collect(submissions, skip=out)
     names = sorted({*found.notebooks, *found.refused})
     tasks = [
         Task(
-            str(path.resolve()), str((out / _folder(s) / (os.path.splitext(n)[0] + ".executed.ipynb")).resolve()), n, s
+            str(path.resolve()),
+            str((out / student_folder(s) / (os.path.splitext(n)[0] + ".executed.ipynb")).resolve()),
+            n,
+            s,
         )
         for s in names
         for path, n in found.notebooks.get(s, [])
@@ -262,7 +265,7 @@ def grade_on_slurm(
         ]
         rep = StudentReport(student, mine, report_lang(mine, lang))
         try:
-            write_student(rep, out / _folder(student))
+            write_student(rep, out / student_folder(student))
         except OSError as e:  # one student's report folder: said, and the class's gradebook still written
             print(f"labkit grade: the report of {student!r} could not be written ({type(e).__name__})", file=sys.stderr)
         students.append(rep)

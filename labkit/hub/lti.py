@@ -225,8 +225,8 @@ def access_token(platform: Platform, key: rsa.RSAPrivateKey, scopes: tuple[str, 
 
 def scores_url(lineitem: str) -> str:
     """The line item's scores endpoint: ``/scores`` after its path, its query kept (AGS 2.0, 3.4)."""
-    parts = urllib.parse.urlsplit(lineitem)
-    return urllib.parse.urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/scores"))
+    scheme, netloc, path, query, fragment = urllib.parse.urlsplit(lineitem)
+    return urllib.parse.urlunsplit((scheme, netloc, path.rstrip("/") + "/scores", query, fragment))
 
 
 def post_score(lineitem: str, token: str, user_id: str, given: float, maximum: float, comment: str = "") -> None:
