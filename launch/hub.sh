@@ -5,10 +5,14 @@
 #   sudo bash launch/hub.sh --students ana,ben --instructors prof            # http://127.0.0.1:8000
 #   sudo bash launch/hub.sh --students ana,ben --instructors prof --ip 0.0.0.0 --port 80
 #   sudo bash launch/hub.sh --students ana,ben --instructors prof --slurm    # each server a Slurm job
+#   sudo bash launch/hub.sh --roster class.csv --login oidc                  # the university's single sign-on
+#   sudo bash launch/hub.sh --roster class.csv --login lti13                 # launched from the LMS, grades passed back
 #
 # Options (or the LABKIT_HUB_* variable each sets; labkit/hub/settings.py has them all):
 #   --students A,B       who may log in as a student (system users; --create-users makes missing ones)
 #   --instructors P      JupyterHub admins; they read every submission (~/submissions)
+#   --roster FILE        the class as a CSV file (id,name,email,lang,role,sis_id: labkit/hub/roster.py), with or instead of the two above
+#   --login pam|oidc|lti13   system passwords (default), OpenID Connect (LABKIT_HUB_OIDC_*), or LTI 1.3 (LABKIT_HUB_LTI_*)
 #   --ip ADDR --port N   where the hub listens (default 127.0.0.1:8000: put TLS in front for a class)
 #   --slurm              servers are Slurm jobs (batchspawner), submitted as each student
 #   --memory 4G --cpus 2 --max-ranks 4   per student: cgroup memory and CPU, ranks per %%torchrun cell
@@ -29,6 +33,8 @@ while [ $# -gt 0 ]; do
     case $1 in
     --students) export LABKIT_HUB_STUDENTS=$2 && shift ;;
     --instructors) export LABKIT_HUB_INSTRUCTORS=$2 && shift ;;
+    --roster) LABKIT_HUB_ROSTER=$(realpath "$2") && export LABKIT_HUB_ROSTER && shift ;;
+    --login) export LABKIT_HUB_LOGIN=$2 && shift ;;
     --ip) export LABKIT_HUB_IP=$2 && shift ;;
     --port) export LABKIT_HUB_PORT=$2 && shift ;;
     --slurm) export LABKIT_HUB_SPAWNER=slurm ;;
@@ -47,17 +53,25 @@ done
 [ "$(id -u)" = 0 ] || die "labkit hub: run it as root: each student's server runs under the student's own uid" \
     "labkit hub: porniți-l ca root: serverul fiecărui student rulează cu uid-ul studentului"
 
+# the roster's people are accounts on this machine, as the ones --students and --instructors name
+# (its own Python: the course environment may not be made yet, and the roster needs only labkit's base)
+roster_students= roster_instructors=
+if [ -n "${LABKIT_HUB_ROSTER:-}" ]; then
+    roster_students=$(cd / && PYTHONPATH=$repo python3 -m labkit.hub.roster "$LABKIT_HUB_ROSTER" students) || exit 1
+    roster_instructors=$(cd / && PYTHONPATH=$repo python3 -m labkit.hub.roster "$LABKIT_HUB_ROSTER" instructors) || exit 1
+fi
+
 # Students log in on this machine: what of the checkout holds the answers must be unreadable to them
 # (the lessons' sources and the questions hold every solution and reference, notebooks/ the solution
 # edition, .git all of it). Checked as every student and as nobody, before anything else is done.
 protected=(labkit/course/questions labkit/course/lessons notebooks .git)
-for user in nobody ${LABKIT_HUB_STUDENTS//,/ }; do
+for user in nobody ${LABKIT_HUB_STUDENTS//,/ } ${roster_students//,/ }; do
     id "$user" >/dev/null 2>&1 || continue
     for path in "${protected[@]}"; do
         [ -e "$repo/$path" ] || continue
-        # readable = the folder can be listed, or a file in it opened by name
-        # (the names are looked up as root: a folder that cannot be listed may still let its files be opened)
-        if runuser -u "$user" -- sh -c 'ls "$1" >/dev/null 2>&1 && exit 0; shift
+        # readable = the folder can be listed, or a file in it opened by name (a file: opened; a worktree's
+        # .git is one) (the names are looked up as root: a folder that cannot be listed may still let its files be opened)
+        if runuser -u "$user" -- sh -c 'if [ -d "$1" ]; then ls "$1"; else cat "$1"; fi >/dev/null 2>&1 && exit 0; shift
             for f in "$@"; do cat "$f" >/dev/null 2>&1 && exit 0; done; exit 1' sh "$repo/$path" \
             $(find "$repo/$path" -maxdepth 2 -type f 2>/dev/null | head -n 5); then
             die "labkit hub: %s can read %s, which holds the course's answers: run  chmod -R o-rwx %s  (or keep the checkout where students cannot read it) and start again" \
@@ -125,7 +139,7 @@ if ! (cd / && runuser -u nobody -- "$LABKIT_HUB_PYTHON" -c 'import importlib.uti
 fi
 
 if [ -n "$create_users" ]; then
-    for user in ${LABKIT_HUB_STUDENTS//,/ } ${LABKIT_HUB_INSTRUCTORS//,/ }; do
+    for user in ${LABKIT_HUB_STUDENTS//,/ } ${LABKIT_HUB_INSTRUCTORS//,/ } ${roster_students//,/ } ${roster_instructors//,/ }; do
         id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
     done
 fi
@@ -145,6 +159,12 @@ chmod -R a+rX "$LABKIT_HUB_DIR/jupyter"
 export LABKIT_HUB_JUPYTER_CONFIG=$LABKIT_HUB_DIR/jupyter
 say "labkit hub: http://%s:%s (state in %s)" "labkit hub: http://%s:%s (starea în %s)" \
     "${LABKIT_HUB_IP:-127.0.0.1}" "${LABKIT_HUB_PORT:-8000}" "$LABKIT_HUB_DIR"
+if [ "${LABKIT_HUB_LOGIN:-pam}" = lti13 ]; then # the tool's key, made once: its public half goes to the LMS
+    mkdir -p -m 0700 "$LABKIT_HUB_DIR/lti"
+    "$py" -m labkit.hub.lti jwks --hub-dir "$LABKIT_HUB_DIR" >"$LABKIT_HUB_DIR/lti/tool-jwks.json"
+    say "labkit hub: LTI 1.3: the tool's public keyset for the LMS is in %s" \
+        "labkit hub: LTI 1.3: setul de chei publice al instrumentului pentru LMS este în %s" "$LABKIT_HUB_DIR/lti/tool-jwks.json"
+fi
 cd "$LABKIT_HUB_DIR"
 touch jupyterhub.sqlite && chmod 0600 jupyterhub.sqlite # the database is root's alone (SQLite keeps the mode)
 exec "$venv/bin/jupyterhub" -f "$repo/launch/hub/jupyterhub_config.py"

@@ -18,7 +18,13 @@ mark_session()
 
 # Files that share something machine-wide (the Slurm test cluster, the class hub's users and their
 # PAM passwords): under xdist they run on one worker, one after the other.
-MACHINE_WIDE = ("tests/test_slurm_live.py", "tests/test_hub_live.py", "tests/browser/test_hub_browser.py")
+MACHINE_WIDE = (
+    "tests/test_slurm_live.py",
+    "tests/test_grading_slurm.py",
+    "tests/test_hub_live.py",
+    "tests/test_hub_login_live.py",
+    "tests/browser/test_hub_browser.py",
+)
 
 
 @pytest.hookimpl(optionalhook=True)

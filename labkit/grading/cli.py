@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from labkit.i18n import LANGS, t
 from labkit.wire import env as envvars
@@ -34,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--questions", action="append", default=[], help=t("grading.cli.grade.questions"))
     g.add_argument("--no-sandbox", action="store_true", help=t("grading.cli.grade.no_sandbox"))
     g.add_argument("--seed", type=int, default=None, help=t("grading.cli.grade.seed"))
+    g.add_argument("--slurm", action="store_true", help=t("grading.cli.grade.slurm"))
+    g.add_argument("--slurm-args", default="", metavar="ARGS", help=t("grading.cli.grade.slurm_args"))
     g.set_defaults(func=run_grade)
 
     b = subparsers.add_parser(
@@ -80,6 +83,12 @@ def run_grade(args: argparse.Namespace) -> int:
             flush=True,
         )
 
+    if getattr(args, "slurm", False):  # each task finds its sandbox on its node, not here
+        from labkit.grading.student import cached_install
+
+        home = cached_install()
+        print(t("grading.cli.grade.install", folder=home), file=sys.stderr)
+        return _grade_slurm(args, str(home), progress)
     try:
         box = sandbox.find(args.no_sandbox)
     except sandbox.SandboxUnavailable as e:
@@ -98,6 +107,26 @@ def run_grade(args: argparse.Namespace) -> int:
         env={"LABKIT_HOME": str(home)}, seed=args.seed,
     )  # fmt: skip
     out = Path(args.out)
+    print((out / "gradebook.md").read_text(), end="")
+    print(t("grading.cli.grade.done", n=len(students), out=out, csv=out / "gradebook.csv"))
+    return 0
+
+
+def _grade_slurm(args: argparse.Namespace, home: str, progress: Any) -> int:
+    """``labkit grade --slurm``: one array job, one task a submission (``labkit.grading.slurm``)."""
+    import shlex
+
+    from labkit.grading import slurm
+
+    out = Path(args.out)
+    try:
+        students = slurm.grade_on_slurm(
+            Path(args.submissions), out, args.timeout, args.report_lang, home, args.no_sandbox, args.seed,
+            shlex.split(args.slurm_args), log=progress,
+        )  # fmt: skip
+    except slurm.SlurmError as e:
+        print(e, file=sys.stderr)
+        return 2
     print((out / "gradebook.md").read_text(), end="")
     print(t("grading.cli.grade.done", n=len(students), out=out, csv=out / "gradebook.csv"))
     return 0

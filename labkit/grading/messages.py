@@ -156,6 +156,37 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "submissions run with the student's install of labkit in {folder}",
         "ro": "predările rulează cu instalarea labkit pentru studenți din {folder}",
     },
+    # labkit.grading.slurm: labkit grade --slurm
+    "grading.cli.grade.slurm": {
+        "en": "grade on the Slurm cluster: one array job, one task a submission (each in its own sandbox, on a node); "
+        "the submissions and --out must be on a filesystem the nodes share",
+        "ro": "notează pe clusterul Slurm: un singur job array, o sarcină pentru fiecare predare (fiecare în sandbox-ul ei, "
+        "pe un nod); predările și --out trebuie să fie pe un sistem de fișiere comun nodurilor",
+    },
+    "grading.cli.grade.slurm_args": {
+        "en": 'more sbatch options for the array, as one string ("-p class --qos grading"); they come last and win',
+        "ro": 'alte opțiuni sbatch pentru array, ca un singur șir ("-p class --qos grading"); vin ultimele și au prioritate',
+    },
+    "grading.slurm.no_sbatch": {
+        "en": "labkit grade --slurm: sbatch is not here (run it where the cluster's commands are)",
+        "ro": "labkit grade --slurm: sbatch nu există aici (rulați-l unde sunt comenzile clusterului)",
+    },
+    "grading.slurm.refused": {
+        "en": "labkit grade --slurm: sbatch refused the array: {why}",
+        "ro": "labkit grade --slurm: sbatch a refuzat array-ul: {why}",
+    },
+    "grading.slurm.submitted": {
+        "en": "labkit grade: Slurm job {job}, {n:@task|tasks} (one a submission); their logs in {folder}",
+        "ro": "labkit grade: jobul Slurm {job}, {n:@sarcină|sarcini} (una pentru fiecare predare); jurnalele lor în {folder}",
+    },
+    "grading.slurm.no_squeue": {
+        "en": "labkit grade: squeue has not answered about job {job} for minutes; grading what the tasks wrote",
+        "ro": "labkit grade: squeue nu a mai răspuns despre jobul {job} de câteva minute; notez ce au scris sarcinile",
+    },
+    "grading.slurm.no_result": {
+        "en": "Slurm task {i} left no result: {state}; its log: {log}",
+        "ro": "sarcina Slurm {i} nu a lăsat niciun rezultat: {state}; jurnalul ei: {log}",
+    },
     # labkit.grading.registry
     "grading.check.type.number": {
         "en": "expected a number, got {got}",

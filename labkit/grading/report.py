@@ -213,7 +213,7 @@ def grade_folder(
     tasks, groups = [], []
     for student in names:  # a student's notebooks go to one judge together (grade_all)
         for path, name in found.notebooks.get(student, []):
-            tasks.append((path, out / _folder(student) / (os.path.splitext(name)[0] + ".executed.ipynb"), name))
+            tasks.append((path, out / student_folder(student) / (os.path.splitext(name)[0] + ".executed.ipynb"), name))
             groups.append(student)
     scores = iter(grade_all(tasks, timeout, jobs, log, box, env, seed, groups))
     students = []
@@ -225,7 +225,7 @@ def grade_folder(
         ]
         rep = StudentReport(student, mine, report_lang(mine, lang))
         try:
-            write_student(rep, out / _folder(student))
+            write_student(rep, out / student_folder(student))
         except OSError as e:  # one student's report folder: said, and the class's gradebook still written
             print(f"labkit grade: the report of {student!r} could not be written ({type(e).__name__})", file=sys.stderr)
         students.append(rep)
@@ -233,7 +233,7 @@ def grade_folder(
     return students
 
 
-def _folder(student: str) -> str:
+def student_folder(student: str) -> str:
     """A student's report folder: their name, made safe as one path component."""
     safe = re.sub(r"[^\w.@+-]", "_", student).strip(".") or "_"
     return safe[:100]

@@ -5,7 +5,8 @@
     from labkit.hub.settings import from_env
     configure(get_config(), from_env())
 
-Local users log in with their system password (PAM); each server runs as its student (a
+Students log in with their system password (PAM), the university's single sign-on (OpenID Connect)
+or a launch from the LMS (LTI 1.3): ``labkit.hub.login``. Each server runs as its student (a
 process in their cgroups, or a Slurm job submitted as them); instructors are JupyterHub admins
 and read every submission; jupyterhub-idle-culler stops servers left idle.
 """
@@ -16,7 +17,7 @@ import os
 import sys
 from typing import Any
 
-from labkit.hub import gpus, homes, spawners
+from labkit.hub import gpus, homes, login, spawners
 from labkit.hub.settings import HubSettings, parse_bytes
 from labkit.wire import env as envvars
 
@@ -42,10 +43,7 @@ def configure(c: Any, settings: HubSettings) -> None:
     c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{envvars.get('LABKIT_HUB_PROXY_API_PORT')}"
     c.ConfigurableHTTPProxy.pid_file = os.path.join(state, "proxy.pid")
 
-    c.JupyterHub.authenticator_class = "jupyterhub.auth.PAMAuthenticator"
-    c.PAMAuthenticator.open_sessions = False  # no login session per server: none is needed, and containers lack it
-    c.Authenticator.allowed_users = set(settings.students) | set(settings.instructors)
-    c.Authenticator.admin_users = set(settings.instructors)
+    login.configure_login(c, settings)  # PAM, OpenID Connect or LTI 1.3; the roster's people, its admins
 
     c.Spawner.cmd = [python, singleuser]  # the script, run by a Python the student may execute
     # that Python's prefix may be a view of the course environment (launch/hub.sh): JupyterLab's

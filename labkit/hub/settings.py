@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from labkit.hub.gpus import parse_profiles
+from labkit.hub.roster import read_roster
 from labkit.wire import env as envvars
 
 LANGS = ("en", "ro")
@@ -43,6 +44,19 @@ class HubSettings:
     gpu_profiles: dict[str, str] = field(default_factory=dict)  # a student's own profile, by name
     gpu_share: int = 4  # students on one shared GPU
     env: dict[str, str] = field(default_factory=dict)  # more variables for every server
+    # how students log in (labkit.hub.login): pam, oidc or lti13; a sign-on's name -> an account (the roster's)
+    login: str = "pam"
+    username_map: dict[str, str] = field(default_factory=dict)
+    login_claim: str = "email"
+    public_url: str = ""
+    oidc_issuer: str = ""
+    oidc_client_id: str = ""
+    oidc_client_secret: str = ""
+    oidc_name: str = "single sign-on"
+    lti_issuer: str = ""
+    lti_client_id: str = ""
+    lti_authorize_url: str = ""
+    lti_jwks_url: str = ""
 
     @property
     def editions(self) -> str:
@@ -61,10 +75,17 @@ def from_env() -> HubSettings:
     """The settings ``launch/hub.sh`` exported (each variable's default is in labkit/wire/env.py)."""
     get = envvars.get
     jupyter_config = get("LABKIT_HUB_JUPYTER_CONFIG")
+    students, instructors = _names(get("LABKIT_HUB_STUDENTS") or ""), _names(get("LABKIT_HUB_INSTRUCTORS") or "")
+    username_map: dict[str, str] = {}
+    if get("LABKIT_HUB_ROSTER"):  # the roster's people log in too; a sign-on's e-mail is mapped to their id
+        roster = read_roster(get("LABKIT_HUB_ROSTER"))
+        students, instructors = (*students, *roster.students), (*instructors, *roster.instructors)
+        username_map = roster.username_map()
+    secret_file = get("LABKIT_HUB_OIDC_SECRET_FILE")
     return HubSettings(
         state_dir=get("LABKIT_HUB_DIR"),
-        students=_names(get("LABKIT_HUB_STUDENTS") or ""),
-        instructors=_names(get("LABKIT_HUB_INSTRUCTORS") or ""),
+        students=students,
+        instructors=instructors,
         spawner=get("LABKIT_HUB_SPAWNER"),
         ip=get("LABKIT_HUB_IP"),
         port=int(get("LABKIT_HUB_PORT")),
@@ -85,7 +106,25 @@ def from_env() -> HubSettings:
         gpu_profile=get("LABKIT_HUB_GPU_PROFILE"),
         gpu_profiles=parse_profiles(get("LABKIT_HUB_GPU_PROFILES") or ""),
         gpu_share=int(get("LABKIT_HUB_GPU_SHARE")),
+        login=get("LABKIT_HUB_LOGIN"),
+        username_map=username_map,
+        login_claim=get("LABKIT_HUB_LOGIN_CLAIM"),
+        public_url=get("LABKIT_HUB_PUBLIC_URL") or "",
+        oidc_issuer=get("LABKIT_HUB_OIDC_ISSUER") or "",
+        oidc_client_id=get("LABKIT_HUB_OIDC_CLIENT_ID") or "",
+        oidc_client_secret=_read_secret(secret_file) if secret_file else "",
+        oidc_name=get("LABKIT_HUB_OIDC_NAME"),
+        lti_issuer=get("LABKIT_HUB_LTI_ISSUER") or "",
+        lti_client_id=get("LABKIT_HUB_LTI_CLIENT_ID") or "",
+        lti_authorize_url=get("LABKIT_HUB_LTI_AUTHORIZE_URL") or "",
+        lti_jwks_url=get("LABKIT_HUB_LTI_JWKS_URL") or "",
     )
+
+
+def _read_secret(path: str) -> str:
+    """A secret from a file (not from the environment, which every process the hub starts could inherit)."""
+    with open(path) as f:
+        return f.read().strip()
 
 
 def parse_bytes(text: str) -> int:
