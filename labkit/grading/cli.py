@@ -34,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--questions", action="append", default=[], help=t("grading.cli.grade.questions"))
     g.add_argument("--no-sandbox", action="store_true", help=t("grading.cli.grade.no_sandbox"))
     g.add_argument("--seed", type=int, default=None, help=t("grading.cli.grade.seed"))
+    from labkit.classroom.cli import grade_options
+
+    grade_options(g)  # a class's: --student, --lesson, --no-cache, --feedback, --course
     g.set_defaults(func=run_grade)
 
     b = subparsers.add_parser(
@@ -49,9 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_grade(args: argparse.Namespace) -> int:
+    from labkit.classroom import cli as classroom
     from labkit.grading import registry, sandbox
     from labkit.grading.checks import fmt_points
-    from labkit.grading.grade import NotebookScore
+    from labkit.grading.grade import NotebookScore, grade_all
     from labkit.grading.report import grade_folder
 
     if args.self_study:
@@ -95,12 +99,12 @@ def run_grade(args: argparse.Namespace) -> int:
     print(t("grading.cli.grade.install", folder=home), file=sys.stderr)
     students = grade_folder(
         args.submissions, args.out, args.timeout, args.report_lang, args.jobs, log=progress, box=box,
-        env={"LABKIT_HOME": str(home)}, seed=args.seed,
+        env={"LABKIT_HOME": str(home)}, seed=args.seed, grade=classroom.grader(args, grade_all),
     )  # fmt: skip
     out = Path(args.out)
     print((out / "gradebook.md").read_text(), end="")
     print(t("grading.cli.grade.done", n=len(students), out=out, csv=out / "gradebook.csv"))
-    return 0
+    return classroom.after_grade(args)
 
 
 def _grade_self(args: argparse.Namespace) -> int:
