@@ -59,9 +59,9 @@ deadline = 2026-10-19T23:59:00+03:00
         ('email = "not an address"', "", 10, ["students[1].email"]),
         ("", "points = -1", 15, ["lessons[0].points", "negative"]),
         ("", 'gpu = "two"', 15, ["lessons[0].gpu", "GPU profile"]),
-        ("", "points = \"ten\"", 15, ["lessons[0].points", "expected float, got str"]),
+        ("", 'points = "ten"', 15, ["lessons[0].points", "expected float, got str"]),
         ("", "[lessons.late]\nper_day = 2", 16, ["lessons[0].late.per_day", "between 0 and 1"]),
-        ("", "[lessons.late]\nprefer = \"first\"", 16, ["lessons[0].late.prefer"]),
+        ("", '[lessons.late]\nprefer = "first"', 16, ["lessons[0].late.prefer"]),
     ],
 )
 def test_an_error_names_the_file_line_and_key(ben, lesson, line, words):

@@ -32,14 +32,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--lesson", default=None, help=t("classroom.cli.submit.lesson"))
     s.set_defaults(func=run_submit)
 
-    c = subparsers.add_parser("collect", help=t("classroom.cli.collect.help"), description=t("classroom.cli.collect.help"))
+    c = subparsers.add_parser(
+        "collect", help=t("classroom.cli.collect.help"), description=t("classroom.cli.collect.help")
+    )
     c.add_argument("--exchange", default=None, help=t("classroom.cli.exchange"))
     c.add_argument("--out", required=True, help=t("classroom.cli.collect.out"))
     _course_arg(c)
     _filters(c)
     c.set_defaults(func=run_collect)
 
-    f = subparsers.add_parser("feedback", help=t("classroom.cli.feedback.help"), description=t("classroom.cli.feedback.help"))
+    f = subparsers.add_parser(
+        "feedback", help=t("classroom.cli.feedback.help"), description=t("classroom.cli.feedback.help")
+    )
     f.add_argument("reports", help=t("classroom.cli.feedback.reports"))
     f.add_argument("--exchange", default=None, help=t("classroom.cli.exchange"))
     _course_arg(f)

@@ -271,4 +271,3 @@ def receipt_text(r: Receipt, lang: str | None = None) -> str:
     """One line a student reads after handing in."""
     key = "classroom.submit.late" if r.late else "classroom.submit.on_time"
     return t(key, lang, lesson=r.lesson, when=r.received, sha=r.sha256[:12], days=r.late_days)
-

@@ -48,7 +48,7 @@ def _grades_json(student: str, report: dict[str, Any], course: Course | None, ou
         return {"student": student, "released": released, "lessons": report.get("lessons", {})}
     mine = next((g for g in grades(out, course) if g.student.id == student), None)
     lessons = {}
-    for lesson, g in (mine.lessons.items() if mine else ()):
+    for lesson, g in mine.lessons.items() if mine else ():
         if g.submitted:
             lessons[lesson] = {"points": g.points, "max_points": g.max_points, "late_days": g.late_days}
     return {"student": student, "released": released, "lessons": lessons}

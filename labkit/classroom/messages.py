@@ -131,7 +131,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the port to listen on (JUPYTERHUB_SERVICE_URL's, when the hub starts it)",
         "ro": "portul pe care ascultă (cel din JUPYTERHUB_SERVICE_URL, când îl pornește hub-ul)",
     },
-    "classroom.service.listening": {"en": "labkit exchange: listening on {url}", "ro": "labkit exchange: ascult la {url}"},
+    "classroom.service.listening": {
+        "en": "labkit exchange: listening on {url}",
+        "ro": "labkit exchange: ascult la {url}",
+    },
     "classroom.service.forbidden": {
         "en": "not a JupyterHub token of this hub's users",
         "ro": "nu este un token JupyterHub al unui utilizator al acestui hub",
