@@ -13,7 +13,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import threading
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
