@@ -55,6 +55,7 @@ WITHIN_LAYER = {
     "classroom": {"grading"},  # a class around the grader: its cache wraps grade_all, feedback rewrites its reports
     "grading": {"classroom"},  # labkit grade's class options (filters, cache), progress()'s released grades
     "export": {"classroom"},  # labkit export --moodle/--canvas/--csv
+    "hub": {"classroom"},  # the hub starts the exchange service (python -m labkit.classroom.service)
     "cli": {"export", "course", "grading", "regress", "classroom"},
     "__main__": {"cli"},  # python -m labkit: the labkit command
     "regress": {

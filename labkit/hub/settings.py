@@ -43,6 +43,7 @@ class HubSettings:
     gpu_profiles: dict[str, str] = field(default_factory=dict)  # a student's own profile, by name
     gpu_share: int = 4  # students on one shared GPU
     env: dict[str, str] = field(default_factory=dict)  # more variables for every server
+    course: str = ""  # the course file (labkit.classroom): the exchange service's roster and deadlines
 
     @property
     def editions(self) -> str:
@@ -51,6 +52,10 @@ class HubSettings:
     @property
     def submissions(self) -> str:
         return os.path.join(self.state_dir, "submissions")
+
+    @property
+    def exchange(self) -> str:
+        return os.path.join(self.state_dir, "exchange")
 
     @property
     def instructors_group(self) -> str:
@@ -85,6 +90,7 @@ def from_env() -> HubSettings:
         gpu_profile=get("LABKIT_HUB_GPU_PROFILE"),
         gpu_profiles=parse_profiles(get("LABKIT_HUB_GPU_PROFILES") or ""),
         gpu_share=int(get("LABKIT_HUB_GPU_SHARE")),
+        course=get("LABKIT_HUB_COURSE") or "",
     )
 
 
