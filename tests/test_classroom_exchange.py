@@ -226,3 +226,17 @@ def test_collect_follows_no_link_and_notices_a_changed_snapshot(tmp_path):
     snapshot.write_bytes(notebook(text="x = 99"))
     with pytest.raises(ExchangeError, match="changed"):
         collect(ex, tmp_path / "out")
+
+
+def test_feedback_is_served_to_its_student_only(service, monkeypatch, tmp_path):
+    url, root, course = service
+    ex = Exchange(root, course)
+    (ex.feedback_folder("ana") / "report.md").write_text("# ana's report\n")
+    (ex.feedback_folder("ana") / "grades.json").write_text(json.dumps({"lessons": {"fixture": {"points": 7.5}}}))
+    as_student(monkeypatch, url, "tok-ben")
+    assert client.fetch_feedback(tmp_path / "ben-feedback") == []
+    as_student(monkeypatch, url, "tok-ana")
+    got = client.fetch_feedback(tmp_path / "ana-feedback")
+    assert sorted(p.name for p in got) == ["grades.json", "report.md"]
+    assert (tmp_path / "ana-feedback" / "report.md").read_text() == "# ana's report\n"
+    assert client.released_grades(tmp_path / "fresh") == {"fixture": 7.5}  # fetched when not there yet

@@ -39,10 +39,10 @@ def _service() -> tuple[str, str] | None:
     return url.rstrip("/") + "/", token
 
 
-def _ask(method: str, url: str, token: str, data: bytes | None = None) -> bytes:
+def _ask(method: str, url: str, token: str, data: bytes | None = None, timeout: float = 60) -> bytes:
     request = urllib.request.Request(url, data=data, method=method, headers={"Authorization": f"token {token}"})
     try:
-        with urllib.request.urlopen(request, timeout=60) as r:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
             return r.read()
     except urllib.error.HTTPError as e:
         try:
@@ -120,7 +120,7 @@ def fetch_feedback(dest: str | Path | None = None) -> list[Path]:
     written = []
     if service is not None:
         url, token = service
-        names = json.loads(_ask("GET", f"{url}feedback", token))
+        names = json.loads(_ask("GET", f"{url}feedback", token, timeout=10))  # labkit.progress() waits for it
         if dest.is_symlink():  # the hub's own link: already there
             return []
         dest.mkdir(parents=True, exist_ok=True)
@@ -130,9 +130,8 @@ def fetch_feedback(dest: str | Path | None = None) -> list[Path]:
             target = dest / name
             if target.is_symlink():
                 target.unlink()
-            target.write_bytes(_ask("GET", f"{url}feedback/{urllib.parse.quote(name)}", token))
+            target.write_bytes(_ask("GET", f"{url}feedback/{urllib.parse.quote(name)}", token, timeout=10))
             written.append(target)
-        return written
     return written
 
 
@@ -140,7 +139,7 @@ def released_grades(folder: str | Path | None = None) -> dict[str, float]:
     """{lesson: points} released to this student (``grades.json`` in ``~/feedback``, fetched when the
     exchange service is known); {} when nothing was released."""
     folder = Path(folder) if folder is not None else Path.home() / FEEDBACK_DIR
-    if folder is None or not (folder / GRADES).is_file():
+    if not (folder / GRADES).is_file():
         try:
             if _service() is not None:
                 fetch_feedback(folder)
