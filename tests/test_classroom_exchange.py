@@ -240,3 +240,24 @@ def test_feedback_is_served_to_its_student_only(service, monkeypatch, tmp_path):
     assert sorted(p.name for p in got) == ["grades.json", "report.md"]
     assert (tmp_path / "ana-feedback" / "report.md").read_text() == "# ana's report\n"
     assert client.released_grades(tmp_path / "fresh") == {"fixture": 7.5}  # fetched when not there yet
+
+
+def test_labkit_submit_and_collect_commands_with_a_local_exchange(tmp_path, monkeypatch, capsys):
+    from labkit.cli import main
+
+    course = tmp_path / "course.toml"
+    course.write_text(course_text(datetime.now(UTC)))
+    monkeypatch.delenv("LABKIT_EXCHANGE_URL", raising=False)
+    monkeypatch.setenv("LABKIT_EXCHANGE", str(tmp_path / "exchange"))
+    monkeypatch.setenv("LABKIT_COURSE", str(course))
+    monkeypatch.setattr("getpass.getuser", lambda: "cid")
+    with language("en"):
+        assert main(["submit", str(_saved(tmp_path, notebook("lesson1")))]) == 0
+        assert "Submitted lesson1" in capsys.readouterr().out
+        assert main(["collect", "--out", str(tmp_path / "subs"), "--lesson", "fixture"]) == 0  # nothing of it
+        assert "0 submissions collected" in capsys.readouterr().out
+        assert main(["collect", "--out", str(tmp_path / "subs")]) == 0
+        assert "cid lesson1" in capsys.readouterr().out and (tmp_path / "subs" / "cid" / "lesson1.ipynb").is_file()
+        monkeypatch.setattr("getpass.getuser", lambda: "zed")  # not on the roster
+        assert main(["submit", str(_saved(tmp_path, notebook()))]) == 2
+        assert "zed is not on the course's roster" in capsys.readouterr().err
