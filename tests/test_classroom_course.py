@@ -12,7 +12,7 @@ from labkit.classroom.course import CourseError, KeyLines, LatePolicy, lateness,
 from labkit.i18n import language
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "docs" / "course.example.toml"
+EXAMPLE = ROOT / "docs/course.example.toml"
 
 
 def test_the_example_is_a_valid_course():
@@ -28,7 +28,7 @@ def test_the_example_is_a_valid_course():
 
 def error(text: str) -> str:
     with language("en"), pytest.raises(CourseError) as info:
-        parse(text, "course.toml")
+        parse(text, "class.toml")
     return str(info.value)
 
 
@@ -67,7 +67,7 @@ deadline = 2026-10-19T23:59:00+03:00
 def test_an_error_names_the_file_line_and_key(ben, lesson, line, words):
     text = BASE.format(ben=ben, lesson=lesson)
     message = error(text)
-    assert message.startswith(f"course.toml:{line}: "), message
+    assert message.startswith(f"class.toml:{line}: "), message
     for word in words:
         assert word in message
 
@@ -75,21 +75,21 @@ def test_an_error_names_the_file_line_and_key(ben, lesson, line, words):
 def test_a_deadline_without_a_time_zone_is_refused_at_its_line():
     text = BASE.format(ben="", lesson="").replace("2026-10-19T23:59:00+03:00", "2026-10-19T23:59:00")
     message = error(text)
-    assert message.startswith("course.toml:14: lessons[0].deadline") and "time zone" in message
+    assert message.startswith("class.toml:14: lessons[0].deadline") and "time zone" in message
     text = BASE.format(ben="", lesson="").replace("2026-10-19T23:59:00+03:00", '"next friday"')
-    assert error(text).startswith("course.toml:14: lessons[0].deadline")
+    assert error(text).startswith("class.toml:14: lessons[0].deadline")
     text = BASE.format(ben="", lesson="").replace("2026-10-19T23:59:00+03:00", '"2026-10-19T23:59:00+03:00"')
     assert parse(text).lessons[0].deadline.utcoffset() == timedelta(hours=3)  # ISO in a string is a date too
 
 
 def test_a_missing_key_names_its_table():
     message = error('[course]\nname = "x"\n\n[[lessons]]\nid = "l1"\n')
-    assert message.startswith("course.toml:4: lessons[0]") and "deadline is missing" in message
+    assert message.startswith("class.toml:4: lessons[0]") and "deadline is missing" in message
 
 
 def test_broken_toml_says_where():
     message = error('[course]\nname = "x\n')
-    assert message.startswith("course.toml: not a valid TOML file") and "line 2" in message
+    assert message.startswith("class.toml: not a valid TOML file") and "line 2" in message
 
 
 def test_romanian_errors():
@@ -100,7 +100,7 @@ def test_romanian_errors():
 
 def test_a_student_twice_is_refused_at_the_second():
     text = BASE.format(ben="", lesson="").replace('id = "ben"', 'id = "ana"')
-    assert error(text).startswith("course.toml:9: students[1].id: 'ana' is given twice")
+    assert error(text).startswith("class.toml:9: students[1].id: 'ana' is given twice")
 
 
 def test_key_lines_of_nested_tables_and_inline_keys():

@@ -245,7 +245,7 @@ def test_feedback_is_served_to_its_student_only(service, monkeypatch, tmp_path):
 def test_labkit_submit_and_collect_commands_with_a_local_exchange(tmp_path, monkeypatch, capsys):
     from labkit.cli import main
 
-    course = tmp_path / "course.toml"
+    course = tmp_path / "class.toml"
     course.write_text(course_text(datetime.now(UTC)))
     monkeypatch.delenv("LABKIT_EXCHANGE_URL", raising=False)
     monkeypatch.setenv("LABKIT_EXCHANGE", str(tmp_path / "exchange"))

@@ -133,7 +133,7 @@ def test_labkit_export_writes_the_three(graded, tmp_path, capsys):
     from labkit.cli import main
 
     out, _ = graded
-    course = tmp_path / "course.toml"
+    course = tmp_path / "class.toml"
     course.write_text(COURSE)
     files = {k: tmp_path / f"{k}.csv" for k in ("moodle", "canvas", "csv")}
     args = ["export", str(out), "--course", str(course)] + [a for k, p in files.items() for a in (f"--{k}", str(p))]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--student", action="append", default=[], help=t("classroom.cli.student"))
-    p.add_argument("--lesson", dest="lessons", action="append", default=[], help=t("classroom.cli.lesson"))
+    p.add_argument(
+        "--lesson", dest="lessons", metavar="LESSON", action="append", default=[], help=t("classroom.cli.lesson")
+    )
 
 
 def grade_options(g: argparse.ArgumentParser) -> None:
@@ -97,12 +100,12 @@ def _exchange(args: argparse.Namespace, course: Any) -> Any:
     return Exchange(folder, course)
 
 
-def _fails(run: Any) -> Any:
+def _fails(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """A command whose errors (an OptionError: a course file, an exchange, a refusal) are one line, exit 2."""
 
     def wrapped(args: argparse.Namespace) -> int:
         try:
-            return run(args)
+            return command(args)
         except OptionError as e:
             print(e, file=sys.stderr)
             return 2
