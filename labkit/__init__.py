@@ -29,6 +29,7 @@ _LAZY = {
     "check": "labkit.grading.checks",
     "progress": "labkit.grading.selfstudy",  # self-study: what is done, and a solution after a try
     "solution": "labkit.grading.selfstudy",
+    "submit": "labkit.classroom.client",  # a class: hand this notebook in (labkit.classroom)
     "set_lang": "labkit.i18n",
     "get_lang": "labkit.i18n",
     "LabkitError": "labkit.wire.errors",

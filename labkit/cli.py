@@ -28,6 +28,11 @@ from labkit.i18n import LANGS, t
 CONTRIBUTED: dict[str, tuple[tuple[str, str], ...]] = {
     "labkit.grading.cli": (("grade", "grading.cli.grade.help"), ("build-student", "grading.cli.build.help")),
     "labkit.export": (("export", "export.help"),),
+    "labkit.classroom.cli": (
+        ("submit", "classroom.cli.submit.help"),
+        ("collect", "classroom.cli.collect.help"),
+        ("feedback", "classroom.cli.feedback.help"),
+    ),
     "labkit.memory.estimate": (("estimate", "memory.est.help"),),
     "labkit.course.build": (("build-course", "course.help"),),
     "labkit.regress.cli": (

@@ -20,6 +20,7 @@
 #   --gpu-profile 1|2|..|shared         each student's GPUs (LABKIT_HUB_GPU_PROFILES=ana=2,ben=shared: one's own)
 #   --cull-timeout S     idle seconds before jupyterhub-idle-culler stops a server (default 3600)
 #   --dir DIR            the hub's state: database, secrets, student editions, submissions (/srv/labkit-hub)
+#   --course FILE        the course file (docs/classroom.md): the exchange service's roster and deadlines
 #   --create-users       create missing system users (no password: set one with passwd)
 # Needs root (servers run as each student), the course environment (launch/setup-env.sh, with
 # the hub extra), and configurable-http-proxy (npm; installed under ~/.cache/labkit-hub when missing).
@@ -45,6 +46,7 @@ while [ $# -gt 0 ]; do
     --gpu-profile) export LABKIT_HUB_GPU_PROFILE=$2 && shift ;;
     --cull-timeout) export LABKIT_HUB_CULL_TIMEOUT=$2 && shift ;;
     --dir) export LABKIT_HUB_DIR=$2 && shift ;;
+    --course) export LABKIT_HUB_COURSE=$(realpath "$2") && shift ;;
     --create-users) create_users=1 ;;
     *) die "labkit hub: unknown option %s" "labkit hub: opțiune necunoscută %s" "$1" ;;
     esac

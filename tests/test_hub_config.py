@@ -40,8 +40,11 @@ def test_local_hub(monkeypatch, tmp_path):
     assert c.Spawner.mem_limit == 2 * 2**30 and s.max_ranks == 3
     assert s.env["JUPYTER_CONFIG_PATH"] == "/repo/launch/jupyter:/repo/.venv/etc/jupyter"  # news off; lab's extension
     assert s.env["JUPYTERLAB_DIR"] == "/repo/.venv/share/jupyter/lab"
-    (culler,) = c.JupyterHub.services
+    culler, exchange = c.JupyterHub.services
     assert culler["command"][1:3] == ["-m", "jupyterhub_idle_culler"] and "--timeout=3600" in culler["command"]
+    assert exchange["name"] == "exchange" and exchange["command"][1:3] == ["-m", "labkit.classroom.service"]
+    assert exchange["command"][4] == s.exchange and exchange["url"].startswith("http://127.0.0.1:")
+    assert s.env["LABKIT_EXCHANGE_URL"] == "http://127.0.0.1:8000/services/exchange/"  # through the proxy
     (role,) = c.JupyterHub.load_roles
     assert role["services"] == ["idle-culler"] and "delete:servers" in role["scopes"]
     assert spawners.options_from_form({"lang": ["ro"]}) == {"lang": "ro"}

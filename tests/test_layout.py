@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("models", "memory", "timing", "ranks"),  # formulas and the rank side; no views, no launch
     ("views",),  # what the notebook shows: takes a RunRecord, never a launch.Run
     ("launch",),  # the kernel side of a run: starts ranks, fills a Run, shows it
-    ("export", "course", "grading", "regress", "cli", "__main__", "hub"),  # what is built on runs
+    ("export", "course", "grading", "regress", "cli", "__main__", "hub", "classroom"),  # what is built on runs
 )
 # hub: the class JupyterHub's side (launch/hub.sh); it runs in the hub's process, as root, and never in a
 # kernel or a rank: it sits with launch's consumers, and only reads the base (messages) and wire (env)
@@ -52,7 +52,11 @@ WITHIN_LAYER = {
     "memory": {"models"},  # the formulas read the models' configs
     "ranks": {"models", "timing"},  # FSDP units are labkit's blocks; a recorded span's interval arithmetic
     "course": {"grading"},  # the lessons' questions register with the grader
-    "cli": {"export", "course", "grading", "regress"},
+    "classroom": {"grading"},  # a class around the grader: its cache wraps grade_all, feedback rewrites its reports
+    "grading": {"classroom"},  # labkit grade's class options (filters, cache), progress()'s released grades
+    "export": {"classroom"},  # labkit export --moodle/--canvas/--csv
+    "hub": {"classroom"},  # the hub starts the exchange service (python -m labkit.classroom.service)
+    "cli": {"export", "course", "grading", "regress", "classroom"},
     "__main__": {"cli"},  # python -m labkit: the labkit command
     "regress": {
         "grading"

@@ -200,12 +200,19 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--cell", dest="cells", type=int, action="append", metavar="N", help=helps("export.help.cell"))
     p.add_argument("-o", "--output", metavar="SCRIPT", help=helps("export.help.output"))
     p.add_argument("--list", action="store_true", help=helps("export.help.list"))
+    from labkit.classroom.cli import export_options
+
+    export_options(p)  # grades for an LMS: NOTEBOOK is then labkit grade's output folder
     p.set_defaults(func=run_cli)
     return p
 
 
 def run_cli(args: argparse.Namespace) -> int:
     """``labkit export``: 0 when the script was written, 2 with the reason on stderr otherwise."""
+    from labkit.classroom.cli import run_export, wants_export
+
+    if wants_export(args):
+        return run_export(args)
     try:
         return _run_cli(args)
     except OptionError as exc:

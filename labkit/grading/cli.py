@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--seed", type=int, default=None, help=t("grading.cli.grade.seed"))
     g.add_argument("--slurm", action="store_true", help=t("grading.cli.grade.slurm"))
     g.add_argument("--slurm-args", default="", metavar="ARGS", help=t("grading.cli.grade.slurm_args"))
+    from labkit.classroom.cli import grade_options
+
+    grade_options(g)  # a class's: --student, --lesson, --no-cache, --feedback, --course
     g.set_defaults(func=run_grade)
 
     b = subparsers.add_parser(
@@ -52,9 +55,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_grade(args: argparse.Namespace) -> int:
+    from labkit.classroom import cli as classroom
     from labkit.grading import registry, sandbox
     from labkit.grading.checks import fmt_points
-    from labkit.grading.grade import NotebookScore
+    from labkit.grading.grade import NotebookScore, grade_all
     from labkit.grading.report import grade_folder
 
     if args.self_study:
@@ -104,32 +108,33 @@ def run_grade(args: argparse.Namespace) -> int:
     print(t("grading.cli.grade.install", folder=home), file=sys.stderr)
     students = grade_folder(
         args.submissions, args.out, args.timeout, args.report_lang, args.jobs, log=progress, box=box,
-        env={"LABKIT_HOME": str(home)}, seed=args.seed,
+        env={"LABKIT_HOME": str(home)}, seed=args.seed, grade=classroom.grader(args, grade_all),
     )  # fmt: skip
     out = Path(args.out)
     print((out / "gradebook.md").read_text(), end="")
     print(t("grading.cli.grade.done", n=len(students), out=out, csv=out / "gradebook.csv"))
-    return 0
+    return classroom.after_grade(args)
 
 
 def _grade_slurm(args: argparse.Namespace, home: str, progress: Any) -> int:
     """``labkit grade --slurm``: one array job, one task a submission (``labkit.grading.slurm``)."""
     import shlex
 
+    from labkit.classroom import cli as classroom
     from labkit.grading import slurm
 
     out = Path(args.out)
     try:
         students = slurm.grade_on_slurm(
             Path(args.submissions), out, args.timeout, args.report_lang, home, args.no_sandbox, args.seed,
-            shlex.split(args.slurm_args), log=progress,
+            shlex.split(args.slurm_args), log=progress, wrap=lambda grade: classroom.grader(args, grade),
         )  # fmt: skip
     except slurm.SlurmError as e:
         print(e, file=sys.stderr)
         return 2
     print((out / "gradebook.md").read_text(), end="")
     print(t("grading.cli.grade.done", n=len(students), out=out, csv=out / "gradebook.csv"))
-    return 0
+    return classroom.after_grade(args)
 
 
 def _grade_self(args: argparse.Namespace) -> int:

@@ -494,6 +494,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "grading.selfstudy.col.correct": {"en": "correct", "ro": "corecte"},
     "grading.selfstudy.col.attempted": {"en": "attempted", "ro": "încercate"},
     "grading.selfstudy.col.not_yet": {"en": "not yet", "ro": "încă nu"},
+    "grading.selfstudy.col.released": {"en": "released grade", "ro": "nota publicată"},
     "grading.selfstudy.col.points": {"en": "points", "ro": "puncte"},
     "grading.selfstudy.try_first": {
         "en": "Try {qid} first: run its check with your answer, then ask again for its solution",

@@ -200,11 +200,14 @@ def grade_folder(
     box: Any = None,
     env: dict[str, str] | None = None,
     seed: int | None = None,
+    grade: Any = grade_all,
 ) -> list[StudentReport]:
     """Grade every student in ``submissions``; write their reports and the gradebook under ``out_dir``.
 
     ``jobs`` notebooks run at once (each in its own sandbox: ``box``, ``sandbox.find()``'s by default);
     ``log`` is called with each NotebookScore; ``env`` goes to every sandbox (see ``grade_notebook``).
+    ``grade``: ``grade_all`` or a wrapper of it (``labkit.classroom.cache``: kept scores, filters), whose
+    None for a notebook leaves it out, and a student none of whose notebooks was graded out of this grading.
     """
     root, out = Path(submissions), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -215,10 +218,13 @@ def grade_folder(
         for path, name in found.notebooks.get(student, []):
             tasks.append((path, out / student_folder(student) / (os.path.splitext(name)[0] + ".executed.ipynb"), name))
             groups.append(student)
-    scores = iter(grade_all(tasks, timeout, jobs, log, box, env, seed, groups))
+    scores = iter(grade(tasks, timeout, jobs, log, box, env, seed, groups))
     students = []
     for student in names:
-        mine = [next(scores) for _ in found.notebooks.get(student, [])]
+        handed = found.notebooks.get(student, [])
+        mine = [score for score in [next(scores) for _ in handed] if score is not None]
+        if handed and not mine:  # filtered out (labkit grade --student, --lesson), and never graded before
+            continue
         mine += [
             NotebookScore(name, None, NotebookStatus.REFUSED, message=why)
             for name, why in found.refused.get(student, [])

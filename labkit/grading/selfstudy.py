@@ -264,6 +264,12 @@ class Progress:
              f"{fmt_points(r.points, self.lang)}/{fmt_points(r.max_points, self.lang)}"]
             for r in [*self.lessons, self.total]
         ]  # fmt: skip
+        released = [r.released for r in self.lessons]
+        if any(x is not None for x in released):  # a class's grades, once the instructor released them
+            head.append(t("grading.selfstudy.col.released", self.lang))
+            total = sum(x for x in released if x is not None)
+            for row, x in zip(body, [*released, total]):
+                row.append("-" if x is None else fmt_points(x, self.lang))
         return [head, *body]
 
     def __str__(self) -> str:
@@ -281,9 +287,11 @@ class Progress:
 
 
 def released_grades() -> dict[str, float]:
-    """{lesson: the grade an instructor released}: none yet. The class workflow fills this; ``progress``
-    shows it beside the learner's own count (``LessonProgress.released``)."""
-    return {}
+    """{lesson: the grade an instructor released} (``labkit feedback``: ``~/feedback/grades.json``, or the
+    exchange service's); ``progress`` shows it beside the learner's own count (``LessonProgress.released``)."""
+    from labkit.classroom.client import released_grades as released
+
+    return released()
 
 
 def progress(ws: str | Path | None = None) -> Progress:

@@ -209,68 +209,75 @@ def grade_on_slurm(
     seed: int | None,
     slurm_args: list[str],
     log: Callable[[NotebookScore], None] | None = None,
+    wrap: Callable[[Any], Any] | None = None,
 ) -> list[Any]:
     """Grade ``submissions`` as one array job; the students' reports (``report.StudentReport``), written
-    under ``out`` with the gradebook, as ``report.grade_folder`` does. Raises ``SlurmError`` when the
-    array cannot be submitted (nothing is written then)."""
-    from labkit.grading.collect import collect
-    from labkit.grading.report import StudentReport, report_lang, student_folder, write_gradebook, write_student
+    under ``out`` with the gradebook by ``report.grade_folder``, as local grading does (the same
+    collection, reports and gradebook; ``wrap``: the class's cache and filters, ``labkit.classroom``,
+    around the array as around ``grade_all``). Raises ``SlurmError`` when the array cannot be submitted."""
+    from labkit.grading.report import grade_folder
 
-    out.mkdir(parents=True, exist_ok=True)
-    found = collect(submissions, skip=out)
-    names = sorted({*found.notebooks, *found.refused})
-    tasks = [
-        Task(
-            str(path.resolve()),
-            str((out / student_folder(s) / (os.path.splitext(n)[0] + ".executed.ipynb")).resolve()),
-            n,
-            s,
-        )
-        for s in names
-        for path, n in found.notebooks.get(s, [])
-    ]
+    grade = array_grader(out, home, no_sandbox, slurm_args)
+    return grade_folder(submissions, out, timeout, lang, log=log, seed=seed, grade=wrap(grade) if wrap else grade)
+
+
+def array_grader(out: Path, home: str, no_sandbox: bool, slurm_args: list[str]) -> Callable[..., list[NotebookScore]]:
+    """``grade.grade_all``'s stand-in that grades its notebooks as one array job: same arguments, the
+    scores in the order given (``box`` and ``jobs`` are each task's own on its node)."""
+
+    def grade_all(
+        tasks: list[tuple[Path, Path, str]],
+        timeout: float,
+        jobs: int,
+        log: Any,
+        box: Any = None,
+        env: dict[str, str] | None = None,
+        seed: int | None = None,
+        groups: list[str] | None = None,
+    ) -> list[NotebookScore]:
+        names = groups if groups is not None else [str(i) for i in range(len(tasks))]
+        array = [Task(str(Path(p).resolve()), str(Path(e).resolve()), n, g) for (p, e, n), g in zip(tasks, names)]
+        return run_array(out, array, timeout, home, no_sandbox, seed, slurm_args, log)
+
+    return grade_all
+
+
+def run_array(
+    out: Path,
+    tasks: list[Task],
+    timeout: float,
+    home: str,
+    no_sandbox: bool,
+    seed: int | None,
+    slurm_args: list[str],
+    log: Callable[[NotebookScore], None] | None = None,
+) -> list[NotebookScore]:
+    """Submit ``tasks`` as one array, wait for it, and read each task's score (a missing one: its grader error)."""
     folder = (out / FOLDER).resolve()
     env = {k: v for k, v in os.environ.items() if k.startswith("LABKIT_")}
     settings = {"timeout": timeout, "home": home, "no_sandbox": no_sandbox, "seed": seed, "env": env}
     write_tasks(folder, tasks, settings)
     scores: dict[int, NotebookScore] = {}
-    if tasks:
-        job = submit(folder, len(tasks), timeout, slurm_args, {**os.environ, "PYTHONPATH": _pythonpath()})
-        print(t("grading.slurm.submitted", job=job, n=len(tasks), folder=folder), file=sys.stderr, flush=True)
+    if not tasks:
+        return []
+    job = submit(folder, len(tasks), timeout, slurm_args, {**os.environ, "PYTHONPATH": _pythonpath()})
+    print(t("grading.slurm.submitted", job=job, n=len(tasks), folder=folder), file=sys.stderr, flush=True)
 
-        def seen() -> None:
-            for i in range(len(tasks)):
-                if i not in scores and (got := read_result(folder, i)) is not None:
-                    scores[i] = got
-                    if log:
-                        log(got)
+    def seen() -> None:
+        for i in range(len(tasks)):
+            if i not in scores and (got := read_result(folder, i)) is not None:
+                scores[i] = got
+                if log:
+                    log(got)
 
-        try:
-            wait(job, os.environ.copy(), seen)
-        except BaseException:  # the grader stopped (Ctrl-C): the array goes with it
-            subprocess.run(["scancel", job], capture_output=True, timeout=60)
-            raise
-        seen()
-        states = task_states(job, os.environ.copy()) if len(scores) < len(tasks) else {}
-        for i, task in enumerate(tasks):
-            scores.setdefault(i, missing(task, i, states.get(i), folder))
-    students, i = [], 0
-    for student in names:
-        mine = []
-        for _ in found.notebooks.get(student, []):
-            mine.append(scores[i])
-            i += 1
-        mine += [
-            NotebookScore(n, None, NotebookStatus.REFUSED, message=why) for n, why in found.refused.get(student, [])
-        ]
-        rep = StudentReport(student, mine, report_lang(mine, lang))
-        try:
-            write_student(rep, out / student_folder(student))
-        except OSError as e:  # one student's report folder: said, and the class's gradebook still written
-            print(f"labkit grade: the report of {student!r} could not be written ({type(e).__name__})", file=sys.stderr)
-        students.append(rep)
-    write_gradebook(students, out, lang)
-    return students
+    try:
+        wait(job, os.environ.copy(), seen)
+    except BaseException:  # the grader stopped (Ctrl-C): the array goes with it
+        subprocess.run(["scancel", job], capture_output=True, timeout=60)
+        raise
+    seen()
+    states = task_states(job, os.environ.copy()) if len(scores) < len(tasks) else {}
+    return [scores.get(i) or missing(task, i, states.get(i), folder) for i, task in enumerate(tasks)]
 
 
 def _pythonpath() -> str:

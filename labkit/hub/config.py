@@ -92,7 +92,8 @@ def configure(c: Any, settings: HubSettings) -> None:
                 f"--timeout={settings.cull_timeout}",
                 f"--cull-every={settings.cull_every}",
             ],
-        }
+        },
+        exchange_service(settings),
     ]
     c.JupyterHub.load_roles = [
         {
@@ -101,6 +102,23 @@ def configure(c: Any, settings: HubSettings) -> None:
             "services": ["idle-culler"],
         }
     ]
+
+
+def exchange_service(settings: HubSettings) -> dict[str, Any]:
+    """The submission exchange (``labkit.classroom.service``), the one writer of ``<state>/exchange``: a
+    student's ``labkit.submit()`` reaches it through the proxy with their own hub token, on every spawner
+    (``LABKIT_EXCHANGE_URL`` in each server's environment)."""
+    import socket
+
+    with socket.socket() as s:  # a free port for the service's own address (the proxy routes to it)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "labkit.classroom.service", "--root", settings.exchange]
+    if settings.course:
+        command += ["--course", settings.course]
+    host = "127.0.0.1" if settings.spawner != "slurm" else socket.getfqdn()  # a Slurm server runs on a node
+    settings.env.setdefault("LABKIT_EXCHANGE_URL", f"http://{host}:{settings.port}/services/exchange/")
+    return {"name": "exchange", "url": f"http://127.0.0.1:{port}", "command": command}
 
 
 def gpu_pool(settings: HubSettings) -> gpus.GpuPool | None:

@@ -206,6 +206,13 @@ VARS: tuple[Var, ...] = (
         "More variables the students' servers inherit from the hub, comma-separated (PATH, LANG, LC_ALL, SLURM_CONF always).",
     ),
     Var(
+        "LABKIT_HUB_COURSE",
+        None,
+        f"{USER} (hub.sh --course); launch/hub.sh exports it",
+        ("labkit.hub.settings", "launch/hub.sh"),
+        "The course file (course.toml) the exchange service checks submissions against: roster, lessons, deadlines.",
+    ),
+    Var(
         "LABKIT_HUB_GROUP",
         "labkit-instructors",
         USER,

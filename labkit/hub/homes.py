@@ -6,6 +6,7 @@ student's own work is never overwritten, and a language chosen later is added be
     ~/fsdp-course/ro/00_setup.ipynb ...   the student edition (solutions removed), copied once
     ~/submit -> <state>/submissions/<user>   theirs (0770, group: the instructors); a notebook
                                               saved there is a submission for ``labkit grade``
+    ~/feedback -> <state>/exchange/feedback/<user>   their released reports (``labkit feedback``), read-only
 
 JupyterLab's own menus speak the language chosen at each start: ``~/.jupyter/lab/user-settings``
 holds its translation setting (``ro_RO``, from the Romanian language pack of the ``lab`` extra, or
@@ -87,8 +88,19 @@ def prepare_home(user: str, lang: str, settings: HubSettings) -> str:
         os.chown(mine, pw.pw_uid, gid)
         os.chmod(mine, 0o2770)  # setgid: what the student saves there is readable by the instructors
         link(os.path.join(home, "submit"), mine, pw)
+        link(os.path.join(home, "feedback"), feedback_folder(user, settings, pw), pw)
     lab_language(home, lang, pw.pw_uid, pw.pw_gid)
     return f"{COURSE}/{lang}"
+
+
+def feedback_folder(user: str, settings: HubSettings, pw: pwd.struct_passwd) -> str:
+    """``<state>/exchange/feedback/<user>``: what ``labkit feedback`` releases to them (as root), which they
+    read as ``~/feedback`` and cannot write (root's, their group's: 0750)."""
+    folder = os.path.join(settings.exchange, "feedback", user)
+    os.makedirs(folder, mode=0o755, exist_ok=True)
+    os.chown(folder, 0, pw.pw_gid)
+    os.chmod(folder, 0o750)
+    return folder
 
 
 def lab_language(home: str, lang: str, uid: int, gid: int) -> bool:

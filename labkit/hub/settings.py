@@ -57,6 +57,7 @@ class HubSettings:
     lti_client_id: str = ""
     lti_authorize_url: str = ""
     lti_jwks_url: str = ""
+    course: str = ""  # the course file (labkit.classroom): the exchange service's roster and deadlines
 
     @property
     def editions(self) -> str:
@@ -65,6 +66,10 @@ class HubSettings:
     @property
     def submissions(self) -> str:
         return os.path.join(self.state_dir, "submissions")
+
+    @property
+    def exchange(self) -> str:
+        return os.path.join(self.state_dir, "exchange")
 
     @property
     def instructors_group(self) -> str:
@@ -118,6 +123,7 @@ def from_env() -> HubSettings:
         lti_client_id=get("LABKIT_HUB_LTI_CLIENT_ID") or "",
         lti_authorize_url=get("LABKIT_HUB_LTI_AUTHORIZE_URL") or "",
         lti_jwks_url=get("LABKIT_HUB_LTI_JWKS_URL") or "",
+        course=get("LABKIT_HUB_COURSE") or "",
     )
 
 

@@ -120,6 +120,27 @@ VARS: tuple[Var, ...] = (
     ),
     # -- what a user sets ------------------------------------------------------------------------
     Var(
+        "LABKIT_COURSE",
+        None,
+        USER,
+        ("labkit.classroom.cli", "labkit.classroom.client"),
+        "The course file (course.toml: roster, deadlines, late policy, points) for labkit collect, feedback, export.",
+    ),
+    Var(
+        "LABKIT_EXCHANGE",
+        None,
+        USER,
+        ("labkit.classroom.cli", "labkit.classroom.client"),
+        "The submission exchange's folder, written directly (the instructor's commands; a one-person course).",
+    ),
+    Var(
+        "LABKIT_EXCHANGE_URL",
+        None,
+        f"{USER}; the class hub for each student's server",
+        ("labkit.classroom.client",),
+        "The exchange service (a JupyterHub service) labkit.submit() hands notebooks to, with the student's hub token.",
+    ),
+    Var(
         "LABKIT_LANG",
         None,
         f"{USER}; labkit.grading.grade for the grading kernel; labkit.hub.spawners for a student's server; "
