@@ -205,11 +205,11 @@ def _judge_once(
     lines = [f"{len(tasks)}\n".encode(), *(task.to_json().encode() + b"\n" for task in tasks)]
 
     def feed() -> None:
-        with os.fdopen(tasks_w, "wb") as pipe:
-            try:
+        try:  # a judge that died (or was killed) before reading everything: closing flushes into nothing too
+            with os.fdopen(tasks_w, "wb") as pipe:
                 pipe.writelines(lines)
-            except BrokenPipeError:
-                pass
+        except BrokenPipeError:
+            pass
 
     feeder = threading.Thread(target=feed, name="labkit-grade-feed", daemon=True)
     feeder.start()
