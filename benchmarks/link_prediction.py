@@ -11,7 +11,7 @@
 ``predict.CALIBRATION_CONFIGS`` (DDP, FSDP1 FULL_SHARD BACKWARD_PRE, FSDP2 with implicit prefetch)
 trained at two micro-batches (``--cal-batches``, 2 and 16), and bare collectives timed, in
 ``2 x --launches`` launches pooled. A row's micro-batch is predicted on the line through the two
-(``predict.at_tokens``: each unit's compute and host time affine in the tokens), so the compute
+(``ranges.at_tokens``: each unit's compute and host time affine in the tokens), so the compute
 comes from the model's own steps at its own shapes; the micro-batch is never one the row ran at
 in the calibration unless it is 2 or 16. Once per machine, with them (``cross``): bare
 collectives between two emulated nodes of one rank with no shaping, what a ring step across a
@@ -34,7 +34,7 @@ rows alike.
 
 Per row, three predictions:
 
-* ``predicted``: the calibration alone, with a range (``predict.predict_range``: two standard
+* ``predicted``: the calibration alone, with a range (``ranges.predict_range``: two standard
   errors either side, from the calibration's spread, a jackknife over its launches in four
   groups); two configurations whose ranges overlap differ within the calibration's noise;
 * ``at run's pace``: the same, told how fast a core ran during the row against the calibration
@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.fmt import render_table
-from labkit.timing import predict
+from labkit.timing import predict, ranges
 from labkit.timing.calibrate import spans_messages, typical
 from labkit.timing.gloo import Topology
 from labkit.wire.protocol import TYPE, Msg
@@ -323,7 +323,7 @@ def labels(batch: int) -> dict[str, str]:
 def calibrate_model(launches: list[dict], cross: list[dict], cal_batches: tuple[int, int]) -> dict[str, Any]:
     """One model's calibration from its launches (pooled) and the cross-boundary launches: a
     ``predict.Calibration`` at each of ``cal_batches``, and ``parts``: the same without each
-    quarter of the launches (a jackknife: ``predict.spread``)."""
+    quarter of the launches (a jackknife: ``ranges.spread``)."""
     bare = [d["values"].get("0", {}).get("gloo") for d in cross]
     bare = [b for b in bare if b]
     cross_bare = (
@@ -338,7 +338,7 @@ def calibrate_model(launches: list[dict], cross: list[dict], cal_batches: tuple[
         cals = []
         for b in cal_batches:
             cal = predict.calibrate(kept, predict.CALIBRATION_CONFIGS, labels(b))
-            cals.append(predict.with_cross(cal, cross_bare, latency) if cross_bare else cal)
+            cals.append(ranges.with_cross(cal, cross_bare, latency) if cross_bare else cal)
         return cals[0], cals[1]
 
     k = min(4, len(launches))
@@ -361,8 +361,8 @@ def rows_for(r: Row, calibration: dict[str, Any], seq: int, data: dict, launches
     """Every configuration of one row: measured, predicted with its range, and at the run's pace."""
     kept, topo = Kept(data), topology_of(data)
     tokens = r.batch * seq
-    cal = predict.at_tokens(*calibration["cal"], tokens)
-    parts = [predict.at_tokens(lo, hi, tokens) for lo, hi in calibration["parts"]]
+    cal = ranges.at_tokens(*calibration["cal"], tokens)
+    parts = [ranges.at_tokens(lo, hi, tokens) for lo, hi in calibration["parts"]]
     out = []
     for spec in configs_for(r.world):
         steps = group_steps(kept, spec)
@@ -370,7 +370,7 @@ def rows_for(r: Row, calibration: dict[str, Any], seq: int, data: dict, launches
             continue
         measured = predict.measured_step(steps)
         if parts:
-            pure, low, high = predict.predict_range(cal, parts, spec, topo)
+            pure, low, high = ranges.predict_range(cal, parts, spec, topo)
         else:
             pure = low = high = predict.predict(cal, spec, topo).step_time
         pace = predict.pace_of(cal, kept, spec)
@@ -406,7 +406,7 @@ def cal_spread(model: str, calibration: dict[str, Any]) -> dict[str, float]:
         for i in range(2):
             values = [p[i].measured[spec] for p in calibration["parts"]]
             if len(values) > 1:
-                rel.append(predict.spread(values) / calibration["cal"][i].measured[spec])
+                rel.append(ranges.spread(values) / calibration["cal"][i].measured[spec])
         if rel:
             out[f"{model}:{predict.Config.parse(spec).key}"] = statistics.fmean(rel)
     return out

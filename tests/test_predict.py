@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from labkit.timing import gloo, gloolink, predict, sharing, simulate
+from labkit.timing import gloo, gloolink, predict, ranges, sharing, simulate
 from labkit.timing.gloo import GlooCosts, Topology
 from labkit.wire.protocol import TYPE, Msg
 
@@ -664,18 +664,18 @@ def test_a_calibration_at_two_micro_batches_predicts_any_other_on_the_line_throu
         backward=[("b", 6 * MS), ("a", 6 * MS)],
     )
     hi = predict.Calibration({"fsdp2": doubled}, replace(COSTS, skew=3 * MS), 2, tokens=192)
-    mid = predict.at_tokens(lo, hi, 128)
+    mid = ranges.at_tokens(lo, hi, 128)
     assert mid.tokens == 128 and mid.profiles["fsdp2"].forward == [
         ("a", pytest.approx(2 * MS)),
         ("b", pytest.approx(2 * MS)),
     ]
     assert mid.gloo.skew == pytest.approx(2 * MS) and mid.gloo.waits == pytest.approx((0.0, 4 * MS))
     assert mid.profiles["fsdp2"].param_bytes == lo.profiles["fsdp2"].param_bytes
-    far = predict.at_tokens(lo, hi, 320)  # beyond the larger: on the same line
+    far = ranges.at_tokens(lo, hi, 320)  # beyond the larger: on the same line
     assert far.profiles["fsdp2"].backward[0][1] == pytest.approx(10 * MS)
-    assert predict.at_tokens(lo, hi, 0).profiles["fsdp2"].forward[0][1] == 0.0  # never below zero
+    assert ranges.at_tokens(lo, hi, 0).profiles["fsdp2"].forward[0][1] == 0.0  # never below zero
     topo = Topology(nodes=1, per_node=2, cores=2)
-    steps = [predict.predict(predict.at_tokens(lo, hi, x), "fsdp2:implicit", topo).step_time for x in (64, 128, 192)]
+    steps = [predict.predict(ranges.at_tokens(lo, hi, x), "fsdp2:implicit", topo).step_time for x in (64, 128, 192)]
     assert steps[0] < steps[1] < steps[2]
 
 
@@ -729,22 +729,22 @@ def test_a_per_byte_cost_of_zero_is_a_failed_fit_reported_not_used_silently():
 def test_each_prediction_has_a_range_from_the_calibrations_spread():
     """``predict_range``: the step and two jackknife standard errors either side, over
     calibrations each without a part of the steps; no spread, no width."""
-    assert predict.spread([1.0, 1.0, 1.0]) == 0.0
-    assert predict.spread([1.0, 3.0]) == pytest.approx(1.0)  # sqrt(1/2 * (1 + 1))
+    assert ranges.spread([1.0, 1.0, 1.0]) == 0.0
+    assert ranges.spread([1.0, 3.0]) == pytest.approx(1.0)  # sqrt(1/2 * (1 + 1))
     with pytest.raises(ValueError):
-        predict.spread([1.0])
+        ranges.spread([1.0])
     cal = hand_calibration()
     topo = Topology(nodes=2, per_node=1, rate=1e8, cores=2)
-    same = predict.predict_range(cal, [cal, cal], "fsdp2:implicit", topo)
+    same = ranges.predict_range(cal, [cal, cal], "fsdp2:implicit", topo)
     assert same[0] == same[1] == same[2]
     slower = replace(cal, profiles={"fsdp2": predict.slowed(hand_profile(), 1.2)})
-    step, low, high = predict.predict_range(cal, [cal, slower], "fsdp2:implicit", topo)
+    step, low, high = ranges.predict_range(cal, [cal, slower], "fsdp2:implicit", topo)
     assert low < step < high and high - step == pytest.approx(step - low)
     run = {0: [{"step": i} for i in range(7)], 1: [{"step": i} for i in range(7)]}
-    parts = predict.leave_out(run, 3)
+    parts = ranges.leave_out(run, 3)
     kept = [sorted(m["step"] for m in p.events[0]) for p in parts]
     assert kept == [[0, 2, 3, 5, 6], [0, 1, 3, 4, 6], [0, 1, 2, 4, 5]]  # the first always stays
-    assert len(predict.leave_out({0: [{"step": 0}, {"step": 1}, {"step": 2}]}, 4)) == 2
+    assert len(ranges.leave_out({0: [{"step": 0}, {"step": 1}, {"step": 2}]}, 4)) == 2
 
 
 def test_fsdp2s_root_keeps_its_parameters_for_backward():

@@ -57,7 +57,7 @@ from typing import Any
 
 from labkit.i18n import t
 from labkit.timing.calibrate import Profile, profile_from_run, spans_messages, typical
-from labkit.timing.gloo import GlooCosts, Topology, fit_cross, slowest, steps
+from labkit.timing.gloo import GlooCosts, Topology, slowest, steps
 from labkit.timing.gloolink import GlooLink
 from labkit.timing.sharing import beside, runnable, shared_cpu
 from labkit.timing.simulate import Result, simulate
@@ -65,18 +65,7 @@ from labkit.wire.protocol import Msg
 from labkit.wire.records import Source, given, messages
 from labkit.wire.setting import Flavor, Fsdp2, Option, Prefetch, Setting, SettingError, Strategy
 
-__all__ = [
-    "CALIBRATION_CONFIGS",
-    "Calibration",
-    "Topology",
-    "at_tokens",
-    "calibrate",
-    "leave_out",
-    "measured_step",
-    "predict",
-    "predict_range",
-    "with_cross",
-]
+__all__ = ["CALIBRATION_CONFIGS", "Calibration", "Topology", "calibrate", "failed_fits", "measured_step", "predict"]
 
 
 # the calibration run's configurations: one per flavor, each the flavor's plainest (FSDP1's
@@ -297,104 +286,6 @@ def calibrate(
     last = spans_messages(run, 0, (labels or {}).get(configs[0], configs[0]))[-1:] if configs else []
     tokens = last[0]["batch"] * last[0]["seq_len"] if last and last[0].get("seq_len") and last[0].get("batch") else None
     return Calibration(profiles, gloo, ranks, _mean(probes), measured, _mean(shares), _mean(cpus), lag, tokens)
-
-
-def with_cross(cal: Calibration, bare: dict[str, dict[str, float]], latency: float) -> Calibration:
-    """``cal`` with what a ring step across a namespace boundary costs (``gloo.fit_cross``): from
-    bare collectives timed on two emulated nodes of one rank, no shaping, ``latency`` the
-    boundary's own one way (``Emulation.latency_s``). A machine's cost, not a link's: the
-    calibration still sees no link."""
-    fixed, per_byte, failed = fit_cross(bare, 2, cal.gloo.alpha, latency)
-    gloo = replace(cal.gloo, cross_alpha=fixed, cross_beta=per_byte, failed=cal.gloo.failed + tuple(failed))
-    return replace(cal, gloo=gloo)
-
-
-def at_tokens(lo: Calibration, hi: Calibration, tokens: float) -> Calibration:
-    """A calibration for ``tokens`` per micro-batch, from two of one model at two micro-batches
-    (``Calibration.tokens``): each unit's compute and host time, the optimizer's, the wait for the
-    slowest rank, affine in the tokens through the two (interpolated between them, extrapolated
-    outside), never below zero; what does not depend on the batch (the bytes, gloo's costs) from
-    ``lo``. One calibration per model: the compute comes from the model's own steps, at its own
-    shapes, and the micro-batch only moves along that line."""
-    if not lo.tokens or not hi.tokens or lo.tokens == hi.tokens:
-        return lo
-    x = (tokens - lo.tokens) / (hi.tokens - lo.tokens)
-
-    def at(a: float, b: float) -> float:
-        return max(a + (b - a) * x, 0.0)
-
-    profiles = {}
-    for key, a in lo.profiles.items():
-        b = hi.profiles.get(key, a)
-        profiles[key] = replace(
-            a,
-            forward=[(u, at(d, e)) for (u, d), (_, e) in zip(a.forward, b.forward)],
-            backward=[(u, at(d, e)) for (u, d), (_, e) in zip(a.backward, b.backward)],
-            forward_host=[at(d, e) for d, e in zip(a.forward_host, b.forward_host)],
-            backward_host=[at(d, e) for d, e in zip(a.backward_host, b.backward_host)],
-            hook={k: at(v, b.hook.get(k, v)) for k, v in a.hook.items()},
-            optimizer=at(a.optimizer, b.optimizer),
-            optimizer_host=at(a.optimizer_host, b.optimizer_host),
-            step_host=at(a.step_host, b.step_host),
-        )
-    skew = at(lo.gloo.skew, hi.gloo.skew)
-    scale = skew / lo.gloo.skew if lo.gloo.skew > 0 else 1.0
-    gloo = replace(
-        lo.gloo,
-        skew=skew,
-        waits=tuple(w * scale for w in lo.gloo.waits),
-        drift=at(lo.gloo.drift, hi.gloo.drift),
-        failed=tuple(dict.fromkeys(lo.gloo.failed + hi.gloo.failed)),
-    )
-    share = at(lo.share, hi.share) if lo.share and hi.share else lo.share
-    # the speed probe is the same work at any micro-batch: both calibrations' launches measured it
-    probe_cpu = _mean([p for p in (lo.probe_cpu, hi.probe_cpu) if p])
-    return replace(
-        lo, profiles=profiles, gloo=gloo, share=share, lag=at(lo.lag, hi.lag), tokens=tokens, probe_cpu=probe_cpu
-    )
-
-
-class Without:
-    """A run seen without some of its steps (``leave_out``): as ``calibrate`` reads a ``Run``."""
-
-    def __init__(self, run: Source, drop: set[int]) -> None:
-        events = run.events if hasattr(run, "events") else run
-        self.events = {r: [m for m in ev if m.get("step") not in drop] for r, ev in events.items()}
-        self.values = getattr(run, "values", {})
-
-
-def leave_out(run: Source, parts: int = 4) -> list[Without]:
-    """Views of ``run`` for a grouped jackknife over its steps (``spread``): the j-th without every
-    ``parts``-th step from the j-th on, the first step (which ``calibrate`` never counts: lazy
-    initialisation) always kept. Fewer parts where the run has fewer counted steps."""
-    events = run.events if hasattr(run, "events") else run
-    found = sorted({m.get("step") for ev in events.values() for m in ev if isinstance(m.get("step"), int)})
-    counted = found[1:]
-    parts = min(parts, len(counted))
-    return [Without(run, set(counted[j::parts])) for j in range(parts)]
-
-
-def spread(estimates: list[float]) -> float:
-    """The standard error of an estimate from its ``k`` leave-one-part-out values (the jackknife:
-    sqrt((k-1)/k * sum of squared deviations from their mean))."""
-    k = len(estimates)
-    if k < 2:
-        raise ValueError(t("timing.predict.no_spread", parts=k))
-    mean = statistics.fmean(estimates)
-    return math.sqrt((k - 1) / k * math.fsum((e - mean) ** 2 for e in estimates))
-
-
-def predict_range(
-    cal: Calibration, parts: list[Calibration], spec: str, topo: Topology, z: float = 2.0, **kw: Any
-) -> tuple[float, float, float]:
-    """(step, low, high): ``predict``'s step and ``z`` standard errors either side, the error from
-    the calibration's spread (``spread`` over ``parts``, each calibrated without one part of its
-    steps or launches). Two configurations whose ranges overlap differ within the calibration's
-    noise. What it leaves out: how far the run predicted strays on its own (a new process moves
-    a step by a few percent on a shared machine)."""
-    step = predict(cal, spec, topo, **kw).step_time
-    se = spread([predict(p, spec, topo, **kw).step_time for p in parts])
-    return step, step - z * se, step + z * se
 
 
 def ddp_lag(run: Source, label: str = Flavor.DDP) -> float:
