@@ -1,6 +1,6 @@
 """Predicted against measured step time, per configuration, model and micro-batch, from ONE calibration per model.
 
-    .venv/bin/python benchmarks/link_prediction.py                  # the default matrix (about 40 min, idle)
+    .venv/bin/python benchmarks/link_prediction.py                  # the default matrix (35-45 min idle, estimated)
     .venv/bin/python benchmarks/link_prediction.py --quick          # the suite's small matrix (about 2 min)
     .venv/bin/python benchmarks/link_prediction.py --model small --model wide:dim=256,n_layers=2 \
         --micro-batch 1,8,32 --links 37,620 --topology 2x1,2x2    # a matrix of your own
@@ -20,8 +20,8 @@ the machine's, not a link's). No row's measurement enters any calibration.
 
 **The matrix** (``MATRIX``, or the product of ``--model``, ``--micro-batch``, ``--topology`` and
 ``--links``): three model shapes (``MODELS``) from latency-bound to bandwidth-bound: "tiny"
-(0.2 M parameters, collectives of 16-130 KB, steps of 15-70 ms on 2 ranks), "small" (1.3 M,
-0.5-1 MB) and "wide" (4.2 M, 2 blocks of 3 MB and a 4 MB root, little compute per byte);
+(0.2 M parameters, three units of 0.26 MB, steps of 15-70 ms on 2 ranks), "small" (1.3 M, five
+units of 1 MB) and "wide" (4.2 M, 2 blocks of 4.2 MB and an 8.4 MB root, little compute per byte);
 micro-batches 1 to 32; links of 37, 140, 620 and 2300 Mbit/s (not round numbers) and none; 2 and
 4 ranks on 1 and 2 emulated nodes; every configuration (DDP, FSDP1 FULL_SHARD with each backward
 prefetch, SHARD_GRAD_OP, HYBRID_SHARD at 4 ranks, FSDP2 implicit and explicit): 84 predicted
