@@ -46,10 +46,21 @@ def test_without_namespaces_the_section_simulates_and_says_so(monkeypatch):
     # setup, predict, measure, overlap: exercise 4 (the order) is asked before section 5, which simulates it
     assert len(cells) == 4, [c.splitlines()[0] for c in cells]
     monkeypatch.setattr(netem, "probe", lambda: netem.Probe("user namespaces are not allowed here"))
-    monkeypatch.setattr(predict, "calibrate", lambda *a, **k: calibration())
+    made = []
 
-    class Section2:  # what the cell reads of section 2's run: its backend
+    def calibrate(*a, **k):  # the calibration, then each of its parts a little faster or slower
+        cal = calibration()
+        speed = (1.0, 0.95, 1.05)[len(made) % 3]
+        cal.profiles["fsdp1"] = predict.slowed(cal.profiles["fsdp1"], speed)
+        made.append(cal)
+        return cal
+
+    monkeypatch.setattr(predict, "calibrate", calibrate)
+
+    class Section2:  # what the cell reads of section 2's run: its backend, its steps' messages
         backend = "gloo"
+        events = {r: [{"step": i} for i in range(3)] for r in (0, 1)}
+        values: dict = {}
 
     ns = {"show": show, "prefetch": Section2(), "model_size": "tiny", "steps": 3}
     out = io.StringIO()
@@ -62,3 +73,8 @@ def test_without_namespaces_the_section_simulates_and_says_so(monkeypatch):
     assert ns["measured"] == {} and "links" not in ns
     predicted = ns["predicted"]  # the order the prose states, from the model alone
     assert predicted["HSDP (HYBRID_SHARD)"] < predicted["SHARD_GRAD_OP"] < predicted["FULL_SHARD"], predicted
+    # each prediction with its range, from the calibration's spread (its parts: without a step each)
+    assert len(made) == 3 and "range (ms)" in text, text
+    for name, seconds in predicted.items():
+        low, high = (float(x) for x in ns["span"](name).split("-"))
+        assert low < seconds * 1e3 < high, (name, low, high)

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from labkit.timing import gloo, gloolink, predict, sharing, simulate
+from labkit.timing import gloo, gloolink, predict, ranges, sharing, simulate
 from labkit.timing.gloo import GlooCosts, Topology
 from labkit.wire.protocol import TYPE, Msg
 
@@ -244,10 +244,11 @@ def test_an_async_gather_waits_for_the_slowest_rank_only_past_the_compute_it_run
         cal = predict.Calibration({"fsdp2": hand_profile()}, c, ranks=2)
         return predict.predict(cal, spec, one).step_time
 
-    # blocking (implicit): all six collectives wait; explicit: the two blocking reduce-scatters
-    # pay it in full, the four gathers only where the compute they run under is shorter
-    assert step(0.5 * MS, "fsdp2:implicit") - step(0.0, "fsdp2:implicit") == pytest.approx(6 * 0.5 * MS)
-    assert 2 * 0.5 * MS - 1e-12 <= step(0.5 * MS) - step(0.0) < 6 * 0.5 * MS
+    # blocking (implicit): all five collectives wait (the root, "a", gathered once: link_job's root
+    # keeps its parameters for backward); explicit: the two blocking reduce-scatters pay it in
+    # full, the three gathers only where the compute they run under is shorter
+    assert step(0.5 * MS, "fsdp2:implicit") - step(0.0, "fsdp2:implicit") == pytest.approx(5 * 0.5 * MS)
+    assert 2 * 0.5 * MS - 1e-12 <= step(0.5 * MS) - step(0.0) < 5 * 0.5 * MS
     # a 20 ms wait outlasts every 1-2 ms unit: the gathers' waits show in the step too
     assert step(20 * MS) - step(0.0) > 2 * 20 * MS + 2 * 20 * MS
 
@@ -255,15 +256,18 @@ def test_an_async_gather_waits_for_the_slowest_rank_only_past_the_compute_it_run
 def test_more_ranks_than_cores_slow_each_other_relative_to_the_calibrations_own_share():
     """4 ranks on 2 cores: each rank's CPU work takes twice the core time it would alone, but the
     calibration's 2 ranks already waited for a core part of the time (gloo's and labkit's threads
-    beside them), so the slowdown is 2 over that share, not 2."""
+    beside them, or other work on the machine), and that work stays beside the 4: the slowdown is
+    (2 + share - 1) over that share."""
     cal = hand_calibration()
     compute = cal.profiles["fsdp2"].compute_time
     four, two = Topology(nodes=1, per_node=4, cores=2), Topology(nodes=1, per_node=2, cores=2)
     assert predict.shared_cpu(cal, four) == 2.0 and predict.shared_cpu(cal, two) == 1.0
     assert predict.predict(cal, "fsdp2:implicit", four).compute_time == pytest.approx(2 * compute)
     cal.share = 1.25  # the calibration's ranks waited a quarter of their running time for a core
-    assert predict.shared_cpu(cal, four) == pytest.approx(2 / 1.25)
-    assert predict.predict(cal, "fsdp2:implicit", four).compute_time == pytest.approx(2 / 1.25 * compute)
+    assert predict.shared_cpu(cal, four) == pytest.approx(2.25 / 1.25)
+    assert predict.predict(cal, "fsdp2:implicit", four).compute_time == pytest.approx(2.25 / 1.25 * compute)
+    cal.share = 2.5  # a loaded machine: more ranks still slow each other, less than on an idle one
+    assert predict.shared_cpu(cal, four) == pytest.approx(3.5 / 2.5)
     assert predict.predict(cal, "fsdp2:implicit", two).compute_time == pytest.approx(compute)
 
 
@@ -540,44 +544,55 @@ def test_the_pace_of_a_run_is_the_probes_cpu_time_against_the_calibrations():
 def benchmark():
     import importlib.util
     import os
+    import sys
 
     path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "link_prediction.py")
     spec = importlib.util.spec_from_file_location("link_prediction", path)
     lp = importlib.util.module_from_spec(spec)
+    sys.modules["link_prediction"] = lp  # its dataclasses look their module up there
     spec.loader.exec_module(lp)
     return lp
 
 
-def test_the_benchmark_interleaves_the_calibration_with_the_matrix():
-    """benchmarks/link_prediction.py's order of launches: the same launches either way; interleaved,
-    the calibration's are spread over the whole benchmark, as every fast row's are."""
+def test_the_benchmark_interleaves_every_calibration_with_the_matrix():
+    """benchmarks/link_prediction.py's order of launches: each round two of every model's
+    calibration, one across the namespace boundary and one of every fast row; a slow row once,
+    in a round of its own turn. The default matrix: three shapes, micro-batches 1 to 32, links
+    not only on round numbers, 2 and 4 ranks on 1 and 2 nodes, at least 60 configurations."""
     lp = benchmark()
-    mixed, plain = lp.schedule(lp.MATRIX, 6, True), lp.schedule(lp.MATRIX, 6, False)
-    assert sorted(mixed, key=repr) == sorted(plain, key=repr) and len(set(mixed)) == len(mixed) == 45
-    assert [w for w, _ in plain[:12]] == ["calibration"] * 12  # in sequence: the calibration first
-    where = {w: [k for k, (x, _) in enumerate(mixed) if x == w] for w, _ in mixed}
-    last = len(mixed) - 1
-    for w, at in where.items():
-        if len(at) > 1:  # the calibration and every fast topology: from the first round to the last
-            assert at[0] < 7 and at[-1] > last - 9, (w, at)
-    slow = [at[0] for w, at in where.items() if len(at) == 1]
-    assert len(slow) == 3 and min(slow) > 7 and max(slow) == last  # one launch each, spread out
+    models = ["tiny", "small", "wide"]
+    order = lp.schedule(lp.MATRIX, models, 4)
+    assert len(set(order)) == len(order)
+    assert sum(1 for w, _ in order if isinstance(w, tuple)) == 3 * 8 and sum(w == "cross" for w, _ in order) == 4
+    for r in lp.MATRIX:
+        launches = [k for k, (w, _) in enumerate(order) if w == r]
+        assert len(launches) == (4 if r.fast else 1), r
+    first_round = order[: order.index(("cross", 1))]
+    assert {w for w, _ in first_round if isinstance(w, tuple)} == {("cal", m) for m in models}
+    assert {r.model for r in lp.MATRIX} == set(models) and set(lp.MODELS) >= set(models)
+    assert min(r.batch for r in lp.MATRIX) == 1 and max(r.batch for r in lp.MATRIX) == 32
+    assert {(r.world, r.nodes) for r in lp.MATRIX} == {(2, 2), (4, 2), (4, 1)}
+    assert {r.link for r in lp.MATRIX} >= {"37mbit", "140mbit", "620mbit", "2300mbit"}
+    assert sum(len(lp.configs_for(r.world)) for r in lp.MATRIX) >= 60
 
 
-def test_a_kept_matrix_says_whether_its_calibration_ran_interleaved(tmp_path):
-    """The busy-launch rule is for a calibration run first; a kept matrix says how it ran, or, kept
-    before it said so, its files' times do (a calibration launch written after a row's)."""
-    import os
+def test_the_benchmark_takes_the_model_micro_batch_and_links_as_options():
+    """--model (a preset, a name of MODELS, or NAME:field=value,...), --micro-batch, --links (Mbit/s)
+    and --topology make the matrix their product; a link only between nodes."""
+    import argparse
 
     lp = benchmark()
-    assert lp.ran_interleaved(str(tmp_path), [{"interleaved": True}, {"interleaved": True}])
-    assert not lp.ran_interleaved(str(tmp_path), [{"interleaved": False}])
-    for k, name in enumerate(["calibration.r0", "calibration.r1", "n2x2_1gbit.r0", "calibration.r2"]):
-        (tmp_path / f"{name}.json").write_text("{}")
-        os.utime(tmp_path / f"{name}.json", (1000 + k, 1000 + k))
-    assert lp.ran_interleaved(str(tmp_path), [{}, {}, {}])
-    os.utime(tmp_path / "calibration.r2.json", (999, 999))  # every calibration launch before the rows
-    assert not lp.ran_interleaved(str(tmp_path), [{}, {}, {}])
+    assert lp.model_arg("wide") == ("wide", lp.MODELS["wide"])
+    assert lp.model_arg("mine:dim=96,n_layers=3") == ("mine", {"dim": 96, "n_layers": 3})
+    args = argparse.Namespace(
+        quick=False, model=["tiny", "mine:dim=96"], micro_batch="1,32", links="37,2300", topology="1x4,2x2"
+    )
+    matrix = lp.matrix_of(args)
+    assert len(matrix) == 2 * 2 * (1 + 2)
+    assert lp.row("tiny", 1, "2x2", "37mbit") in matrix and lp.row("mine", 32, "1x4") in matrix
+    assert all(r.link is None for r in matrix if r.nodes == 1)
+    assert lp.row("tiny", 1, "2x1", "2300mbit").fast and not lp.row("tiny", 1, "2x1", "140mbit").fast
+    assert "seq_len=16" in lp.job({"dim": 96}, ("ddp",), 3, 4, 16)
 
 
 def test_fsdp1s_optimizer_steps_its_shard_fsdp2s_and_ddps_do_not_shrink():
@@ -636,3 +651,114 @@ def test_ddps_last_bucket_has_the_cores_to_itself():
     assert first["end"] - first["start"] == pytest.approx(link.time("all_reduce", 4e6, 2, background=True))
     assert last["end"] - last["start"] == pytest.approx(link.time("all_reduce", 4e6, 2))
     assert link.time("all_reduce", 4e6, 2, background=True) == pytest.approx(2 * link.time("all_reduce", 4e6, 2))
+
+
+def test_a_calibration_at_two_micro_batches_predicts_any_other_on_the_line_through_them():
+    """One calibration per model: each unit's compute, host time and the wait for the slowest rank
+    affine in the tokens through the two micro-batches it ran (interpolated and extrapolated,
+    never below zero); the bytes and gloo's per-byte costs from the model, not the batch."""
+    lo = predict.Calibration({"fsdp2": hand_profile()}, replace(COSTS, skew=1 * MS, waits=(0.0, 2 * MS)), 2, tokens=64)
+    doubled = replace(
+        hand_profile(),
+        forward=[("a", 3 * MS), ("b", 3 * MS)],
+        backward=[("b", 6 * MS), ("a", 6 * MS)],
+    )
+    hi = predict.Calibration({"fsdp2": doubled}, replace(COSTS, skew=3 * MS), 2, tokens=192)
+    mid = ranges.at_tokens(lo, hi, 128)
+    assert mid.tokens == 128 and mid.profiles["fsdp2"].forward == [
+        ("a", pytest.approx(2 * MS)),
+        ("b", pytest.approx(2 * MS)),
+    ]
+    assert mid.gloo.skew == pytest.approx(2 * MS) and mid.gloo.waits == pytest.approx((0.0, 4 * MS))
+    assert mid.profiles["fsdp2"].param_bytes == lo.profiles["fsdp2"].param_bytes
+    far = ranges.at_tokens(lo, hi, 320)  # beyond the larger: on the same line
+    assert far.profiles["fsdp2"].backward[0][1] == pytest.approx(10 * MS)
+    assert ranges.at_tokens(lo, hi, 0).profiles["fsdp2"].forward[0][1] == 0.0  # never below zero
+    topo = Topology(nodes=1, per_node=2, cores=2)
+    steps = [predict.predict(ranges.at_tokens(lo, hi, x), "fsdp2:implicit", topo).step_time for x in (64, 128, 192)]
+    assert steps[0] < steps[1] < steps[2]
+
+
+def test_a_step_across_a_namespace_boundary_costs_its_fixed_and_per_byte_part():
+    """Bare collectives between two emulated nodes, no shaping (``gloo.fit_cross``): the smallest
+    payloads' time per ring step less loopback's alpha and the boundary's latency is the fixed
+    part, the large payloads' the per-byte part; both go on every step that crosses."""
+    alpha, latency = 0.1 * MS, 0.03 * MS
+    per_byte = 4e-9  # veth, the bridge and two TCP stacks: slower than loopback's 1 ns/B
+    sizes = (4096, 65536, 2**20, 2**22)
+    bare = {
+        k: {str(b): gloo.steps(k, 2) * (alpha + 0.2 * MS + latency + b / 2 * per_byte) for b in sizes}
+        for k in ("all_gather", "all_reduce")
+    }
+    fixed, beta, failed = gloo.fit_cross(bare, 2, alpha, latency)
+    assert fixed == pytest.approx(0.2 * MS + 4096 / 2 * per_byte) and not failed  # the fastest small one
+    assert beta["all_gather"] == pytest.approx(per_byte, rel=0.01)
+    costs = replace(COSTS, alpha=alpha, cross_alpha=fixed, cross_beta=beta, efficiency=1.0)
+    two = Topology(nodes=2, per_node=1, rate=math.inf)
+    assert gloo.collective_time(costs, two, "all_gather", 2e6) == pytest.approx(
+        alpha + fixed + 1e6 * per_byte, rel=0.01
+    )
+    one = Topology(nodes=1, per_node=2)  # loopback: nothing of it
+    assert gloo.collective_time(costs, one, "all_gather", 2e6) == pytest.approx(alpha + 1e6 * 1e-9)
+    # over a slow link the bytes' time hides the per-byte part, not the fixed one
+    slow = Topology(nodes=2, per_node=1, rate=1e6)
+    assert gloo.collective_time(costs, slow, "all_gather", 2e6) == pytest.approx(alpha + fixed + 1.5)
+    # a per-byte cost of zero or less is no fit: named, and loopback's stands
+    flat = {"all_gather": {"4096": 1 * MS, str(2**22): 1 * MS}}
+    _, beta, failed = gloo.fit_cross(flat, 2, alpha, latency)
+    assert "all_gather" not in beta and failed and failed[0][0] == "cross all_gather ns/B"
+
+
+def test_a_per_byte_cost_of_zero_is_a_failed_fit_reported_not_used_silently():
+    """A model whose collectives are too small for their bytes to show (issue 50: "reduce_scatter
+    0.00 ns/B" for "tiny"): the fit from the run's collectives is no fit; the bare collectives'
+    per-byte cost is used instead, and the calibration says so."""
+    bare = {"reduce_scatter": {"4096": 0.5 * MS, str(2**22): 0.5 * MS + 2 * 2**21 * 1e-9}}
+    rows = [("reduce_scatter", 2, 4096.0, 0.1 * MS, 1 * MS)] * 5  # faster than alpha alone
+    costs = predict.fit_spans(rows, 2, bare)
+    assert costs.beta["reduce_scatter"] == pytest.approx(1e-9 - 0.25 * MS / 2**21 + 0.25 * MS / 2**21, rel=0.3)
+    assert costs.failed and costs.failed[0][0] == "reduce_scatter ns/B" and costs.failed[0][2]
+    cal = predict.Calibration({"fsdp2": hand_profile()}, costs, 2)
+    notes = predict.failed_fits(cal)
+    assert len(notes) == 1 and "reduce_scatter ns/B" in notes[0]
+    assert predict.failed_fits(hand_calibration()) == []
+    again = predict.Calibration.from_json(cal.to_json())
+    assert predict.failed_fits(again) == notes
+
+
+def test_each_prediction_has_a_range_from_the_calibrations_spread():
+    """``predict_range``: the step and two jackknife standard errors either side, over
+    calibrations each without a part of the steps; no spread, no width."""
+    assert ranges.spread([1.0, 1.0, 1.0]) == 0.0
+    assert ranges.spread([1.0, 3.0]) == pytest.approx(1.0)  # sqrt(1/2 * (1 + 1))
+    with pytest.raises(ValueError):
+        ranges.spread([1.0])
+    cal = hand_calibration()
+    topo = Topology(nodes=2, per_node=1, rate=1e8, cores=2)
+    same = ranges.predict_range(cal, [cal, cal], "fsdp2:implicit", topo)
+    assert same[0] == same[1] == same[2]
+    slower = replace(cal, profiles={"fsdp2": predict.slowed(hand_profile(), 1.2)})
+    step, low, high = ranges.predict_range(cal, [cal, slower], "fsdp2:implicit", topo)
+    assert low < step < high and high - step == pytest.approx(step - low)
+    run = {0: [{"step": i} for i in range(7)], 1: [{"step": i} for i in range(7)]}
+    parts = ranges.leave_out(run, 3)
+    kept = [sorted(m["step"] for m in p.events[0]) for p in parts]
+    assert kept == [[0, 2, 3, 5, 6], [0, 1, 3, 4, 6], [0, 1, 2, 4, 5]]  # the first always stays
+    assert len(ranges.leave_out({0: [{"step": 0}, {"step": 1}, {"step": 2}]}, 4)) == 2
+
+
+def test_fsdp2s_root_keeps_its_parameters_for_backward():
+    """labkit.testing.link_job leaves the root at torch's default reshard_after_forward (None:
+    False for the root), so the predictor gathers it once a step, as FSDP1 does."""
+    import inspect
+
+    from torch.distributed.fsdp import fully_shard
+
+    from labkit.testing import link_job
+
+    assert inspect.signature(fully_shard).parameters["reshard_after_forward"].default is None
+    source = inspect.getsource(link_job.wrap)
+    assert "fully_shard(model, **kw)" in source and '"reshard_after_forward": True' not in source
+    res = predict.predict(hand_calibration(), "fsdp2:implicit", Topology(nodes=2, per_node=1, rate=1e8, cores=2))
+    gathers = [s["unit"] for s in res.spans if s["kind"] == "all_gather"]
+    assert gathers.count("a") == 1 and gathers.count("b") == 2

@@ -202,6 +202,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.configuration": {"en": "configuration", "ro": "configurație"},
     "course.col.predicted_ms": {"en": "predicted (ms)", "ro": "prezis (ms)"},
     "course.col.measured_ms": {"en": "measured (ms)", "ro": "măsurat (ms)"},
+    "course.col.range_ms": {"en": "range (ms)", "ro": "interval (ms)"},
     "course.col.error": {"en": "error", "ro": "eroare"},
     "course.col.comm_ms": {"en": "collectives (ms)", "ro": "operații colective (ms)"},
     "course.col.hidden_ms": {"en": "under compute (ms)", "ro": "sub calcul (ms)"},

@@ -8,8 +8,9 @@ In a ``%%torchrun`` cell or ``labkit.torchrun(code)`` (any nodes, any link):
 Configurations (``wrap``): ``ddp``; ``fsdp1:STRATEGY[:PREFETCH]`` with STRATEGY one of
 FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD (sharded within a node, replicated across: the mesh is
 nodes x ranks per node) and PREFETCH one of BACKWARD_PRE (default), BACKWARD_POST, NONE;
-``fsdp2:implicit`` (``fully_shard`` per block and on the root, reshard after forward: FSDP2's
-own prefetching) and ``fsdp2:explicit`` (explicit forward and backward prefetch of the next
+``fsdp2:implicit`` (``fully_shard`` per block, each resharded after forward, and on the root with
+torch's default ``reshard_after_forward``, None: False for the root, which backward needs first,
+so it is not gathered again; FSDP2's own prefetching) and ``fsdp2:explicit`` (explicit forward and backward prefetch of the next
 block, every unshard asynchronous, and the root's issued before the forward: on CPU the
 all-gathers then run on gloo's threads while the rank computes). A ``:bf16`` suffix gathers
 the parameters in bf16 (FSDP1 ``MixedPrecision``, FSDP2 ``MixedPrecisionPolicy``; gradients
@@ -20,10 +21,16 @@ Each configuration builds a fresh model (seed 0) and records every step with
 step (``probe``, wall seconds, and ``probe_cpu``, the CPU seconds it got) and how long the rank's thread ran on a CPU and waited for one during it
 (``sched``, from the kernel's scheduler statistics). ``gloo_costs`` times bare collectives at a
 few sizes (the calibration's per-message costs).
+
+The model: a preset's name (``labkit.models.config.PRESETS``) or its dimensions as a dict of
+``ModelConfig`` fields (``{"dim": 256, "n_layers": 2, ...}``); ``seq_len`` overrides its
+sequence length. ``suffix`` is appended to every step's ``config`` label, so that one launch can
+train the same configuration at two micro-batches (the benchmark's calibration: ``"ddp@16"``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any
@@ -31,7 +38,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from labkit.models.config import get_config
+from labkit.models.config import ModelConfig, get_config
 from labkit.models.transformer import TransformerBlock, TransformerLM, synthetic_batch
 from labkit.ranks import rank, timeline
 from labkit.wire.setting import Flavor, Setting, Strategy
@@ -58,12 +65,14 @@ def wrap(spec: str, model: torch.nn.Module) -> torch.nn.Module:
 
         mesh = init_device_mesh("cpu", (world,))
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else None
-        kw: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": True}
+        kw: dict[str, Any] = {"mesh": mesh}
         if mp is not None:
             kw["mp_policy"] = mp
         blocks = list(model.layers)
         for block in blocks:
-            fully_shard(block, **kw)
+            fully_shard(block, reshard_after_forward=True, **kw)
+        # the root with torch's default (None: False for the root): resharding it after forward only
+        # to gather it again at once for backward is what the course advises against
         fully_shard(model, **kw)
         if setting.explicit:
             explicit_prefetch(model, blocks)
@@ -161,13 +170,21 @@ def scheduled() -> tuple[float, float]:
         return 0.0, 0.0
 
 
+def model_config(model: str | dict[str, Any], seq_len: int | None = None) -> ModelConfig:
+    """The model a job trains: a preset's name or a dict of ``ModelConfig`` fields, at ``seq_len``."""
+    cfg = get_config(model) if isinstance(model, str) else ModelConfig(**model)
+    return dataclasses.replace(cfg, seq_len=seq_len) if seq_len else cfg
+
+
 def main(
-    model_name: str = "small",
+    model_name: str | dict[str, Any] = "small",
     steps: int = 4,
     batch: int = 8,
     configs: list[str] | None = None,
     costs: bool = False,
     probe: bool = True,
+    seq_len: int | None = None,
+    suffix: str = "",
 ) -> None:
     """Train ``steps`` steps of each configuration. ``probe=False`` skips the speed probe before each
     step (the benchmark's "at run's pace" column needs it; a lesson does not, and it costs CPU time)."""
@@ -175,7 +192,7 @@ def main(
     if not dist.is_initialized():
         dist.init_process_group("gloo")
     r = dist.get_rank()
-    cfg = get_config(model_name)
+    cfg = model_config(model_name, seq_len)
     if costs:
         rank.report(gloo=gloo_costs())
     for spec in configs or []:
@@ -188,7 +205,8 @@ def main(
             x, y = synthetic_batch(cfg, batch, i, r)
             probed, probed_cpu = speed_probe() if probe else (None, None)
             sched: dict[str, float] = {}  # filled at the step's end, sent with it
-            step = {"config": spec, "num_params": cfg.num_params(), "batch": batch, "sched": sched}
+            step = {"config": spec + suffix, "num_params": cfg.num_params(), "batch": batch, "sched": sched}
+            step["seq_len"] = cfg.seq_len
             with rec.step(i, **step, probe=probed, probe_cpu=probed_cpu):
                 ran0, waited0 = scheduled()
                 if first:

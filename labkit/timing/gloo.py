@@ -113,9 +113,19 @@ class GlooCosts:
     skew: float = 0.0  # seconds a blocking collective waits for the slowest rank, on average (one node)
     waits: tuple[float, ...] = ()  # that wait's distribution: equally likely values (quantiles), mean skew
     drift: float = 0.0  # the part of skew from the ranks' compute taking different times (see predict)
+    # across a namespace boundary (two emulated nodes, no shaping: ``fit_cross``), per ring step that
+    # crosses it: the fixed cost beyond ``alpha`` and the link's latency, and CPU seconds per chunk byte
+    cross_alpha: float = 0.0
+    cross_beta: dict[str, float] = field(default_factory=dict)
+    # fits that came out without physical sense (a per-byte or per-message cost of zero or less):
+    # (what, the value fitted, what was used instead or "" for nothing); ``failed_fits`` says them
+    failed: tuple[tuple[str, float, str], ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return {
+            "cross_alpha": self.cross_alpha,
+            "cross_beta": dict(self.cross_beta),
+            "failed": [list(f) for f in self.failed],
             "alpha": self.alpha,
             "beta": dict(self.beta),
             "ranks": self.ranks,
@@ -194,6 +204,13 @@ def collective_time(
     cross = crossings(group, topo)
     link = 0.0
     n = steps(kind, g)
+    if cross:
+        # a step that crosses a namespace boundary: TCP through veth and the bridge, not loopback
+        # (``fit_cross``); its fixed cost outside the max (the message is sent, then the bytes flow)
+        fixed = n * (costs.alpha + costs.cross_alpha) * speed
+        cpu = chunk * max(beta, costs.cross_beta.get(kind) or costs.cross_beta.get(fallback, 0.0)) * speed
+        if not math.isfinite(topo.rate):
+            return fixed + n * cpu
     if cross and math.isfinite(topo.rate):
         flows = max(cross.values()) * concurrent  # TCP flows through the busiest uplink in one step
         rate = costs.efficiency * topo.rate
@@ -202,7 +219,7 @@ def collective_time(
         # idle between collectives, while the ranks compute; busy from one ring step to the next)
         bucket = min(topo.burst, idle * topo.rate)  # tbf's bucket refills at the link's rate
         saved = burst_saved(bucket, chunk * flows, kind, n) / rate
-        return n * costs.alpha * speed + max(n * cpu, n * link - saved)
+        return fixed + max(n * cpu, n * link - saved)
     return n * (costs.alpha * speed + cpu)
 
 
@@ -296,6 +313,42 @@ def fit(samples: Mapping[str, Mapping[str, float]], ranks: int) -> GlooCosts:
         sxx = math.fsum(x * x for x, _ in mine)
         beta[k] = max(math.fsum(x * y for x, y in mine) / sxx, 0.0) if sxx else 0.0
     return GlooCosts(alpha, beta, ranks)
+
+
+def fit_cross(
+    samples: Mapping[str, Mapping[str, float]], ranks: int, alpha: float, latency: float
+) -> tuple[float, dict[str, float], list[tuple[str, float, str]]]:
+    """What a ring step across a namespace boundary costs beyond loopback's ``alpha``, from bare
+    collectives timed between two emulated nodes with no shaping (``{kind: {payload: seconds}}``,
+    every ring step crossing): the fixed part (the fastest per step of the payloads up to 256 KB,
+    less ``alpha`` and the boundary's own one-way ``latency``, which a prediction adds as the
+    link's) and, per kind, CPU seconds per chunk byte (the largest payload, 1 MB or more: veth, the
+    bridge and both TCP stacks copy every byte; loopback copies it too, so this replaces loopback's
+    ``beta`` on such a step).
+
+    Returns (fixed, per-byte by kind, failed fits): a per-byte cost of zero or less is no fit, and
+    is left out (loopback's then stands) and named."""
+    rows = [
+        (k, steps(k, ranks), float(size) / ranks, float(sec)) for k, by in samples.items() for size, sec in by.items()
+    ]
+    if not rows:
+        return 0.0, {}, []
+    # as loopback's alpha (``predict.fit_spans``): the fastest per step of every payload up to 256 KB,
+    # whose bytes cost little; one of them alone is as often 3.6 ms as 0.4 on a busy machine
+    per_step = [s / n for _, n, x, s in rows if x * ranks <= 2**18]
+    fixed = max(min(per_step) - alpha - latency, 0.0) if per_step else 0.0
+    per_byte, failed = {}, []
+    for kind in sorted({k for k, *_ in rows}):
+        big = [(x, s / n) for k, n, x, s in rows if k == kind and x * ranks >= 2**20]
+        if not big:
+            continue
+        x, per = max(big)  # the largest payload: the fixed part's noise least of it
+        value = (per - alpha - fixed - latency) / x
+        if value > 0:
+            per_byte[kind] = value
+        else:
+            failed.append((f"cross {kind} ns/B", value * 1e9, "loopback's"))
+    return fixed, per_byte, failed
 
 
 def _fit_alpha(rows: list[tuple[str, int, float, float]]) -> float:

@@ -69,4 +69,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the calibration has no {flavor} run; it has: {have}",
         "ro": "calibrarea nu are o rulare {flavor}; are: {have}",
     },
+    "timing.predict.failed_fit": {
+        "en": "failed fit: {what} came out {value} (a cost of zero or less has no physical sense); used: {used}",
+        "ro": "potrivire eșuată: {what} a ieșit {value} (un cost zero sau negativ nu are sens fizic); folosit: {used}",
+    },
+    "timing.predict.nothing": {"en": "nothing (the cost left at zero)", "ro": "nimic (costul lăsat la zero)"},
+    "timing.predict.no_spread": {
+        "en": "a prediction's range needs at least two calibration parts; got {parts}",
+        "ro": "intervalul unei predicții are nevoie de cel puțin două părți ale calibrării; primit {parts}",
+    },
 }

@@ -59,13 +59,13 @@ from labkit.i18n import t
 from labkit.timing.calibrate import Profile, profile_from_run, spans_messages, typical
 from labkit.timing.gloo import GlooCosts, Topology, slowest, steps
 from labkit.timing.gloolink import GlooLink
-from labkit.timing.sharing import runnable, shared_cpu
+from labkit.timing.sharing import beside, runnable, shared_cpu
 from labkit.timing.simulate import Result, simulate
 from labkit.wire.protocol import Msg
 from labkit.wire.records import Source, given, messages
 from labkit.wire.setting import Flavor, Fsdp2, Option, Prefetch, Setting, SettingError, Strategy
 
-__all__ = ["CALIBRATION_CONFIGS", "Calibration", "Topology", "calibrate", "measured_step", "predict"]
+__all__ = ["CALIBRATION_CONFIGS", "Calibration", "Topology", "calibrate", "failed_fits", "measured_step", "predict"]
 
 
 # the calibration run's configurations: one per flavor, each the flavor's plainest (FSDP1's
@@ -159,6 +159,7 @@ class Calibration:
     share: float | None = None  # cpu_share of the calibration's steps
     probe_cpu: float | None = None  # CPU seconds the probe got: how fast a core ran (``pace_of``)
     lag: float = 0.0  # DDP: how much later than the ranks' mean the last one ends backward (``ddp_lag``)
+    tokens: float | None = None  # tokens per micro-batch of its steps (batch x sequence length)
 
     def to_json(self) -> str:
         profiles = {}
@@ -176,6 +177,7 @@ class Calibration:
                 "share": self.share,
                 "probe_cpu": self.probe_cpu,
                 "lag": self.lag,
+                "tokens": self.tokens,
             }
         )
 
@@ -196,6 +198,7 @@ class Calibration:
             d.get("share"),
             d.get("probe_cpu"),
             d.get("lag", 0.0),
+            d.get("tokens"),
         )
 
 
@@ -280,7 +283,9 @@ def calibrate(
     values = run.values if hasattr(run, "events") else {}
     gloo = fit_spans(rows, ranks, (values.get(0) or {}).get("gloo"))
     lag = ddp_lag(run, (labels or {}).get(Flavor.DDP, Flavor.DDP)) if Flavor.DDP in configs else 0.0
-    return Calibration(profiles, gloo, ranks, _mean(probes), measured, _mean(shares), _mean(cpus), lag)
+    last = spans_messages(run, 0, (labels or {}).get(configs[0], configs[0]))[-1:] if configs else []
+    tokens = last[0]["batch"] * last[0]["seq_len"] if last and last[0].get("seq_len") and last[0].get("batch") else None
+    return Calibration(profiles, gloo, ranks, _mean(probes), measured, _mean(shares), _mean(cpus), lag, tokens)
 
 
 def ddp_lag(run: Source, label: str = Flavor.DDP) -> float:
@@ -308,7 +313,9 @@ def ddp_lag(run: Source, label: str = Flavor.DDP) -> float:
         mean = statistics.fmean(ends)
         if mean > 0:
             lags.append((max(ends) - mean) / mean)
-    return statistics.fmean(lags) if lags else 0.0
+    # the median: one step in which a rank lost its core for a scheduler tick (4 ms) makes a lag of
+    # 40% of a 10 ms backward, and small steps would inherit it whole
+    return statistics.median(lags) if lags else 0.0
 
 
 def _mean(values: list[float]) -> float | None:
@@ -357,14 +364,50 @@ def fit_spans(
         small = [(k, size) for k, sizes in bare.items() for size in sizes if float(size) <= SMALL]
         per_step = [bare[k][size] / steps(k, ranks) for k, size in small]
         alpha = min(per_step) if per_step else alpha
+    failed: list[tuple[str, float, str]] = [] if alpha > 0 else [("alpha µs", alpha * 1e6, "")]
     beta = {}
     for kind in sorted({r[0] for r in rows}):
         per = sorted((s / steps(k, g) - alpha) / (b / g) for k, g, b, s, _ in rows if k == kind and b > 0)
-        beta[kind] = max(per[len(per) // 5], 0.0) if per else 0.0
+        beta[kind] = per[len(per) // 5] if per else 0.0
+        if beta[kind] <= 0:  # no fit: the units too small for their bytes to show (issue 50's "tiny")
+            fallback = bare_beta(bare, kind, ranks, alpha)
+            failed.append((f"{kind} ns/B", beta[kind] * 1e9, "bare collectives'" if fallback > 0 else ""))
+            beta[kind] = max(fallback, 0.0)
     wait = [(max(s - steps(k, g) * (alpha + b / g * beta.get(k, 0.0)), 0.0), c) for k, g, b, s, c in rows]
     waited = sorted(w for w, _ in wait)
     skew = math.fsum(waited) / len(waited) if waited else 0.0
-    return GlooCosts(alpha, beta, ranks, skew=skew, waits=quantiles(waited, WAIT_QUANTILES, skew), drift=drift(wait))
+    return GlooCosts(
+        alpha,
+        beta,
+        ranks,
+        skew=skew,
+        waits=quantiles(waited, WAIT_QUANTILES, skew),
+        drift=drift(wait),
+        failed=tuple(failed),
+    )
+
+
+def bare_beta(bare: dict[str, dict[str, float]] | None, kind: str, ranks: int, alpha: float) -> float:
+    """Seconds per chunk byte of ``kind`` from the bare collectives of 1 MB and more (``fit_spans``'
+    fallback where the run's own collectives are too small to show it): the median per size; 0
+    where there are none."""
+    sizes = (bare or {}).get(kind, {})
+    per = [
+        (sec / steps(kind, ranks) - alpha) / (float(size) / ranks)
+        for size, sec in sizes.items()
+        if float(size) >= 2**20
+    ]
+    return statistics.median(per) if per else 0.0
+
+
+def failed_fits(cal: Calibration) -> list[str]:
+    """The calibration's fits without physical sense (a cost of zero or less), each with what was
+    used instead: empty when every fitted cost is positive. A prediction from a calibration with
+    one is not silent about it: ``benchmarks/link_prediction.py`` prints these."""
+    return [
+        t("timing.predict.failed_fit", what=what, value=f"{value:.3g}", used=used or t("timing.predict.nothing"))
+        for what, value, used in cal.gloo.failed
+    ]
 
 
 SETTLED = 0.5e-3  # seconds: a collective issued this soon after the last one had no compute before it
@@ -455,13 +498,12 @@ def _settled(cal: Calibration, cfg: Config, topo: Topology, pace: float = 1.0) -
     Unbound, the scheduler spreads the busy ranks over every core, and the last one's lag runs at
     the speed they all share (measured, 1 node x 4, FSDP1: blocking collectives 100 ms a step bound,
     135 ms unbound, compute 115 and 100 ms; the model without the wait 54 ms)."""
-    base = max(cal.share or 1.0, 1.0)
     factor = shared_cpu(cal, topo)
     catch_up = pace if topo.pinned else None
     res = _simulate(cal, cfg, topo, factor * pace, catch_up, pace)
     for _ in range(8):
         busy_here = runnable(res, cal.gloo, topo, factor * pace)
-        settled = max(base, busy_here if topo.pinned else busy_here / max(topo.cores, 1)) / base
+        settled = beside(cal, busy_here if topo.pinned else busy_here / max(topo.cores, 1))
         if abs(settled - factor) < 1e-3:
             break
         factor = settled
@@ -499,6 +541,9 @@ def _simulate(
         sync_comm=True,
         async_gather=cfg.explicit,
         lag=lag,
+        # labkit.testing.link_job leaves FSDP2's root at torch's default reshard_after_forward (None:
+        # False for the root), so backward does not gather it again, as FSDP1 does not
+        regather_root=False,
     )
 
 

@@ -72,12 +72,22 @@ def runnable(res: Result, costs: GlooCosts, topo: Topology, speed: float) -> flo
 
 def shared_cpu(cal: Calibration, topo: Topology) -> float:
     """How much slower each rank's CPU work runs with ``topo.world`` ranks on ``topo.cores`` cores
-    than in the calibration: ``max(base, world / cores) / base``, where ``base`` is the calibration's
-    own share of the CPU (``Calibration.share``: its ranks were not alone either, gloo's and labkit's
-    threads run beside them; 1.09 here). Every rank counts as busy all the step: where ranks
-    outnumber cores, ``predict`` starts from this and refines it with ``runnable`` (a rank asleep
-    in a wait for one still computing gives its core away)."""
+    than in the calibration: ``beside(cal, world / cores)``. Every rank counts as busy all the step:
+    where ranks outnumber cores, ``predict`` starts from this and refines it with ``runnable`` (a
+    rank asleep in a wait for one still computing gives its core away)."""
     if topo.world <= topo.cores:
         return contention(topo.world, topo.cores, cal.ranks)
+    return beside(cal, topo.world / max(topo.cores, 1))
+
+
+def beside(cal: Calibration, ranks_per_core: float) -> float:
+    """How much slower a rank runs with ``ranks_per_core`` ranks wanting each core than in the
+    calibration (one rank a core): ``(ranks_per_core + other) / base``. ``base`` is the calibration's
+    own share of the CPU (``Calibration.share``: (ran + waited) / ran; 1.09 here, idle), and
+    ``other = base - 1`` the work beside its rank on a core: gloo's and labkit's threads, and
+    whatever else the machine runs. That work does not leave when more ranks come: it adds to
+    their sharing (``max(base, ranks_per_core) / base`` counted it once only, and every 1 node x 4
+    row of issue 50's idle runs came out 9-13% low; on a loaded machine, where the calibration's
+    share was 2 and more, it predicted 4 ranks on 2 cores no slower than 2)."""
     base = max(cal.share or 1.0, 1.0)
-    return max(base, topo.world / max(topo.cores, 1)) / base
+    return max(1.0, (ranks_per_core + base - 1.0) / base)
