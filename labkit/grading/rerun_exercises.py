@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from labkit.grading import rerun_lesson8 as _l8
 from labkit.grading.compare import Verdict
 from labkit.wire.setting import Flavor
 
@@ -495,5 +496,8 @@ EXERCISES: dict[str, Exercise] = {  # a table: one exercise a line
     "lesson5.mixed_precision": Exercise(("my_policy",), 2, _model_inputs((2, 3), batch=2), _precision_on_rank, _precision_judge, _given_cfg, fsdp=True),
     "lesson6.accumulation": Exercise(("accumulate",), 2, _model_inputs((2, 3), micro=(2, 4)), _accumulate_on_rank, _accumulate_judge, _given_cfg, fsdp=True),
     "lesson7.checkpoint_budget": Exercise(("fit_in_budget",), 2, _model_inputs((5, 6), batch=4), _budget_on_rank, _budget_judge, _given_cfg, fsdp=True),
+    "lesson8.overlap_hooks": Exercise(("overlap_gradients",), 3, _l8.hooks_inputs, _l8.hooks_on_rank, _l8.hooks_judge),
+    "lesson8.bucketed": Exercise(("bucketed_gradients",), 3, _l8.hooks_inputs, _l8.buckets_on_rank, _l8.buckets_judge),
+    "lesson8.zero1_by_hand": Exercise(("flat_shard", "zero1_step"), 3, _l8.zero1_inputs, _l8.zero1_on_rank, _l8.zero1_judge),
 }
 # fmt: on
