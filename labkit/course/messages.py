@@ -203,7 +203,10 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.state_zero": {"en": "state, ZeroRedundancyOptimizer", "ro": "stări, ZeroRedundancyOptimizer"},
     "course.col.state_plain": {"en": "state, plain AdamW", "ro": "stări, AdamW obișnuit"},
     "course.col.sent_mine": {"en": "sent per step, yours", "ro": "trimis pe pas, al vostru"},
-    "course.col.sent_zero": {"en": "sent per step, DDP + ZeroRedundancyOptimizer", "ro": "trimis pe pas, DDP + ZeroRedundancyOptimizer"},
+    "course.col.sent_zero": {
+        "en": "sent per step, DDP + ZeroRedundancyOptimizer",
+        "ro": "trimis pe pas, DDP + ZeroRedundancyOptimizer",
+    },
     "course.say.taken": {
         "en": "taken from the exercise cell ({names}): {found}",
         "ro": "luate din celula exercițiului ({names}): {found}",

@@ -41,11 +41,13 @@ def hooks_inputs(rng: random.Random, world: int) -> tuple[dict[str, Any], list[d
 
     widths = [rng.randint(6, 20) for _ in range(rng.randint(6, 7))]
     total = 4 * sum(a * b + b for a, b in zip(widths, widths[1:]))
-    shared = {"widths": widths, "model_seed": rng.randint(0, 2**31 - 1), "bucket_bytes": total // 3 + rng.randint(0, 64)}
+    shared = {
+        "widths": widths,
+        "model_seed": rng.randint(0, 2**31 - 1),
+        "bucket_bytes": total // 3 + rng.randint(0, 64),
+    }
     batch = rng.randint(3, 6)
-    per_rank = [
-        {"batches": [_batch(rx, rng, widths, batch) for _ in range(STEPS)]} for _ in range(world)
-    ]
+    per_rank = [{"batches": [_batch(rx, rng, widths, batch) for _ in range(STEPS)]} for _ in range(world)]
     return shared, per_rank
 
 
@@ -223,7 +225,6 @@ def zero1_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: di
         model.zero_grad(set_to_none=True)
         (sum(_loss(rx, model, i["batches"][k]) for i in inputs) / world).backward()
         optimizer.step()
-    names = [name for name, _ in model.named_parameters()]
     for r in range(world):
         out = rx._rank(result["outputs"], r) or {}
         state, most = out.get("state"), 2 * math.ceil(n / world)
@@ -233,7 +234,7 @@ def zero1_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: di
         for i, (name, p) in enumerate(model.named_parameters()):
             mine = got[i] if i < len(got) else None
             if not rx._near(mine, rx._list(p), rel=1e-3):
-                return _fail("zero1.params", rank=r, param=names[i], steps=ZERO_STEPS)
+                return _fail("zero1.params", rank=r, param=name, steps=ZERO_STEPS)
     return Verdict(True)
 
 
