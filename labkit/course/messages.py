@@ -213,7 +213,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "course.say.setting_after": {"en": "after backward (lesson 1)", "ro": "după trecerea inversă (lecția 1)"},
     "course.say.setting_each": {"en": "one per gradient", "ro": "câte una pe gradient"},
-    "course.say.setting_whole": {"en": "one bucket, the whole model", "ro": "un tampon, tot modelul"},
+    "course.say.setting_whole": {"en": "one bucket, the whole model", "ro": "un compartiment, tot modelul"},
     "course.say.sweep_head": {
         "en": "model {model}, {nproc:@rank|ranks}, {params} parameter tensors; the median of the steps after the first, rank 0, measured",
         "ro": "modelul {model}, {nproc:@rang|ranguri}, {params} tensori de parametri; mediana pașilor de după primul, rangul 0, măsurată",

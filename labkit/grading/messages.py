@@ -511,11 +511,11 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "grading.exercise.overlap.buckets": {
         "en": "rank {rank}: {got:@all-reduce|all-reduces} in backward for {n} gradients ({total} bytes, bucket_bytes={bucket}); buckets make fewer all-reduces than gradients, at least two here, and about one per bucket_bytes",
-        "ro": "rangul {rank}: {got:@reducere globală|reduceri globale} în trecerea inversă pentru {n} gradienți ({total} octeți, bucket_bytes={bucket}); tampoanele fac mai puține reduceri decât gradienți, aici cel puțin două, și cam câte una la bucket_bytes",
+        "ro": "rangul {rank}: {got:@reducere globală|reduceri globale} în trecerea inversă pentru {n} gradienți ({total} octeți, bucket_bytes={bucket}); compartimentele fac mai puține reduceri decât gradienți, aici cel puțin două, și cam câte una la bucket_bytes",
     },
     "grading.exercise.overlap.buckets_seen": {
         "en": "rank {rank}: {got:@all-reduce|all-reduces} for {n} gradients; a bucket groups several gradients, and this model needs more than one bucket",
-        "ro": "rangul {rank}: {got:@reducere globală|reduceri globale} pentru {n} gradienți; un tampon grupează mai mulți gradienți, iar acest model are nevoie de mai mult de un tampon",
+        "ro": "rangul {rank}: {got:@reducere globală|reduceri globale} pentru {n} gradienți; un compartiment grupează mai mulți gradienți, iar acest model are nevoie de mai mult de un compartiment",
     },
     "grading.exercise.overlap.no_mark": {
         "en": "rank {rank}: labkit saw no dist.barrier() of the cell after backward: keep the cell's own lines around your function",

@@ -52,16 +52,16 @@ question(
     hint={
         "en": "A bucket is sent when its last gradient is ready, as one flat tensor: count, per bucket, how many of "
         "its gradients autograd has handed you.",
-        "ro": "Un tampon pleacă atunci când ultimul lui gradient este gata, ca un singur tensor plat: numărați, "
-        "pentru fiecare tampon, câți dintre gradienții lui vi i-a dat autograd.",
+        "ro": "Un compartiment pleacă atunci când ultimul lui gradient este gata, ca un singur tensor plat: numărați, "
+        "pentru fiecare compartiment, câți dintre gradienții lui vi i-a dat autograd.",
     },
     hints=[
         {
             "en": "Each parameter's hook adds one to its bucket's count; when the count reaches the bucket's size, "
             "concatenate the bucket's gradients into one tensor and start its asynchronous all-reduce. finish "
             "waits, divides, copies each slice back into its gradient, and resets the counts.",
-            "ro": "Cârligul fiecărui parametru adună unu la numărătoarea tamponului său; când numărătoarea ajunge "
-            "la dimensiunea tamponului, concatenați gradienții tamponului într-un singur tensor și porniți reducerea "
+            "ro": "Cârligul fiecărui parametru crește cu unu numărătoarea compartimentului său; când numărătoarea ajunge "
+            "la dimensiunea compartimentului, concatenați gradienții compartimentului într-un singur tensor și porniți reducerea "
             "lui globală asincronă. finish așteaptă, împarte, copiază fiecare felie înapoi în gradientul ei și "
             "readuce numărătorile la zero.",
         },
@@ -69,7 +69,7 @@ question(
             "en": "The check wants fewer all-reduces than gradients (at least two here), all of them issued while "
             "backward ran, the last bucket too, and the gradients equal to DDP's.",
             "ro": "Verificarea cere mai puține reduceri globale decât gradienți (aici cel puțin două), toate pornite "
-            "cât a rulat trecerea inversă, inclusiv ultimul tampon, și gradienți egali cu ai DDP.",
+            "cât a rulat trecerea inversă, inclusiv ultimul compartiment, și gradienți egali cu ai DDP.",
         },
     ],
 )
