@@ -526,8 +526,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "rangul {rank}: optimizatorul ține stări pentru {got} numere; fragmentul ZeRO-1 ține cel mult {want}",
     },
     "grading.exercise.zero1.params": {
-        "en": "rank {rank}: after {steps} steps, the parameter {param} differs from plain AdamW's on the mean gradient",
-        "ro": "rangul {rank}: după {steps} pași, parametrul {param} diferă de cel al unui AdamW obișnuit pe gradientul mediu",
+        "en": "rank {rank}: after {steps} steps, the parameter {param} differs from what the same optimizer gives on the whole model with the mean gradient",
+        "ro": "rangul {rank}: după {steps} pași, parametrul {param} diferă de ce dă același optimizator pe tot modelul, cu gradientul mediu",
     },
     "grading.exercise.zero1.flat": {
         "en": "rank {rank}: your model's parameters after the steps differ from those ZeroRedundancyOptimizer trained",

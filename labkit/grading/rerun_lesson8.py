@@ -23,8 +23,10 @@ from typing import Any
 from labkit.grading.compare import Verdict
 
 STEPS = 2  # backward passes per rank in the hook exercises: the second finds what the first left behind
-ZERO_STEPS = 3  # optimizer steps in the ZeRO-1 exercise: Adam's moments matter from the second on
-LR, WEIGHT_DECAY = 0.05, 0.01  # the grader's AdamW, the same on its ranks and in its reference
+ZERO_STEPS = 3  # optimizer steps in the ZeRO-1 exercise: the momentum matters from the second on
+# the grader's optimizer, the same on its ranks and in its reference: SGD with momentum, whose step scales with
+# the gradient (Adam's does not: m / sqrt(v) is the same for a sum as for a mean, so a sum would pass unseen)
+LR, MOMENTUM = 0.05, 0.9
 REL = 1e-4
 
 
@@ -122,7 +124,7 @@ def zero1_on_rank(ns: dict[str, Any], shared: dict[str, Any], mine: dict[str, An
 
     model = rx._mlp(shared["widths"], shared["model_seed"])
     shard = ns["flat_shard"](model)
-    optimizer = torch.optim.AdamW([shard], lr=LR, weight_decay=WEIGHT_DECAY)
+    optimizer = torch.optim.SGD([shard], lr=LR, momentum=MOMENTUM)
     for batch in mine["batches"]:
         model.zero_grad(set_to_none=True)
         _loss(rx, model, batch).backward()
@@ -220,14 +222,14 @@ def zero1_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: di
         return bad
     model = rx._mlp(shared["widths"], shared["model_seed"])
     n = sum(p.numel() for p in model.parameters())
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
-    for k in range(ZERO_STEPS):  # the reference: plain AdamW on the whole model, the mean gradient
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    for k in range(ZERO_STEPS):  # the reference: the same optimizer on the whole model, the mean gradient
         model.zero_grad(set_to_none=True)
         (sum(_loss(rx, model, i["batches"][k]) for i in inputs) / world).backward()
         optimizer.step()
     for r in range(world):
         out = rx._rank(result["outputs"], r) or {}
-        state, most = out.get("state"), 2 * math.ceil(n / world)
+        state, most = out.get("state"), math.ceil(n / world)  # one momentum per number of the shard
         if not isinstance(state, int) or state > most:
             return _fail("zero1.state", rank=r, got=state, want=most)
         got = out.get("params") or []
