@@ -208,8 +208,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "ro": "trimis pe pas, DDP + ZeroRedundancyOptimizer",
     },
     "course.say.taken": {
-        "en": "taken from the exercise cell ({names}): {found}",
-        "ro": "luate din celula exercițiului ({names}): {found}",
+        "en": "reported by the ranks of exercise 2 ({names}): {found}",
+        "ro": "raportate de rangurile exercițiului 2 ({names}): {found}",
     },
     "course.say.setting_after": {"en": "after backward (lesson 1)", "ro": "după trecerea inversă (lecția 1)"},
     "course.say.setting_each": {"en": "one per gradient", "ro": "câte una pe gradient"},
