@@ -11,7 +11,7 @@ harness around ``backward()`` and around the student's ``finish()``: an all-redu
 counted inside ``backward()``, asynchronous; one launched after it, in ``finish()``. The reference gradients
 and parameters are computed here, in the grader's process, from the seed alone.
 
-This module imports no other grading module at its top: ``rerun_exercises`` imports it for its table.
+``rerun_exercises`` imports this module for its table; the values both share are in ``rerun_values``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ import math
 import random
 from typing import Any
 
+from labkit.grading import rerun_values as rv
 from labkit.grading.compare import Verdict
+from labkit.grading.exercises import each_rank
+from labkit.ranks.fingerprint import close
 
 STEPS = 2  # backward passes per rank in the hook exercises: the second finds what the first left behind
 ZERO_STEPS = 3  # optimizer steps in the ZeRO-1 exercise: the momentum matters from the second on
@@ -30,8 +33,13 @@ LR, MOMENTUM = 0.05, 0.9
 REL = 1e-4
 
 
-def _fail(key: str, **fields: Any) -> Verdict:
-    return Verdict(False, f"grading.exercise.{key}", fields)
+_fail = rv.fail
+
+
+def _global(obs: dict[str, Any], name: str, kind: str) -> dict[str, Any] | None:
+    """What labkit's summary says the cell's variable ``name`` held at its end (a "module" or a "tensor")."""
+    entry = obs.get("globals", {}).get(name)
+    return entry.get(kind) if isinstance(entry, dict) else None
 
 
 # -- the grader's inputs ------------------------------------------------------------------------------------
@@ -39,8 +47,6 @@ def _fail(key: str, **fields: Any) -> Verdict:
 
 def hooks_inputs(rng: random.Random, world: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """An MLP of 5 or 6 layers (10 or 12 parameter tensors) and, per rank, ``STEPS`` batches of its own."""
-    from labkit.grading import rerun_exercises as rx
-
     widths = [rng.randint(6, 20) for _ in range(rng.randint(6, 7))]
     total = 4 * sum(a * b + b for a, b in zip(widths, widths[1:]))
     shared = {
@@ -49,36 +55,34 @@ def hooks_inputs(rng: random.Random, world: int) -> tuple[dict[str, Any], list[d
         "bucket_bytes": total // 3 + rng.randint(0, 64),
     }
     batch = rng.randint(3, 6)
-    per_rank = [{"batches": [_batch(rx, rng, widths, batch) for _ in range(STEPS)]} for _ in range(world)]
+    per_rank = [{"batches": [_batch(rng, widths, batch) for _ in range(STEPS)]} for _ in range(world)]
     return shared, per_rank
 
 
 def zero1_inputs(rng: random.Random, world: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """An MLP whose parameter count is not a multiple of the world (its shards need padding), ``ZERO_STEPS``
     batches per rank."""
-    from labkit.grading import rerun_exercises as rx
-
     while True:
         widths = [rng.randint(4, 14) for _ in range(rng.randint(3, 4))]
         if sum(a * b + b for a, b in zip(widths, widths[1:])) % world:
             break
     shared = {"widths": widths, "model_seed": rng.randint(0, 2**31 - 1)}
     batch = rng.randint(3, 6)
-    per_rank = [{"batches": [_batch(rx, rng, widths, batch) for _ in range(ZERO_STEPS)]} for _ in range(world)]
+    per_rank = [{"batches": [_batch(rng, widths, batch) for _ in range(ZERO_STEPS)]} for _ in range(world)]
     return shared, per_rank
 
 
-def _batch(rx: Any, rng: random.Random, widths: list[int], batch: int) -> dict[str, Any]:
-    return {"x": [rx._floats(rng, widths[0]) for _ in range(batch)], "y": [rx._floats(rng, widths[-1]) for _ in range(batch)]}  # fmt: skip
+def _batch(rng: random.Random, widths: list[int], batch: int) -> dict[str, Any]:
+    return {"x": [rv.floats(rng, widths[0]) for _ in range(batch)], "y": [rv.floats(rng, widths[-1]) for _ in range(batch)]}  # fmt: skip
 
 
 # -- on the grader's ranks ----------------------------------------------------------------------------------
 
 
-def _loss(rx: Any, model: Any, batch: dict[str, Any]) -> Any:
+def _loss(model: Any, batch: dict[str, Any]) -> Any:
     import torch
 
-    return torch.nn.functional.mse_loss(model(rx._tensor(batch["x"])), rx._tensor(batch["y"]))
+    return torch.nn.functional.mse_loss(model(rv.tensor(batch["x"])), rv.tensor(batch["y"]))
 
 
 def _calls(counter: Any) -> list[dict[str, Any]]:
@@ -87,58 +91,51 @@ def _calls(counter: Any) -> list[dict[str, Any]]:
 
 def _hooked_steps(model: Any, finish: Any, mine: dict[str, Any]) -> dict[str, Any]:
     """Each step: backward with the collectives it issued counted, then ``finish()`` with its own."""
-    from labkit.grading import rerun_exercises as rx
     from labkit.ranks import comm
 
     steps = []
     for batch in mine["batches"]:
         model.zero_grad(set_to_none=True)
-        loss = _loss(rx, model, batch)
+        loss = _loss(model, batch)
         with comm.count(send=False) as during:
             loss.backward()
         with comm.count(send=False) as after:
             finish()
-        grads = [rx._list(p.grad) if p.grad is not None else None for p in model.parameters()]
+        grads = [rv.as_list(p.grad) if p.grad is not None else None for p in model.parameters()]
         steps.append({"grads": grads, "during": _calls(during), "after": _calls(after)})
     return {"steps": steps}
 
 
 def hooks_on_rank(ns: dict[str, Any], shared: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
-    from labkit.grading import rerun_exercises as rx
-
-    model = rx._mlp(shared["widths"], shared["model_seed"])
+    model = rv.mlp(shared["widths"], shared["model_seed"])
     return _hooked_steps(model, ns["overlap_gradients"](model), mine)
 
 
 def buckets_on_rank(ns: dict[str, Any], shared: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
-    from labkit.grading import rerun_exercises as rx
-
-    model = rx._mlp(shared["widths"], shared["model_seed"])
+    model = rv.mlp(shared["widths"], shared["model_seed"])
     return _hooked_steps(model, ns["bucketed_gradients"](model, shared["bucket_bytes"]), mine)
 
 
 def zero1_on_rank(ns: dict[str, Any], shared: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from labkit.grading import rerun_exercises as rx
-
-    model = rx._mlp(shared["widths"], shared["model_seed"])
+    model = rv.mlp(shared["widths"], shared["model_seed"])
     shard = ns["flat_shard"](model)
     optimizer = torch.optim.SGD([shard], lr=LR, momentum=MOMENTUM)
     for batch in mine["batches"]:
         model.zero_grad(set_to_none=True)
-        _loss(rx, model, batch).backward()
+        _loss(model, batch).backward()
         ns["zero1_step"](model, shard, optimizer)
     state = sum(v.numel() for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v) and v.dim())
-    return {"params": [rx._list(p) for p in model.parameters()], "state": int(state)}
+    return {"params": [rv.as_list(p) for p in model.parameters()], "state": int(state)}
 
 
 # -- the grader's verdicts ------------------------------------------------------------------------------------
 
 
-def _mean_grads(rx: Any, shared: dict[str, Any], inputs: list[dict[str, Any]], step: int) -> list[list[float]]:
-    model = rx._mlp(shared["widths"], shared["model_seed"])
-    per_rank = [rx._grads(model, i["batches"][step]["x"], i["batches"][step]["y"]) for i in inputs]
+def _mean_grads(shared: dict[str, Any], inputs: list[dict[str, Any]], step: int) -> list[list[float]]:
+    model = rv.mlp(shared["widths"], shared["model_seed"])
+    per_rank = [rv.grads(model, i["batches"][step]["x"], i["batches"][step]["y"]) for i in inputs]
     return [[sum(col) / len(inputs) for col in zip(*(g[k] for g in per_rank))] for k in range(len(per_rank[0]))]
 
 
@@ -157,18 +154,16 @@ def _overlapped(r: int, k: int, step: dict[str, Any], total: int) -> Verdict | N
 
 
 def _hooks_common(shared: dict[str, Any], inputs: list[dict[str, Any]], result: dict[str, Any], count: Any) -> Verdict:
-    from labkit.grading import rerun_exercises as rx
-
     world = len(inputs)
-    failed = rx._failed_first(result, world)
+    failed = rv.failed_first(result, world)
     if failed:
         return failed
-    model = rx._mlp(shared["widths"], shared["model_seed"])
+    model = rv.mlp(shared["widths"], shared["model_seed"])
     names = [name for name, _ in model.named_parameters()]
     total = 4 * sum(p.numel() for p in model.parameters())
-    wants = [_mean_grads(rx, shared, inputs, k) for k in range(STEPS)]
+    wants = [_mean_grads(shared, inputs, k) for k in range(STEPS)]
     for r in range(world):
-        steps = (rx._rank(result["outputs"], r) or {}).get("steps") or []
+        steps = (rv.rank_of(result["outputs"], r) or {}).get("steps") or []
         if len(steps) != STEPS:
             return _fail("rerun.no_output", rank=r)
         for k, step in enumerate(steps):
@@ -178,9 +173,9 @@ def _hooks_common(shared: dict[str, Any], inputs: list[dict[str, Any]], result: 
             got = step.get("grads") or []
             for i, name in enumerate(names):
                 mine = got[i] if i < len(got) else None
-                if rx._near(mine, wants[k][i]):
+                if rv.near(mine, wants[k][i]):
                     continue
-                if rx._near(mine, [x * world for x in wants[k][i]]):
+                if rv.near(mine, [x * world for x in wants[k][i]]):
                     return _fail("not_mean", rank=r, name=f"{name}.grad")
                 return _fail("overlap.grads", rank=r, step=k + 1, param=name)
     return Verdict(True)
@@ -193,9 +188,7 @@ def hooks_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: di
 def buckets_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: dict[str, Any]) -> Verdict:
     """Buckets: fewer all-reduces than gradients, and no more than twice the buckets that bucket_bytes makes
     (a bucket closed before it would overflow, or once it is full: both are buckets)."""
-    from labkit.grading import rerun_exercises as rx
-
-    model = rx._mlp(shared["widths"], shared["model_seed"])
+    model = rv.mlp(shared["widths"], shared["model_seed"])
     total = 4 * sum(p.numel() for p in model.parameters())
     most = 2 * math.ceil(total / shared["bucket_bytes"])
 
@@ -211,31 +204,29 @@ def buckets_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: 
 def zero1_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: dict[str, Any]) -> Verdict:
     import torch
 
-    from labkit.grading import rerun_exercises as rx
-
     world = len(inputs)
-    failed = rx._failed_first(result, world)
+    failed = rv.failed_first(result, world)
     if failed:
         return failed
-    bad = rx._needs(result["calls"], world, "zero1_step", {"all_reduce", "all_gather", "reduce_scatter"}, "reduce_scatter, all_gather")  # fmt: skip
+    bad = rv.needs(result["calls"], world, "zero1_step", {"all_reduce", "all_gather", "reduce_scatter"}, "reduce_scatter, all_gather")  # fmt: skip
     if bad:
         return bad
-    model = rx._mlp(shared["widths"], shared["model_seed"])
+    model = rv.mlp(shared["widths"], shared["model_seed"])
     n = sum(p.numel() for p in model.parameters())
     optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     for k in range(ZERO_STEPS):  # the reference: the same optimizer on the whole model, the mean gradient
         model.zero_grad(set_to_none=True)
-        (sum(_loss(rx, model, i["batches"][k]) for i in inputs) / world).backward()
+        (sum(_loss(model, i["batches"][k]) for i in inputs) / world).backward()
         optimizer.step()
     for r in range(world):
-        out = rx._rank(result["outputs"], r) or {}
+        out = rv.rank_of(result["outputs"], r) or {}
         state, most = out.get("state"), math.ceil(n / world)  # one momentum per number of the shard
         if not isinstance(state, int) or state > most:
             return _fail("zero1.state", rank=r, got=state, want=most)
         got = out.get("params") or []
         for i, (name, p) in enumerate(model.named_parameters()):
             mine = got[i] if i < len(got) else None
-            if not rx._near(mine, rx._list(p), rel=1e-3):
+            if not rv.near(mine, rv.as_list(p), rel=1e-3):
                 return _fail("zero1.params", rank=r, param=name, steps=ZERO_STEPS)
     return Verdict(True)
 
@@ -262,8 +253,6 @@ def _inside_backward(trace: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
 
 
 def _hooked(r: int, obs: dict[str, Any], buckets: bool) -> Verdict | None:
-    from labkit.grading.exercises import _global
-    from labkit.ranks.fingerprint import close
     from labkit.wire.setting import Flavor
 
     mine, ddp = _global(obs, "mine", "module"), _global(obs, "ddp", "module")
@@ -288,21 +277,15 @@ def _hooked(r: int, obs: dict[str, Any], buckets: bool) -> Verdict | None:
     return None
 
 
-def _each_rank(check: Any) -> Any:
-    from labkit.grading.exercises import each_rank
-
-    return each_rank(check)
-
-
 def overlap_hooks(observations: dict[int, dict[str, Any]]) -> Verdict:
     """``overlap_gradients``: every gradient all-reduced from its hook, asynchronously, while backward ran
     (before the cell's mark), nothing all-reduced after it, and the gradients equal to DDP's."""
-    return _each_rank(lambda r, world, obs: _hooked(r, obs, buckets=False))(observations)
+    return each_rank(lambda r, world, obs: _hooked(r, obs, buckets=False))(observations)
 
 
 def overlap_buckets(observations: dict[int, dict[str, Any]]) -> Verdict:
     """``bucketed_gradients``: as ``overlap_hooks``, in fewer all-reduces than gradients (at least two)."""
-    return _each_rank(lambda r, world, obs: _hooked(r, obs, buckets=True))(observations)
+    return each_rank(lambda r, world, obs: _hooked(r, obs, buckets=True))(observations)
 
 
 def zero1_by_hand(observations: dict[int, dict[str, Any]]) -> Verdict:
@@ -310,14 +293,12 @@ def zero1_by_hand(observations: dict[int, dict[str, Any]]) -> Verdict:
     and the flat parameters after the steps equal to ``ZeroRedundancyOptimizer``'s."""
 
     def check(r: int, world: int, obs: dict[str, Any]) -> Verdict | None:
-        from labkit.grading.exercises import _calls, _global, _ops
         from labkit.i18n import t
-        from labkit.ranks.fingerprint import close
 
-        calls = _calls(obs, "zero1_step")
+        calls = [e for e in obs.get("trace", []) if e.get("k") == "call" and e.get("fn") == "zero1_step"]
         ops = {c.get("op") for c in calls}
         if "all_gather" not in ops or not ops <= {"all_gather", "reduce_scatter", "all_reduce"}:
-            got = _ops(calls) if calls else t("grading.exercise.nothing")
+            got = ", ".join(dict.fromkeys(c.get("op", "?") for c in calls)) or t("grading.exercise.nothing")
             where = t("grading.exercise.where.function", fn="zero1_step")
             return _fail("calls", rank=r, got=got, want="reduce_scatter, all_gather", where=where)
         mine, ref = _global(obs, "mine_flat", "tensor"), _global(obs, "ref_flat", "tensor")
@@ -328,4 +309,4 @@ def zero1_by_hand(observations: dict[int, dict[str, Any]]) -> Verdict:
             return _fail("zero1.flat", rank=r)
         return None
 
-    return _each_rank(check)(observations)
+    return each_rank(check)(observations)
