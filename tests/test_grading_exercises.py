@@ -34,7 +34,62 @@ EXERCISES = {
     "lesson5.mixed_precision": "05_offload_mixed_precision",
     "lesson6.accumulation": "06_activations_recomputation",
     "lesson7.checkpoint_budget": "07_fsdp2_70b",
+    "lesson8.overlap_hooks": "08_overlap_by_hand",
+    "lesson8.bucketed": "08_overlap_by_hand",
+    "lesson8.zero1_by_hand": "08_overlap_by_hand",
 }
+# lesson 8's answers as a student might write them (tests/test_grading_fairness.py runs them on the grader's ranks)
+L8_PER_GRADIENT = (  # one all-reduce per gradient, from its hook: overlapped, but no buckets
+    "world, pending = dist.get_world_size(), []\n"
+    "\n"
+    "def launch(p):\n"
+    "    pending.append((p, dist.all_reduce(p.grad, async_op=True)))\n"
+    "\n"
+    "for p in model.parameters():\n"
+    "    p.register_post_accumulate_grad_hook(launch)\n"
+    "\n"
+    "def finish():\n"
+    "    for p, work in pending:\n"
+    "        work.wait()\n"
+    "        p.grad /= world\n"
+    "    pending.clear()\n"
+    "\n"
+    "return finish"
+)
+L8_DIVIDE_FIRST = (  # the mean of gradients divided first: the same numbers, nothing to do after the wait
+    "world, pending = dist.get_world_size(), []\n"
+    "\n"
+    "def launch(p):\n"
+    "    p.grad /= world\n"
+    "    pending.append(dist.all_reduce(p.grad, async_op=True))\n"
+    "\n"
+    "for p in model.parameters():\n"
+    "    p.register_post_accumulate_grad_hook(launch)\n"
+    "\n"
+    "def finish():\n"
+    "    for work in pending:\n"
+    "        work.wait()\n"
+    "    pending.clear()\n"
+    "\n"
+    "return finish"
+)
+L8_ALL_REDUCE_SLICE = (  # every gradient all-reduced, each rank steps its own slice, the slices gathered as a list
+    "world, n, params = dist.get_world_size(), shard.numel(), list(model.parameters())\n"
+    "grads = torch.cat([p.grad.reshape(-1) for p in params])\n"
+    "dist.all_reduce(grads)\n"
+    "grads = torch.nn.functional.pad(grads, (0, n * world - grads.numel()))\n"
+    "me = dist.get_rank()\n"
+    "shard.grad = grads[me * n : (me + 1) * n] / world\n"
+    "optimizer.step()\n"
+    "parts = [torch.empty_like(shard) for _ in range(world)]\n"
+    "dist.all_gather(parts, shard.detach())\n"
+    "flat = torch.cat(parts)\n"
+    "with torch.no_grad():\n"
+    "    sizes = [p.numel() for p in params]\n"
+    "    for p, part in zip(params, flat[: sum(sizes)].split(sizes)):\n"
+    "        p.copy_(part.view_as(p))"
+)
+
 # a shortcut a student might take instead of the mechanism: (which solution region, what in its place), and
 # the message it must get
 SHORTCUTS = {
@@ -69,6 +124,22 @@ SHORTCUTS = {
         "grading.exercise.accumulate_sync",
     ),
     "lesson7.checkpoint_budget": (0, "pass", "grading.exercise.no_recompute"),
+    "lesson8.overlap_hooks": (  # lesson 1's averaging, after backward: nothing overlaps
+        0,
+        "def finish():\n"
+        "    for p in model.parameters():\n"
+        "        dist.all_reduce(p.grad)\n"
+        "        p.grad /= dist.get_world_size()\n"
+        "\n"
+        "return finish",
+        "grading.exercise.overlap.none",
+    ),
+    "lesson8.bucketed": (0, L8_PER_GRADIENT, "grading.exercise.overlap.buckets_seen"),  # a bucket per gradient
+    "lesson8.zero1_by_hand": (  # DDP's averaging, no sharded step
+        0,
+        "for p in model.parameters():\n    dist.all_reduce(p.grad)\n    p.grad /= dist.get_world_size()",
+        "grading.exercise.calls",
+    ),
 }
 
 # right in another way than the solution: the notebook's check must pass them too (issue 45's fair checks)
@@ -98,6 +169,8 @@ OTHER_RIGHT = {
         0,
         "apply_activation_checkpointing(model, check_fn=lambda m: m is model.layers[-1])",
     ),
+    ("lesson8.overlap_hooks", "divided before the all-reduce"): (0, L8_DIVIDE_FIRST),
+    ("lesson8.zero1_by_hand", "all-reduce, own slice, all-gather"): (0, L8_ALL_REDUCE_SLICE),
 }
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]

@@ -36,8 +36,105 @@ NOTEBOOKS = {
     "lesson5.mixed_precision": "05_offload_mixed_precision",
     "lesson6.accumulation": "06_activations_recomputation",
     "lesson7.checkpoint_budget": "07_fsdp2_70b",
+    "lesson8.overlap_hooks": "08_overlap_by_hand",
+    "lesson8.bucketed": "08_overlap_by_hand",
+    "lesson8.zero1_by_hand": "08_overlap_by_hand",
 }
 RIGHT = None  # the verdict a right answer gets: correct
+
+# lesson 8's answers, written as a student would (the same as tests/test_grading_exercises.py's)
+L8_PER_GRADIENT = (
+    "world, pending = dist.get_world_size(), []\n"
+    "\n"
+    "def launch(p):\n"
+    "    pending.append((p, dist.all_reduce(p.grad, async_op=True)))\n"
+    "\n"
+    "for p in model.parameters():\n"
+    "    p.register_post_accumulate_grad_hook(launch)\n"
+    "\n"
+    "def finish():\n"
+    "    for p, work in pending:\n"
+    "        work.wait()\n"
+    "        p.grad /= world\n"
+    "    pending.clear()\n"
+    "\n"
+    "return finish"
+)
+L8_DIVIDE_FIRST = (
+    "world, pending = dist.get_world_size(), []\n"
+    "\n"
+    "def launch(p):\n"
+    "    p.grad /= world\n"
+    "    pending.append(dist.all_reduce(p.grad, async_op=True))\n"
+    "\n"
+    "for p in model.parameters():\n"
+    "    p.register_post_accumulate_grad_hook(launch)\n"
+    "\n"
+    "def finish():\n"
+    "    for work in pending:\n"
+    "        work.wait()\n"
+    "    pending.clear()\n"
+    "\n"
+    "return finish"
+)
+L8_AFTER = (
+    "def finish():\n"
+    "    for p in model.parameters():\n"
+    "        dist.all_reduce(p.grad)\n"
+    "        p.grad /= dist.get_world_size()\n"
+    "\n"
+    "return finish"
+)
+L8_BUCKETS = (  # the solution's buckets, written out (the overlap exercise's cell has no make_buckets)
+    "world, pending, buckets, current, size = dist.get_world_size(), [], [], [], 0\n"
+    "for p in reversed(list(model.parameters())):\n"
+    "    current.append(p)\n"
+    "    size += p.numel() * p.element_size()\n"
+    "    if size >= bucket_bytes:\n"
+    "        buckets.append(current)\n"
+    "        current, size = [], 0\n"
+    "buckets += [current] if current else []\n"
+    "ready = [0] * len(buckets)\n"
+    "\n"
+    "def hook_for(b):\n"
+    "    def hook(p):\n"
+    "        ready[b] += 1\n"
+    "        if ready[b] == len(buckets[b]):\n"
+    "            flat = torch.cat([q.grad.reshape(-1) for q in buckets[b]])\n"
+    "            pending.append((b, flat, dist.all_reduce(flat, async_op=True)))\n"
+    "    return hook\n"
+    "\n"
+    "for b, bucket in enumerate(buckets):\n"
+    "    for p in bucket:\n"
+    "        p.register_post_accumulate_grad_hook(hook_for(b))\n"
+    "\n"
+    "def finish():\n"
+    "    for b, flat, work in pending:\n"
+    "        work.wait()\n"
+    "        flat /= world\n"
+    "        for q, part in zip(buckets[b], flat.split([q.numel() for q in buckets[b]])):\n"
+    "            q.grad.copy_(part.view_as(q.grad))\n"
+    "    pending.clear()\n"
+    "    ready[:] = [0] * len(buckets)\n"
+    "\n"
+    "return finish"
+)
+L8_ALL_REDUCE_SLICE = (
+    "world, n, params = dist.get_world_size(), shard.numel(), list(model.parameters())\n"
+    "grads = torch.cat([p.grad.reshape(-1) for p in params])\n"
+    "dist.all_reduce(grads)\n"
+    "grads = torch.nn.functional.pad(grads, (0, n * world - grads.numel()))\n"
+    "me = dist.get_rank()\n"
+    "shard.grad = grads[me * n : (me + 1) * n] / world\n"
+    "optimizer.step()\n"
+    "parts = [torch.empty_like(shard) for _ in range(world)]\n"
+    "dist.all_gather(parts, shard.detach())\n"
+    "flat = torch.cat(parts)\n"
+    "with torch.no_grad():\n"
+    "    sizes = [p.numel() for p in params]\n"
+    "    for p, part in zip(params, flat[: sum(sizes)].split(sizes)):\n"
+    "        p.copy_(part.view_as(p))"
+)
 
 # (name, {solution region: what the student wrote there}, RIGHT or the message key a wrong answer gets)
 CORPUS: dict[str, list[tuple[str, dict[int, str], str | None]]] = {
@@ -218,6 +315,54 @@ CORPUS: dict[str, list[tuple[str, dict[int, str], str | None]]] = {
             "grading.exercise.over_budget",
         ),
         ("none", {0: "pass"}, "grading.exercise.no_recompute"),
+    ],
+    "lesson8.overlap_hooks": [
+        ("an all-reduce per gradient, from its hook", {}, RIGHT),
+        ("divided before the all-reduce", {0: L8_DIVIDE_FIRST}, RIGHT),
+        ("buckets", {0: L8_BUCKETS.replace("bucket_bytes", "2**16")}, RIGHT),
+        ("lesson 1's averaging, after backward", {0: L8_AFTER}, "grading.exercise.overlap.none"),
+        (
+            "a blocking all-reduce in the hook",
+            {
+                0: L8_DIVIDE_FIRST.replace(
+                    "pending.append(dist.all_reduce(p.grad, async_op=True))", "dist.all_reduce(p.grad)"
+                )
+            },
+            "grading.exercise.overlap.blocking",
+        ),
+        (  # step 2 waits on step 1's handles again and divides its own gradients twice
+            "the handles never cleared",
+            {0: L8_PER_GRADIENT.replace("    pending.clear()\n", "")},
+            "grading.exercise.overlap.grads",
+        ),
+    ],
+    "lesson8.bucketed": [
+        ("a count per bucket", {}, RIGHT),
+        ("a bucket per gradient", {0: L8_PER_GRADIENT}, "grading.exercise.overlap.buckets"),
+        (
+            "one bucket for everything",
+            {0: L8_BUCKETS.replace("bucket_bytes", "2**40")},
+            "grading.exercise.overlap.buckets",
+        ),
+        (  # the last bucket, not full, waits for finish
+            "only full buckets sent from the hooks",
+            {
+                0: L8_BUCKETS.replace(
+                    "if ready[b] == len(buckets[b]):", "if ready[b] == len(buckets[b]) and b < len(buckets) - 1:"
+                )
+            },
+            "grading.exercise.overlap.late",
+        ),
+    ],
+    "lesson8.zero1_by_hand": [
+        ("reduce-scatter, step, all-gather", {}, RIGHT),
+        ("all-reduce, own slice, all-gather", {0: L8_ALL_REDUCE_SLICE}, RIGHT),
+        (
+            "the updated slices never gathered",
+            {0: L8_ALL_REDUCE_SLICE.split("parts = ")[0]},
+            "grading.exercise.zero1.params",
+        ),
+        ("the sum, not the mean", {0: L8_ALL_REDUCE_SLICE.replace(" / world", "")}, "grading.exercise.zero1.params"),
     ],
 }
 REGION = re.compile(rf"^([ \t]*){re.escape(BEGIN_SOLUTION)}\n(.*?)^[ \t]*{re.escape(END_SOLUTION)}\n?", re.M | re.S)

@@ -170,6 +170,7 @@ ALLOWED = {
     ): "the re-run's name for the step without checkpointing, beside 'yours'",
     ("labkit/grading/exercises.py", "ddp"): "the name of the student's variable (_global(obs, 'ddp'), name='ddp')",
     ("labkit/grading/exercises.py", "fsdp2"): "the name of the student's variable (_global(obs, 'fsdp2'))",
+    ("labkit/grading/rerun_lesson8.py", "ddp"): "the name of lesson 8's reference variable (_global(obs, 'ddp'))",
     ("labkit/memory/states.py", "DDP"): "the memory model's own vocabulary: ZeRO stages and their aliases",
     ("labkit/memory/states.py", "NO_SHARD"): "an alias in the memory model's STRATEGY_ALIASES",
     ("labkit/memory/states.py", "SHARD_GRAD_OP"): "an alias in the memory model's STRATEGY_ALIASES",

@@ -206,6 +206,47 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.error": {"en": "error", "ro": "eroare"},
     "course.col.comm_ms": {"en": "collectives (ms)", "ro": "operații colective (ms)"},
     "course.col.hidden_ms": {"en": "under compute (ms)", "ro": "sub calcul (ms)"},
+    # lesson 8: overlap by hand
+    "course.col.all_reduces": {"en": "all-reduces", "ro": "reduceri globale"},
+    "course.col.backward_ms": {"en": "backward (ms)", "ro": "trecerea inversă (ms)"},
+    "course.col.wait_ms": {"en": "wait (ms)", "ro": "așteptare (ms)"},
+    "course.col.payload": {"en": "payload", "ro": "încărcătură"},
+    "course.col.ms": {"en": "ms", "ro": "ms"},
+    "course.col.latency_us": {"en": "latency (µs)", "ro": "latență (µs)"},
+    "course.col.bandwidth_mb_s": {"en": "bandwidth (MB/s)", "ro": "lățime de bandă (MB/s)"},
+    "course.col.kit_alpha_us": {"en": "labkit: alpha per step (µs)", "ro": "labkit: alpha pe pas (µs)"},
+    "course.col.kit_worst_error": {"en": "labkit: worst error", "ro": "labkit: cea mai mare eroare"},
+    "course.col.state_mine": {"en": "state, yours", "ro": "stări, ale voastre"},
+    "course.col.state_zero": {"en": "state, ZeroRedundancyOptimizer", "ro": "stări, ZeroRedundancyOptimizer"},
+    "course.col.state_plain": {"en": "state, plain AdamW", "ro": "stări, AdamW obișnuit"},
+    "course.col.sent_mine": {"en": "sent per step, yours", "ro": "trimis pe pas, al vostru"},
+    "course.col.sent_zero": {
+        "en": "sent per step, DDP + ZeroRedundancyOptimizer",
+        "ro": "trimis pe pas, DDP + ZeroRedundancyOptimizer",
+    },
+    "course.say.taken": {
+        "en": "reported by the ranks of exercise 2 ({names}): {found}",
+        "ro": "raportate de rangurile exercițiului 2 ({names}): {found}",
+    },
+    "course.say.setting_after": {"en": "after backward (lesson 1)", "ro": "după trecerea inversă (lecția 1)"},
+    "course.say.setting_each": {"en": "one per gradient", "ro": "câte una pe gradient"},
+    "course.say.setting_whole": {"en": "one bucket, the whole model", "ro": "un compartiment, tot modelul"},
+    "course.say.sweep_head": {
+        "en": "model {model}, {nproc:@rank|ranks}, {params} parameter tensors; the median of the steps after the first, rank 0, measured",
+        "ro": "modelul {model}, {nproc:@rang|ranguri}, {params} tensori de parametri; mediana pașilor de după primul, rangul 0, măsurată",
+    },
+    "course.say.link_rate": {
+        "en": "the link's rate: {rate} MB/s each direction; the predicted column is labkit's model, from the loopback fit above and this rate",
+        "ro": "rata legăturii: {rate} MB/s în fiecare direcție; coloana prezisă este modelul labkit, din potrivirea pe loopback de mai sus și din această rată",
+    },
+    "course.say.l8_not_emulated": {
+        "en": "emulated nodes: NO ({why}); the link half of this section is not run here",
+        "ro": "noduri emulate: NU ({why}); jumătatea despre legătură a acestei secțiuni nu rulează aici",
+    },
+    "course.say.zero1_diff": {
+        "en": "largest difference between your parameters and ZeroRedundancyOptimizer's, on any rank: {diff}",
+        "ro": "cea mai mare diferență dintre parametrii voștri și cei ai ZeroRedundancyOptimizer, pe orice rang: {diff}",
+    },
     "course.say.emulated": {
         "en": "emulated nodes: yes, 2 nodes joined by a {link} link in each direction",
         "ro": "noduri emulate: da, 2 noduri legate printr-o legătură de {link} în fiecare direcție",

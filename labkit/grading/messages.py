@@ -524,4 +524,45 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "the self-study build: also write solutions.json, each question's solution, which labkit.solution shows a learner after a try (never for a class: a class's install must hold no solutions)",
         "ro": "construcția pentru studiu individual: scrie și solutions.json, soluția fiecărei întrebări, pe care labkit.solution o arată după o încercare (niciodată pentru o clasă: instalarea unei clase nu trebuie să conțină soluții)",
     },
+    # labkit.grading.rerun_lesson8: lesson 8's overlap, buckets and ZeRO-1, by hand
+    "grading.exercise.overlap.none": {
+        "en": "rank {rank}, step {step}: no all-reduce was launched while backward ran; each gradient's should start as soon as autograd has it",
+        "ro": "rangul {rank}, pasul {step}: nicio reducere globală (all-reduce) nu a pornit cât a rulat trecerea inversă; a fiecărui gradient ar trebui să pornească imediat ce autograd îl are",
+    },
+    "grading.exercise.overlap.blocking": {
+        "en": "rank {rank}, step {step}: an all-reduce issued during backward was blocking (async_op=False): backward waited for it instead of computing beside it",
+        "ro": "rangul {rank}, pasul {step}: o reducere globală pornită în trecerea inversă a fost blocantă (async_op=False): trecerea inversă a așteptat-o în loc să calculeze alături de ea",
+    },
+    "grading.exercise.overlap.late": {
+        "en": "rank {rank}, step {step}: {inside:@byte|bytes} of the {total:@byte|bytes} of gradients were all-reduced while backward ran; the rest waited until after it",
+        "ro": "rangul {rank}, pasul {step}: {inside:@octet|octeți} din {total:@octet|octeți} de gradienți au fost reduși global cât a rulat trecerea inversă; restul au așteptat până după ea",
+    },
+    "grading.exercise.overlap.grads": {
+        "en": "rank {rank}, step {step}: after finish(), the gradient of {param} is not the mean over the ranks",
+        "ro": "rangul {rank}, pasul {step}: după finish(), gradientul lui {param} nu este media pe ranguri",
+    },
+    "grading.exercise.overlap.buckets": {
+        "en": "rank {rank}: {got:@all-reduce|all-reduces} in backward for {n:@gradient|gradients} ({total:@byte|bytes}, bucket_bytes={bucket}); buckets make fewer all-reduces than gradients, at least two here, and about one per bucket_bytes",
+        "ro": "rangul {rank}: {got:@reducere globală|reduceri globale} în trecerea inversă pentru {n:@gradient|gradienți} ({total:@octet|octeți}, bucket_bytes={bucket}); compartimentele fac mai puține reduceri decât gradienți, aici cel puțin două, și cam câte una la bucket_bytes",
+    },
+    "grading.exercise.overlap.buckets_seen": {
+        "en": "rank {rank}: {got:@all-reduce|all-reduces} for {n:@gradient|gradients}; a bucket groups several gradients, and this model needs more than one bucket",
+        "ro": "rangul {rank}: {got:@reducere globală|reduceri globale} pentru {n:@gradient|gradienți}; un compartiment grupează mai mulți gradienți, iar acest model are nevoie de mai mult de un compartiment",
+    },
+    "grading.exercise.overlap.no_mark": {
+        "en": "rank {rank}: labkit saw no dist.barrier() of the cell after backward: keep the cell's own lines around your function",
+        "ro": "rangul {rank}: labkit nu a văzut niciun dist.barrier() al celulei după trecerea inversă: păstrați liniile celulei din jurul funcției voastre",
+    },
+    "grading.exercise.zero1.state": {
+        "en": "rank {rank}: the optimizer holds state for {got:@number|numbers}; ZeRO-1's shard of it holds at most {want}",
+        "ro": "rangul {rank}: optimizatorul ține stări pentru {got:@număr|numere}; fragmentul ZeRO-1 ține cel mult {want}",
+    },
+    "grading.exercise.zero1.params": {
+        "en": "rank {rank}: after {steps:@step|steps}, the parameter {param} differs from what the same optimizer gives on the whole model with the mean gradient",
+        "ro": "rangul {rank}: după {steps:@pas|pași}, parametrul {param} diferă de ce dă același optimizator pe tot modelul, cu gradientul mediu",
+    },
+    "grading.exercise.zero1.flat": {
+        "en": "rank {rank}: your model's parameters after the steps differ from those ZeroRedundancyOptimizer trained",
+        "ro": "rangul {rank}: parametrii modelului vostru după pași diferă de cei antrenați de ZeroRedundancyOptimizer",
+    },
 }

@@ -9,10 +9,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from labkit.grading import rerun_lesson8 as _l8
 from labkit.grading.compare import Verdict
+from labkit.grading.rerun_values import as_list as _list
+from labkit.grading.rerun_values import failed_first as _failed_first
+from labkit.grading.rerun_values import floats as _floats
+from labkit.grading.rerun_values import grads as _grads
+from labkit.grading.rerun_values import mlp as _mlp
+from labkit.grading.rerun_values import near as _near
+from labkit.grading.rerun_values import needs as _needs
+from labkit.grading.rerun_values import rank_of as _rank
+from labkit.grading.rerun_values import tensor as _tensor
 from labkit.wire.setting import Flavor
-
-REL = 1e-4  # float32 sums in another order: ample for a right answer, far from any wrong one
 
 
 def _fail(key: str, **fields: Any) -> Verdict:
@@ -30,54 +38,6 @@ class Exercise:
     judge: Callable[[dict[str, Any], list[dict[str, Any]], dict[str, Any]], Verdict]  # (shared, inputs, result)
     given: Callable[[dict[str, Any]], dict[str, Any]] = lambda shared: {}  # names the cell defines, as it does
     fsdp: bool = False  # FSDP's ranks: forked from labkit's prefork server, which has FSDP imported already
-
-
-def _floats(rng: random.Random, n: int) -> list[float]:
-    """Values exact in float32 (multiples of 1/64), so ranks and grader start from the same numbers."""
-    return [rng.randint(-256, 256) / 64 for _ in range(n)]
-
-
-def _tensor(values: Any) -> Any:
-    import torch
-
-    return torch.tensor(values, dtype=torch.float32)
-
-
-def _list(value: Any) -> Any:
-    """A returned tensor as a list of floats; anything else as its type's name (judged wrong)."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [float(x) for x in value.detach().to("cpu", torch.float64).reshape(-1)]
-    return {"type": type(value).__name__}
-
-
-def _near(got: Any, want: list[float], rel: float = REL) -> bool:
-    if not isinstance(got, list) or len(got) != len(want):
-        return False
-    scale = max((abs(w) for w in want), default=0.0)
-    return all(abs(a - b) <= rel * scale + 1e-6 for a, b in zip(got, want))
-
-
-def _needs(calls: dict[Any, list[dict[str, Any]]], world: int, fn: str, allowed: set[str], want: str) -> Verdict | None:
-    """The second signal: on every rank the student's ``fn`` issued collectives (itself, or through a
-    library it called), only of ``allowed`` kinds."""
-    from labkit.i18n import t
-
-    for r in range(world):
-        ops = [c.get("op", "?") for c in _rank(calls, r) or [] if c.get("k") == "call" and c.get("fn") == fn]
-        if not ops or not set(ops) <= allowed:
-            got = ", ".join(dict.fromkeys(ops)) if ops else t("grading.exercise.nothing")
-            where = t("grading.exercise.where.function", fn=fn)
-            return _fail("calls", rank=r, got=got, want=want, where=where)
-    return None
-
-
-def _rank(mapping: Any, r: int) -> Any:
-    """``mapping[r]``, whether the keys are ints or (after JSON) strings."""
-    if not isinstance(mapping, dict):
-        return None
-    return mapping.get(r, mapping.get(str(r)))
 
 
 # -- lesson 0: a mean over the ranks ------------------------------------------------------------------------
@@ -107,25 +67,6 @@ def _mean_judge(shared: dict[str, Any], inputs: list[dict[str, Any]], result: di
 
 
 # -- lesson 1: DDP's averaging, by hand -----------------------------------------------------------------
-
-
-def _mlp(widths: list[int], seed: int) -> Any:
-    """A small model whose every parameter has a gradient: the same on the grader's ranks and here."""
-    import torch
-
-    torch.manual_seed(seed)
-    layers: list[Any] = []
-    for a, b in zip(widths, widths[1:]):
-        layers += [torch.nn.Linear(a, b), torch.nn.Tanh()]
-    return torch.nn.Sequential(*layers[:-1])
-
-
-def _grads(model: Any, x: list[list[float]], y: list[list[float]]) -> list[list[float]]:
-    import torch
-
-    model.zero_grad()
-    torch.nn.functional.mse_loss(model(_tensor(x)), _tensor(y)).backward()
-    return [_list(p.grad) for p in model.parameters()]
 
 
 def _ddp_inputs(rng: random.Random, world: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -279,13 +220,6 @@ def _model_inputs(layers: tuple[int, int], batch: int = 0, micro: tuple[int, int
         return shared, per_rank
 
     return inputs
-
-
-def _failed_first(result: dict[str, Any], world: int) -> Verdict | None:
-    for r in range(world):
-        if not isinstance(_rank(result["outputs"], r), dict):
-            return _fail("rerun.no_output", rank=r)
-    return None
 
 
 # -- lesson 3: units, two ways ---------------------------------------------------------------------------
@@ -495,5 +429,8 @@ EXERCISES: dict[str, Exercise] = {  # a table: one exercise a line
     "lesson5.mixed_precision": Exercise(("my_policy",), 2, _model_inputs((2, 3), batch=2), _precision_on_rank, _precision_judge, _given_cfg, fsdp=True),
     "lesson6.accumulation": Exercise(("accumulate",), 2, _model_inputs((2, 3), micro=(2, 4)), _accumulate_on_rank, _accumulate_judge, _given_cfg, fsdp=True),
     "lesson7.checkpoint_budget": Exercise(("fit_in_budget",), 2, _model_inputs((5, 6), batch=4), _budget_on_rank, _budget_judge, _given_cfg, fsdp=True),
+    "lesson8.overlap_hooks": Exercise(("overlap_gradients",), 3, _l8.hooks_inputs, _l8.hooks_on_rank, _l8.hooks_judge),
+    "lesson8.bucketed": Exercise(("bucketed_gradients",), 3, _l8.hooks_inputs, _l8.buckets_on_rank, _l8.buckets_judge),
+    "lesson8.zero1_by_hand": Exercise(("flat_shard", "zero1_step"), 3, _l8.zero1_inputs, _l8.zero1_on_rank, _l8.zero1_judge),
 }
 # fmt: on
