@@ -210,7 +210,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.all_reduces": {"en": "all-reduces", "ro": "reduceri globale"},
     "course.col.backward_ms": {"en": "backward (ms)", "ro": "trecerea inversă (ms)"},
     "course.col.wait_ms": {"en": "wait (ms)", "ro": "așteptare (ms)"},
-    "course.col.payload": {"en": "payload", "ro": "încărcătură"},
+    "course.col.payload": {"en": "payload", "ro": "volum util"},
     "course.col.ms": {"en": "ms", "ro": "ms"},
     "course.col.latency_us": {"en": "latency (µs)", "ro": "latență (µs)"},
     "course.col.bandwidth_mb_s": {"en": "bandwidth (MB/s)", "ro": "lățime de bandă (MB/s)"},

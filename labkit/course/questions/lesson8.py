@@ -8,10 +8,11 @@ notebook never shows. The prediction is asked before the cell that measures it.
 from __future__ import annotations
 
 from labkit.grading import rerun_lesson8
-from labkit.grading.registry import question
+from labkit.grading.registry import Asks, question
 
 question(
     "lesson8.overlap_hooks",
+    asks=Asks.MECHANISM,
     points=2,
     takes="run",
     observe=rerun_lesson8.overlap_hooks,
@@ -46,6 +47,7 @@ question(
 
 question(
     "lesson8.bucketed",
+    asks=Asks.MECHANISM,
     points=2,
     takes="run",
     observe=rerun_lesson8.overlap_buckets,
@@ -76,6 +78,7 @@ question(
 
 question(
     "lesson8.zero1_traffic",
+    asks=Asks.PREDICTION,
     answer="b",
     sealed=True,
     hint={
@@ -103,6 +106,7 @@ question(
 
 question(
     "lesson8.zero1_by_hand",
+    asks=Asks.MECHANISM,
     points=2,
     takes="run",
     observe=rerun_lesson8.zero1_by_hand,
