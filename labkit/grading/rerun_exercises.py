@@ -495,5 +495,6 @@ EXERCISES: dict[str, Exercise] = {  # a table: one exercise a line
     "lesson5.mixed_precision": Exercise(("my_policy",), 2, _model_inputs((2, 3), batch=2), _precision_on_rank, _precision_judge, _given_cfg, fsdp=True),
     "lesson6.accumulation": Exercise(("accumulate",), 2, _model_inputs((2, 3), micro=(2, 4)), _accumulate_on_rank, _accumulate_judge, _given_cfg, fsdp=True),
     "lesson7.checkpoint_budget": Exercise(("fit_in_budget",), 2, _model_inputs((5, 6), batch=4), _budget_on_rank, _budget_judge, _given_cfg, fsdp=True),
+    "lesson9.compose": Exercise(*__import__("labkit.grading.rerun_lesson9", fromlist=["ARGS"]).ARGS, fsdp=True),
 }
 # fmt: on
