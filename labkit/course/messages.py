@@ -25,6 +25,12 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.returned_s": {"en": "async_save returned (s)", "ro": "async_save s-a întors (s)"},
     "course.col.finished_s": {"en": "files written (s)", "ro": "fișiere scrise (s)"},
     "course.col.same_as_saved": {"en": "files hold the saved values", "ro": "fișierele țin valorile salvate"},
+    "course.col.line": {"en": "cell line", "ro": "linia din celulă"},
+    "course.col.code": {"en": "code", "ro": "cod"},
+    "course.say.gathered_after_no_grad": {
+        "en": "parameters that were not DTensors after the forward under torch.no_grad(): {n}",
+        "ro": "parametri care nu erau DTensor-i după trecerea directă sub torch.no_grad(): {n}",
+    },
     "course.say.odd_nproc": {
         "en": "this lesson needs an even number of ranks (rows of 2 tensor-parallel ranks); nproc = {n}",
         "ro": "această lecție are nevoie de un număr par de ranguri (rânduri de câte 2 ranguri paralele "
