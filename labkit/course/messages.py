@@ -26,6 +26,15 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.finished_s": {"en": "files written (s)", "ro": "fișiere scrise (s)"},
     "course.col.same_as_saved": {"en": "files hold the saved values", "ro": "fișierele țin valorile salvate"},
     "course.col.line": {"en": "cell line", "ro": "linia din celulă"},
+    "course.col.param": {"en": "parameter", "ro": "parametru"},
+    "course.col.shape": {"en": "shape", "ro": "formă"},
+    "course.col.placements": {"en": "placements", "ro": "plasări"},
+    "course.col.mesh_dims": {"en": "mesh dimensions", "ro": "dimensiunile grilei"},
+    "course.col.local": {"en": "this rank's shape", "ro": "forma pe acest rang"},
+    "course.say.attention_error": {
+        "en": "attention split by heads, on this machine: {error}",
+        "ro": "atenția împărțită pe capete, pe această mașină: {error}",
+    },
     "course.col.code": {"en": "code", "ro": "cod"},
     "course.say.gathered_after_no_grad": {
         "en": "parameters that were not DTensors after the forward under torch.no_grad(): {n}",
