@@ -105,7 +105,7 @@ def _tp_measured(run: RunRecord, micro_batch: int, seq_len: int, dim: int, n_blo
         "Count them per block: one where the row-wise layer's partial sums are added in forward, and in "
         "backward one for every layer whose input's gradient comes out partial.",
         "ro": "Fiecare all-reduce de aici lucrează pe o activare a blocului, micro_batch × seq_len × dim valori "
-        "float. Numărați-le pe bloc: unul unde se adună sumele parțiale ale stratului împărțit pe rânduri la "
+        "float. Numărați-le pe bloc: unul unde se însumează sumele parțiale ale stratului împărțit pe rânduri la "
         "trecerea directă și, la trecerea inversă, câte unul pentru fiecare strat al cărui gradient al intrării "
         "iese parțial.",
     },
