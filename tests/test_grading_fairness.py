@@ -36,6 +36,7 @@ NOTEBOOKS = {
     "lesson5.mixed_precision": "05_offload_mixed_precision",
     "lesson6.accumulation": "06_activations_recomputation",
     "lesson7.checkpoint_budget": "07_fsdp2_70b",
+    "lesson9.compose": "09_composing_parallelisms",
 }
 RIGHT = None  # the verdict a right answer gets: correct
 
@@ -218,6 +219,38 @@ CORPUS: dict[str, list[tuple[str, dict[int, str], str | None]]] = {
             "grading.exercise.over_budget",
         ),
         ("none", {0: "pass"}, "grading.exercise.no_recompute"),
+    ],
+    "lesson9.compose": [
+        ("tensor parallelism in the MLP, then FSDP2 over dp", {}, RIGHT),
+        (
+            "one block at a time, both in one loop",
+            {
+                0: 'plan = {"ffn.w1": ColwiseParallel(), "ffn.w3": ColwiseParallel(), "ffn.w2": RowwiseParallel()}\n'
+                "for block in model.layers:\n"
+                '    parallelize_module(block, mesh["tp"], plan)\n'
+                '    fully_shard(block, mesh=mesh["dp"])\n'
+                'fully_shard(model, mesh=mesh["dp"])\n'
+                "return model"
+            },
+            RIGHT,
+        ),
+        (
+            "FSDP2 only",
+            {
+                0: 'for block in model.layers:\n    fully_shard(block, mesh=mesh["dp"])\nfully_shard(model, mesh=mesh["dp"])\nreturn model'
+            },
+            "grading.exercise.compose.tp_missing",
+        ),
+        (
+            "tensor parallelism only",
+            {
+                0: 'plan = {"ffn.w1": ColwiseParallel(), "ffn.w3": ColwiseParallel(), "ffn.w2": RowwiseParallel()}\n'
+                "for block in model.layers:\n"
+                '    parallelize_module(block, mesh["tp"], plan)\n'
+                "return model"
+            },
+            "grading.exercise.compose.dp_missing",
+        ),
     ],
 }
 REGION = re.compile(rf"^([ \t]*){re.escape(BEGIN_SOLUTION)}\n(.*?)^[ \t]*{re.escape(END_SOLUTION)}\n?", re.M | re.S)

@@ -214,7 +214,7 @@ def test_a_stub_that_raises_not_implemented_is_unanswered(capsys: pytest.Capture
 
 def test_run_exercises_take_a_run_not_a_number(capsys: pytest.CaptureFixture[str]):
     on_ranks = [q for q in questions() if q.takes == "run"]
-    assert {q.lesson for q in on_ranks} == {f"lesson{i}" for i in range(8)}
+    assert {q.lesson for q in on_ranks} == {*(f"lesson{i}" for i in range(8)), "lesson9"}
     for q in on_ranks:
         verdict = q.judge(12345, {})
         assert not verdict.correct and verdict.key == "grading.check.type.run"

@@ -46,10 +46,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "tensorial); nproc = {n}",
     },
     "course.say.degenerate_mesh": {
-        "en": "{n} ranks: a 1 × {n} mesh. FSDP's group has one rank, so it shards nothing; run with nproc = 4 "
-        "to see both parallelisms",
-        "ro": "{n} ranguri: o grilă 1 × {n}. Grupul FSDP are un singur rang, deci nu fragmentează nimic; rulați cu "
-        "nproc = 4 ca să vedeți ambele paralelisme",
+        "en": "{n:@rank|ranks}: a 1 × {n} mesh. FSDP's group has one rank, so it shards nothing; run with "
+        "nproc = 4 to see both parallelisms",
+        "ro": "{n:@rang|ranguri}: o grilă 1 × {n}. Grupul FSDP are un singur rang, deci nu fragmentează nimic; "
+        "rulați cu nproc = 4 ca să vedeți ambele paralelisme",
     },
     "course.say.compile_skipped": {
         "en": "compile = False: no block was compiled (set compile = True in the parameters cell to measure it)",
