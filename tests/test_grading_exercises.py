@@ -34,6 +34,7 @@ EXERCISES = {
     "lesson5.mixed_precision": "05_offload_mixed_precision",
     "lesson6.accumulation": "06_activations_recomputation",
     "lesson7.checkpoint_budget": "07_fsdp2_70b",
+    "lesson9.compose": "09_composing_parallelisms",
 }
 # a shortcut a student might take instead of the mechanism: (which solution region, what in its place), and
 # the message it must get
@@ -69,6 +70,12 @@ SHORTCUTS = {
         "grading.exercise.accumulate_sync",
     ),
     "lesson7.checkpoint_budget": (0, "pass", "grading.exercise.no_recompute"),
+    "lesson9.compose": (  # FSDP2 alone: right losses, nothing split over mesh['tp']
+        0,
+        'for block in model.layers:\n    fully_shard(block, mesh=mesh["dp"])\n'
+        'fully_shard(model, mesh=mesh["dp"], reshard_after_forward=False)\nreturn model',
+        "grading.exercise.compose.no_tp",
+    ),
 }
 
 # right in another way than the solution: the notebook's check must pass them too (issue 45's fair checks)

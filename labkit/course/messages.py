@@ -32,8 +32,14 @@ MESSAGES: dict[str, dict[str, str]] = {
     "course.col.mesh_dims": {"en": "mesh dimensions", "ro": "dimensiunile grilei"},
     "course.col.local": {"en": "this rank's shape", "ro": "forma pe acest rang"},
     "course.say.attention_error": {
-        "en": "attention split by heads, on this machine: {error}",
-        "ro": "atenția împărțită pe capete, pe această mașină: {error}",
+        "en": "attention split by heads, on this machine: NotImplementedError, DTensor has no sharding strategy "
+        "for {op}",
+        "ro": "atenția împărțită pe capete, pe această mașină: NotImplementedError, DTensor nu are nicio strategie "
+        "de fragmentare pentru {op}",
+    },
+    "course.say.attention_ok": {
+        "en": "attention split by heads, on this machine: it ran",
+        "ro": "atenția împărțită pe capete, pe această mașină: a rulat",
     },
     "course.col.code": {"en": "code", "ro": "cod"},
     "course.say.gathered_after_no_grad": {
