@@ -37,6 +37,7 @@ EXERCISES = {
     "lesson8.overlap_hooks": "08_overlap_by_hand",
     "lesson8.bucketed": "08_overlap_by_hand",
     "lesson8.zero1_by_hand": "08_overlap_by_hand",
+    "lesson9.compose": "09_composing_parallelisms",
 }
 # lesson 8's answers as a student might write them (tests/test_grading_fairness.py runs them on the grader's ranks)
 L8_PER_GRADIENT = (  # one all-reduce per gradient, from its hook: overlapped, but no buckets
@@ -140,6 +141,12 @@ SHORTCUTS = {
         "for p in model.parameters():\n    dist.all_reduce(p.grad)\n    p.grad /= dist.get_world_size()",
         "grading.exercise.calls",
     ),
+    "lesson9.compose": (  # FSDP2 alone: right losses, nothing split over mesh['tp']
+        0,
+        'for block in model.layers:\n    fully_shard(block, mesh=mesh["dp"])\n'
+        'fully_shard(model, mesh=mesh["dp"], reshard_after_forward=False)\nreturn model',
+        "grading.exercise.compose.no_tp",
+    ),
 }
 
 # right in another way than the solution: the notebook's check must pass them too (issue 45's fair checks)
@@ -172,6 +179,9 @@ OTHER_RIGHT = {
     ("lesson8.overlap_hooks", "divided before the all-reduce"): (0, L8_DIVIDE_FIRST),
     ("lesson8.zero1_by_hand", "all-reduce, own slice, all-gather"): (0, L8_ALL_REDUCE_SLICE),
 }
+
+# the notebook's parameters an exercise cell takes through --vars (the warm session has no notebook)
+VARS = {"lesson9.compose": {"model_size": "tiny", "steps": 2, "batch": 4}}
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -220,7 +230,7 @@ def runs():
                 ("shortcut", with_solution(source, {region: replacement})),
             ):
                 session.run(reset, raise_on_error=False)
-                out[qid, kind] = session.run(code, timeout=600, raise_on_error=False)
+                out[qid, kind] = session.run(code, vars=VARS.get(qid, {}), timeout=600, raise_on_error=False)
         for (qid, name), (region, replacement) in OTHER_RIGHT.items():
             session.run(reset, raise_on_error=False)
             code = with_solution(exercise_cell(qid), {region: replacement})

@@ -39,6 +39,7 @@ NOTEBOOKS = {
     "lesson8.overlap_hooks": "08_overlap_by_hand",
     "lesson8.bucketed": "08_overlap_by_hand",
     "lesson8.zero1_by_hand": "08_overlap_by_hand",
+    "lesson9.compose": "09_composing_parallelisms",
 }
 RIGHT = None  # the verdict a right answer gets: correct
 
@@ -363,6 +364,38 @@ CORPUS: dict[str, list[tuple[str, dict[int, str], str | None]]] = {
             "grading.exercise.zero1.params",
         ),
         ("the sum, not the mean", {0: L8_ALL_REDUCE_SLICE.replace(" / world", "")}, "grading.exercise.zero1.params"),
+    ],
+    "lesson9.compose": [
+        ("tensor parallelism in the MLP, then FSDP2 over dp", {}, RIGHT),
+        (
+            "one block at a time, both in one loop",
+            {
+                0: 'plan = {"ffn.w1": ColwiseParallel(), "ffn.w3": ColwiseParallel(), "ffn.w2": RowwiseParallel()}\n'
+                "for block in model.layers:\n"
+                '    parallelize_module(block, mesh["tp"], plan)\n'
+                '    fully_shard(block, mesh=mesh["dp"])\n'
+                'fully_shard(model, mesh=mesh["dp"])\n'
+                "return model"
+            },
+            RIGHT,
+        ),
+        (
+            "FSDP2 only",
+            {
+                0: 'for block in model.layers:\n    fully_shard(block, mesh=mesh["dp"])\nfully_shard(model, mesh=mesh["dp"])\nreturn model'
+            },
+            "grading.exercise.compose.tp_missing",
+        ),
+        (
+            "tensor parallelism only",
+            {
+                0: 'plan = {"ffn.w1": ColwiseParallel(), "ffn.w3": ColwiseParallel(), "ffn.w2": RowwiseParallel()}\n'
+                "for block in model.layers:\n"
+                '    parallelize_module(block, mesh["tp"], plan)\n'
+                "return model"
+            },
+            "grading.exercise.compose.dp_missing",
+        ),
     ],
 }
 REGION = re.compile(rf"^([ \t]*){re.escape(BEGIN_SOLUTION)}\n(.*?)^[ \t]*{re.escape(END_SOLUTION)}\n?", re.M | re.S)

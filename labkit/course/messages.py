@@ -5,6 +5,63 @@ this module the first time one of its keys is asked for.
 """
 
 MESSAGES: dict[str, dict[str, str]] = {
+    # lesson 9: composing parallelisms (its tables' columns and its sentences)
+    "course.col.dp_index": {"en": "dp index", "ro": "indice dp"},
+    "course.col.tp_index": {"en": "tp index", "ro": "indice tp"},
+    "course.col.tp_group": {"en": "tp group (same batch)", "ro": "grup tp (același lot)"},
+    "course.col.dp_group": {"en": "dp group (FSDP)", "ro": "grup dp (FSDP)"},
+    "course.col.group": {"en": "group", "ro": "grup"},
+    "course.col.composed": {"en": "composed (tp × dp)", "ro": "compus (tp × dp)"},
+    "course.col.eager": {"en": "not compiled", "ro": "necompilat"},
+    "course.col.compiled": {"en": "block 0 compiled", "ro": "blocul 0 compilat"},
+    "course.col.first_ms": {"en": "first step (ms)", "ro": "primul pas (ms)"},
+    "course.col.second_ms": {"en": "second step (ms)", "ro": "al doilea pas (ms)"},
+    "course.col.tokens": {"en": "tokens per step", "ro": "tokeni pe pas"},
+    "course.col.tokens_per_s": {"en": "tokens/s", "ro": "tokeni/s"},
+    "course.col.dp": {"en": "dp", "ro": "dp"},
+    "course.col.tp": {"en": "tp", "ro": "tp"},
+    "course.col.entries": {"en": "entries", "ro": "intrări"},
+    "course.col.whole": {"en": "whole tensors", "ro": "tensori întregi"},
+    "course.col.returned_s": {"en": "async_save returned (s)", "ro": "async_save s-a întors (s)"},
+    "course.col.finished_s": {"en": "files written (s)", "ro": "fișiere scrise (s)"},
+    "course.col.same_as_saved": {"en": "files hold the saved values", "ro": "fișierele țin valorile salvate"},
+    "course.col.line": {"en": "cell line", "ro": "linia din celulă"},
+    "course.col.param": {"en": "parameter", "ro": "parametru"},
+    "course.col.shape": {"en": "shape", "ro": "formă"},
+    "course.col.placements": {"en": "placements", "ro": "plasări"},
+    "course.col.mesh_dims": {"en": "mesh dimensions", "ro": "dimensiunile grilei"},
+    "course.col.local": {"en": "this rank's shape", "ro": "forma pe acest rang"},
+    "course.say.attention_error": {
+        "en": "attention split by heads, on this machine: NotImplementedError, DTensor has no sharding strategy "
+        "for {op}",
+        "ro": "atenția împărțită pe capete, pe această mașină: NotImplementedError, DTensor nu are nicio strategie "
+        "de fragmentare pentru {op}",
+    },
+    "course.say.attention_ok": {
+        "en": "attention split by heads, on this machine: it ran",
+        "ro": "atenția împărțită pe capete, pe această mașină: a rulat",
+    },
+    "course.col.code": {"en": "code", "ro": "cod"},
+    "course.say.gathered_after_no_grad": {
+        "en": "parameters that were not DTensors after the forward under torch.no_grad(): {n}",
+        "ro": "parametri care nu erau DTensor-i după trecerea directă sub torch.no_grad(): {n}",
+    },
+    "course.say.odd_nproc": {
+        "en": "this lesson needs an even number of ranks (rows of 2 tensor-parallel ranks); nproc = {n}",
+        "ro": "această lecție are nevoie de un număr par de ranguri (rânduri de câte 2 ranguri paralele "
+        "tensorial); nproc = {n}",
+    },
+    "course.say.degenerate_mesh": {
+        "en": "{n:@rank|ranks}: a 1 × {n} mesh. FSDP's group has one rank, so it shards nothing; run with "
+        "nproc = 4 to see both parallelisms",
+        "ro": "{n:@rang|ranguri}: o grilă 1 × {n}. Grupul FSDP are un singur rang, deci nu fragmentează nimic; "
+        "rulați cu nproc = 4 ca să vedeți ambele paralelisme",
+    },
+    "course.say.compile_skipped": {
+        "en": "compile = False: no block was compiled (set compile = True in the parameters cell to measure it)",
+        "ro": "compile = False: niciun bloc nu a fost compilat (setați compile = True în celula de parametri ca "
+        "să-l măsurați)",
+    },
     # labkit.course.build
     "course.help": {
         "en": "build the course notebooks (English and Romanian) from labkit/course/lessons",

@@ -391,6 +391,41 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "rank {rank}: after the optimizer step the loss is {yours}, where syncing every micro-batch gives {every}: the accumulated gradient is not the mean of the micro-batches' gradients",
         "ro": "rangul {rank}: după pasul optimizatorului pierderea este {yours}, iar cu sincronizare la fiecare micro-lot este {every}: gradientul acumulat nu este media gradienților micro-loturilor",
     },
+    # lesson 9: parallelize(model, mesh), tensor parallelism over mesh['tp'] and FSDP2 over mesh['dp']
+    "grading.exercise.compose.not_fsdp2": {
+        "en": "rank {rank}: the model your function returned is not sharded by FSDP2 (fully_shard) over mesh['dp']",
+        "ro": "rangul {rank}: modelul întors de funcția voastră nu este fragmentat de FSDP2 (fully_shard) pe mesh['dp']",
+    },
+    "grading.exercise.compose.tp_missing": {
+        "en": "rank {rank} holds {got:@element|elements} of {name}, of {total}: tensor parallelism over mesh['tp'] "
+        "should leave it {want}",
+        "ro": "rangul {rank} ține {got:@element|elemente} din {name}, din {total}: paralelismul tensorial pe "
+        "mesh['tp'] ar trebui să-i lase {want}",
+    },
+    "grading.exercise.compose.dp_missing": {
+        "en": "rank {rank} holds {got:@element|elements} of {name}, of {total}: FSDP over mesh['dp'] should leave it "
+        "{want}",
+        "ro": "rangul {rank} ține {got:@element|elemente} din {name}, din {total}: FSDP pe mesh['dp'] ar trebui "
+        "să-i lase {want}",
+    },
+    "grading.exercise.compose.no_tp": {
+        "en": "rank {rank}: the composed model holds {got:@element|elements}, a 1/{dp} share of the plain model's "
+        "{total}: nothing is split over mesh['tp'] on top of FSDP",
+        "ro": "rangul {rank}: modelul compus ține {got:@element|elemente}, o parte de 1/{dp} din cele {total} ale "
+        "modelului obișnuit: nimic nu este împărțit pe mesh['tp'] în plus față de FSDP",
+    },
+    "grading.exercise.compose.losses": {
+        "en": "rank {rank}: labkit saw {got:@loss|losses} computed without gradients before training; the cell "
+        "computes two, the plain model's and yours, on the same batch",
+        "ro": "rangul {rank}: labkit a văzut {got:@pierdere calculată|pierderi calculate} fără gradienți înainte de "
+        "antrenare; celula calculează două, a modelului obișnuit și a voastră, pe același lot",
+    },
+    "grading.exercise.compose.step": {
+        "en": "rank {rank}: after one step, {name} differs from a plain model trained on every replica's batch "
+        "(the gradients must be averaged over mesh['dp'] and complete over mesh['tp'])",
+        "ro": "rangul {rank}: după un pas, {name} diferă de un model obișnuit antrenat pe loturile tuturor "
+        "replicilor (gradienții trebuie mediați pe mesh['dp'] și compleți pe mesh['tp'])",
+    },
     "grading.exercise.loss_changed": {
         "en": "rank {rank}: the loss changed from {plain} to {yours}: the step must stay the same step",
         "ro": "rangul {rank}: pierderea s-a schimbat de la {plain} la {yours}: pasul trebuie să rămână același",

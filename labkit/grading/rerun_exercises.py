@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.grading import rerun_lesson8 as _l8
+from labkit.grading import rerun_lesson9 as _l9
 from labkit.grading.compare import Verdict
 from labkit.grading.rerun_values import as_list as _list
 from labkit.grading.rerun_values import failed_first as _failed_first
@@ -432,5 +433,6 @@ EXERCISES: dict[str, Exercise] = {  # a table: one exercise a line
     "lesson8.overlap_hooks": Exercise(("overlap_gradients",), 3, _l8.hooks_inputs, _l8.hooks_on_rank, _l8.hooks_judge),
     "lesson8.bucketed": Exercise(("bucketed_gradients",), 3, _l8.hooks_inputs, _l8.buckets_on_rank, _l8.buckets_judge),
     "lesson8.zero1_by_hand": Exercise(("flat_shard", "zero1_step"), 3, _l8.zero1_inputs, _l8.zero1_on_rank, _l8.zero1_judge),
+    "lesson9.compose": Exercise(*_l9.ARGS, fsdp=True),
 }
 # fmt: on
