@@ -71,7 +71,7 @@ def _state_measured(run: RunRecord, mlp_params: int, other_params: int) -> tuple
         lambda mlp_params, other_params, dp, tp: 16 * (mlp_params + other_params) / (dp * tp): {
             "en": "Tensor parallelism splits only the layers it was given: the embedding, attention, norms and "
             "output are split by FSDP alone.",
-            "ro": "Paralelismul tensorial împarte doar straturile primite: embedding-ul, atenția, normalizările și "
+            "ro": "Paralelismul tensorial împarte doar straturile primite: încorporarea, atenția, normalizările și "
             "ieșirea sunt împărțite doar de FSDP.",
         },
         lambda mlp_params, other_params, dp, tp: 16 * (mlp_params + other_params) / dp: {
