@@ -175,7 +175,7 @@ class Cycle:
 
 
 @pytest.fixture(scope="module")
-def cycle():
+def cycle(request):
     from labkit.testing import hub as live
 
     try:
@@ -186,6 +186,7 @@ def cycle():
         pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
     pytest.importorskip("playwright.sync_api", reason="pip install playwright (no browser download)")
     folder = Path(tempfile.mkdtemp(prefix="labkit-class-"))
+    failed = request.session.testsfailed
     users = live.make_users([n.removeprefix(live.PREFIX) for n in CLASS], ["prof"])
     hub = None
     timings: dict[str, float] = {}
@@ -232,7 +233,8 @@ def cycle():
             print("timings:", {k: round(v, 1) for k, v in timings.items()})
             assert hub.leftovers() == [], "a process of the hub or of a student outlived the hub"
         live.remove_users(users)
-    shutil.rmtree(folder, ignore_errors=True)
+    if request.session.testsfailed == failed:
+        shutil.rmtree(folder, ignore_errors=True)  # kept when a test failed: its screenshots and logs
 
 
 def check_exchange_is_private(c: Cycle) -> None:
@@ -298,24 +300,30 @@ def check_exports(c: Cycle, out: Path) -> None:
         assert ("late 1 day" in cv["Notes"]) == (sid == "lkhub-cat"), cv
 
 
-def report_in_lab(c: Cycle, sid: str) -> str:
+def report_in_lab(c: Cycle, sid: str, title: str) -> str:
     """The student logs in again (their server still runs) and opens ``~/feedback/report.md`` in JupyterLab;
-    the text JupyterLab shows."""
-    lang = CLASS[sid][0]
-    s = Student(c.browser, c.hub.url, sid, c.users[sid].password, lang)
+    the text JupyterLab shows, once it shows ``title``."""
+    s = Student(c.browser, c.hub.url, sid, c.users[sid].password, CLASS[sid][0])
     page = s.page
-    page.goto(f"{c.hub.url}/hub/login")
-    page.fill("#username_input", sid)
-    page.fill("#password_input", c.users[sid].password)
-    page.click("#login_submit")
-    page.wait_for_url(f"**/user/{sid}/lab**", timeout=120_000)
-    page.goto(f"{c.hub.url}/user/{sid}/lab/tree/feedback/report.md?reset")
-    editor = page.locator(".jp-FileEditor .cm-content").first
-    editor.wait_for(timeout=60_000)
-    page.wait_for_function("() => document.querySelector('.jp-FileEditor .cm-content').innerText.includes('#')")
-    text = editor.inner_text()
-    s.context.close()
-    return text
+    try:
+        page.goto(f"{c.hub.url}/hub/login")
+        page.fill("#username_input", sid)
+        page.fill("#password_input", c.users[sid].password)
+        page.click("#login_submit")
+        page.wait_for_url(f"**/user/{sid}/lab**", timeout=120_000)
+        page.goto(f"{c.hub.url}/user/{sid}/lab/tree/feedback/report.md?reset")
+        page.wait_for_function(
+            "t => (document.querySelector('#jp-main-dock-panel') || {innerText: ''}).innerText.includes(t)",
+            arg=title,
+            timeout=60_000,
+        )
+        return page.locator("#jp-main-dock-panel").inner_text()
+    except BaseException:
+        page.screenshot(path=str(c.folder / f"failed-feedback-{sid}.png"))
+        print(f"screenshot in {c.folder}; the hub's log ends:\n{c.hub.log()}")
+        raise
+    finally:
+        s.context.close()
 
 
 def test_the_class_hands_in_is_graded_and_reads_its_feedback(cycle):
@@ -328,8 +336,7 @@ def test_the_class_hands_in_is_graded_and_reads_its_feedback(cycle):
     labkit_cmd("feedback", str(reports), "--exchange", str(c.state / "exchange"), "--course", str(c.course))
     check_exports(c, reports)
     for sid, (lang, _) in CLASS.items():
-        text = report_in_lab(c, sid)
-        assert t("grading.report.title", lang, student=sid) in text, text
+        text = report_in_lab(c, sid, t("grading.report.title", lang, student=sid))
         others = [o for o in CLASS if o != sid]
         assert not any(o in text for o in others), text
         got = json.loads((c.state / "exchange" / "feedback" / sid / "grades.json").read_text())["lessons"]
