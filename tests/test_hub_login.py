@@ -85,7 +85,7 @@ deadline = 2026-10-19T23:59:00+03:00
 
 
 def test_the_course_file_is_a_roster(tmp_path):
-    course = tmp_path / "course.toml"
+    course = tmp_path / "class.toml"
     course.write_text(COURSE)
     roster = read_roster(str(course))
     assert roster.students == ("ana", "ben") and roster.instructors == ("prof",)
@@ -96,12 +96,12 @@ def test_the_course_file_is_a_roster(tmp_path):
 @pytest.mark.parametrize(
     "change,said",
     [
-        (('id = "ben"', 'id = "Ben"'), "course.toml, line 11: the id 'Ben' is not an account name"),
-        (('id = "prof"', 'id = "ana"'), "course.toml:14: instructors.0.id: 'ana' is given twice"),
+        (('id = "ben"', 'id = "Ben"'), "class.toml, line 11: the id 'Ben' is not an account name"),
+        (('id = "prof"', 'id = "ana"'), "class.toml:14: instructors.0.id: 'ana' is given twice"),
     ],
 )
 def test_a_course_roster_mistake_is_refused_with_its_line(tmp_path, change, said):
-    course = tmp_path / "course.toml"
+    course = tmp_path / "class.toml"
     course.write_text(COURSE.replace(*change))
     with pytest.raises(RosterError) as info:
         read_roster(str(course))
@@ -142,7 +142,7 @@ def test_a_roster_hub_with_system_passwords(monkeypatch, tmp_path):
 
 
 def test_the_course_file_alone_says_who_logs_in(monkeypatch, tmp_path):
-    course = tmp_path / "course.toml"
+    course = tmp_path / "class.toml"
     course.write_text(COURSE.replace('id = "ben"', 'id = "cat"'))
     c, s = configured(monkeypatch, tmp_path, LABKIT_HUB_ROSTER="", LABKIT_HUB_COURSE=str(course))
     assert c.Authenticator.allowed_users == {"ana", "cat", "prof"} and c.Authenticator.admin_users == {"prof"}

@@ -194,7 +194,7 @@ def cycle(request):
     hub = None
     timings: dict[str, float] = {}
     try:
-        course = folder / "course.toml"
+        course = folder / "class.toml"
         course.write_text(course_text(datetime.now(UTC)))
         lessons = lesson_files(folder)
         for sid, (_, mine) in CLASS.items():
