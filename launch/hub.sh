@@ -20,7 +20,8 @@
 #   --gpu-profile 1|2|..|shared         each student's GPUs (LABKIT_HUB_GPU_PROFILES=ana=2,ben=shared: one's own)
 #   --cull-timeout S     idle seconds before jupyterhub-idle-culler stops a server (default 3600)
 #   --dir DIR            the hub's state: database, secrets, student editions, submissions (/srv/labkit-hub)
-#   --course FILE        the course file (docs/classroom.md): the exchange service's roster and deadlines
+#   --course FILE        the course file (docs/classroom.md): the exchange service's roster and deadlines, and
+#                        who logs in (its [[students]] and [[instructors]]: enough without --students or --roster)
 #   --create-users       create missing system users (no password: set one with passwd)
 # Needs root (servers run as each student), the course environment (launch/setup-env.sh, with
 # the hub extra), and configurable-http-proxy (npm; installed under ~/.cache/labkit-hub when missing).
@@ -57,17 +58,20 @@ done
 
 # the roster's people are accounts on this machine, as the ones --students and --instructors name
 # (its own Python: the course environment may not be made yet, and the roster needs only labkit's base)
+# (the course file is a roster too: its students and instructors, labkit.hub.roster reads either)
+named_students=${LABKIT_HUB_STUDENTS:-} named_instructors=${LABKIT_HUB_INSTRUCTORS:-} # either may be left to a roster
 roster_students= roster_instructors=
-if [ -n "${LABKIT_HUB_ROSTER:-}" ]; then
-    roster_students=$(cd / && PYTHONPATH=$repo python3 -m labkit.hub.roster "$LABKIT_HUB_ROSTER" students) || exit 1
-    roster_instructors=$(cd / && PYTHONPATH=$repo python3 -m labkit.hub.roster "$LABKIT_HUB_ROSTER" instructors) || exit 1
-fi
+for roster in "${LABKIT_HUB_ROSTER:-}" "${LABKIT_HUB_COURSE:-}"; do
+    [ -n "$roster" ] || continue
+    roster_students+=,$(cd / && PYTHONPATH=$repo python3 -m labkit.hub.roster "$roster" students) || exit 1
+    roster_instructors+=,$(cd / && PYTHONPATH=$repo python3 -m labkit.hub.roster "$roster" instructors) || exit 1
+done
 
 # Students log in on this machine: what of the checkout holds the answers must be unreadable to them
 # (the lessons' sources and the questions hold every solution and reference, notebooks/ the solution
 # edition, .git all of it). Checked as every student and as nobody, before anything else is done.
 protected=(labkit/course/questions labkit/course/lessons notebooks .git)
-for user in nobody ${LABKIT_HUB_STUDENTS//,/ } ${roster_students//,/ }; do
+for user in nobody ${named_students//,/ } ${roster_students//,/ }; do
     id "$user" >/dev/null 2>&1 || continue
     for path in "${protected[@]}"; do
         [ -e "$repo/$path" ] || continue
@@ -141,7 +145,7 @@ if ! (cd / && runuser -u nobody -- "$LABKIT_HUB_PYTHON" -c 'import importlib.uti
 fi
 
 if [ -n "$create_users" ]; then
-    for user in ${LABKIT_HUB_STUDENTS//,/ } ${LABKIT_HUB_INSTRUCTORS//,/ } ${roster_students//,/ } ${roster_instructors//,/ }; do
+    for user in ${named_students//,/ } ${named_instructors//,/ } ${roster_students//,/ } ${roster_instructors//,/ }; do
         id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
     done
 fi

@@ -24,6 +24,7 @@ MACHINE_WIDE = (
     "tests/test_hub_live.py",
     "tests/test_hub_login_live.py",
     "tests/browser/test_hub_browser.py",
+    "tests/browser/test_class_cycle.py",
 )
 
 

@@ -124,10 +124,15 @@ def test_submit_is_stamped_by_the_server_and_filed_read_only(service, monkeypatc
     assert [r.sha256 for r in Exchange(root).receipts("ana")] == [receipt.sha256, second.sha256]
     with language("en"):
         assert "on time" in repr(client.Submitted(second)) and "server time" in repr(client.Submitted(second))
+    # the graded copy runs its labkit.submit() cell too: under labkit grade it hands nothing in, and says so
+    monkeypatch.setenv("LABKIT_GRADING", "1")
+    with language("en"):
+        assert repr(client.submit(work)) == "Not handed in again: this notebook is being graded."
+    assert len(Exchange(root).receipts("ana")) == 2
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
-def test_another_account_reads_the_snapshot_and_cannot_write(tmp_path):
+def test_another_account_cannot_reach_the_inbound_nor_write_a_snapshot(tmp_path):
     import shutil
     import tempfile
 
@@ -142,10 +147,17 @@ def test_another_account_reads_the_snapshot_and_cannot_write(tmp_path):
             return subprocess.run(["sh", "-c", command, "sh", *map(str, paths)], user="nobody",
                                   capture_output=True).returncode  # fmt: skip
 
+        inbound = top / "exchange" / "inbound"
+        # inbound/ is closed: no other account lists it or reads a snapshot (on the live hub a student read
+        # another's notebook through it before)
+        assert as_nobody('ls "$1"', inbound) != 0 and as_nobody('test -r "$1"', snapshot) != 0
+        os.chmod(inbound, 0o755)  # opened (the hub opens it to its instructors' group): the modes still refuse
         assert as_nobody('test -r "$1"', snapshot) == 0  # reachable: the refusals below are the modes
         assert as_nobody('echo x >> "$1"', snapshot) != 0
         assert as_nobody('echo x > "$1"/new.ipynb', folder) != 0
         assert as_nobody('mv "$1" "$1.moved"', snapshot) != 0
+        ex.receive("ben", notebook(), "b.ipynb")  # an exchange opened to everyone is closed at its next receipt
+        assert inbound.stat().st_mode & 0o777 == 0o750
     finally:
         shutil.rmtree(top)
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from labkit.hub import lti
-from labkit.hub.roster import RosterError, parse_roster
+from labkit.hub.roster import RosterError, parse_roster, read_roster
 from labkit.testing.platform import CLIENT_ID, LTI_CLIENT_ID, start_platform
 
 ROSTER = "\ufeffid;name;email;lang;role;sis_id\nana;Ana Pop;Ana.Pop@uni.example;ro;;S1\nben;Ben;ben@uni.example;en;student;S2\nprof;Prof;prof@uni.example;;instructor;\n"  # fmt: skip
@@ -62,6 +62,52 @@ def test_a_roster_mistake_is_refused_with_its_line(text, said):
         parse_roster(text, "class.csv")
 
 
+COURSE = """[course]
+name = "x"
+
+[[students]]
+id = "ana"
+email = "Ana.Pop@uni.example"
+language = "ro"
+sis_id = "S1"
+
+[[students]]
+id = "ben"
+
+[[instructors]]
+id = "prof"
+email = "prof@uni.example"
+
+[[lessons]]
+id = "lesson1"
+deadline = 2026-10-19T23:59:00+03:00
+"""
+
+
+def test_the_course_file_is_a_roster(tmp_path):
+    course = tmp_path / "class.toml"
+    course.write_text(COURSE)
+    roster = read_roster(str(course))
+    assert roster.students == ("ana", "ben") and roster.instructors == ("prof",)
+    assert roster.username_map() == {"ana.pop@uni.example": "ana", "prof@uni.example": "prof"}
+    assert roster.people[0].sis_id == "S1" and roster.people[0].lang == "ro"
+
+
+@pytest.mark.parametrize(
+    "change,said",
+    [
+        (('id = "ben"', 'id = "Ben"'), "class.toml, line 11: the id 'Ben' is not an account name"),
+        (('id = "prof"', 'id = "ana"'), "class.toml:14: instructors.0.id: 'ana' is given twice"),
+    ],
+)
+def test_a_course_roster_mistake_is_refused_with_its_line(tmp_path, change, said):
+    course = tmp_path / "class.toml"
+    course.write_text(COURSE.replace(*change))
+    with pytest.raises(RosterError) as info:
+        read_roster(str(course))
+    assert said.replace("instructors.0", "instructors[0]") in str(info.value)
+
+
 # -- the authenticators' configuration --------------------------------------------------------------------
 
 
@@ -93,6 +139,16 @@ def test_a_roster_hub_with_system_passwords(monkeypatch, tmp_path):
     c, _ = configured(monkeypatch, tmp_path)
     assert c.JupyterHub.authenticator_class == "jupyterhub.auth.PAMAuthenticator"
     assert c.Authenticator.allowed_users == {"ana", "ben", "prof"} and c.Authenticator.admin_users == {"prof"}
+
+
+def test_the_course_file_alone_says_who_logs_in(monkeypatch, tmp_path):
+    course = tmp_path / "class.toml"
+    course.write_text(COURSE.replace('id = "ben"', 'id = "cat"'))
+    c, s = configured(monkeypatch, tmp_path, LABKIT_HUB_ROSTER="", LABKIT_HUB_COURSE=str(course))
+    assert c.Authenticator.allowed_users == {"ana", "cat", "prof"} and c.Authenticator.admin_users == {"prof"}
+    assert s.course == str(course) and "--course" in c.JupyterHub.services[1]["command"]
+    c, _ = configured(monkeypatch, tmp_path, LABKIT_HUB_COURSE=str(course))  # with the CSV: both rosters' people
+    assert c.Authenticator.allowed_users == {"ana", "ben", "cat", "prof"}
 
 
 def test_openid_connect_reads_the_providers_configuration(monkeypatch, tmp_path, platform):

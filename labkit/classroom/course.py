@@ -55,6 +55,13 @@ class Student:
 
 
 @dataclass
+class Instructor:
+    id: str  # their hub login: a JupyterHub admin who reads every submission
+    name: str = ""
+    email: str = ""  # what a single sign-on (OIDC, LTI 1.3) may name them by
+
+
+@dataclass
 class Lesson:
     id: str  # the lesson id of the notebooks' checks ("lesson1")
     deadline: datetime
@@ -76,6 +83,7 @@ class Info:
 class Course:
     course: Info
     students: list[Student] = field(default_factory=list)
+    instructors: list[Instructor] = field(default_factory=list)  # the hub's admins (hub.sh --course)
     lessons: list[Lesson] = field(default_factory=list)
     late: LatePolicy = field(default_factory=LatePolicy)
     source: str = ""
@@ -234,14 +242,18 @@ class _Reader:
 def _check(course: Course, r: _Reader) -> None:
     """What each field's type cannot say: ids, languages, emails, ranges, unique names."""
     seen: set[str] = set()
-    for i, s in enumerate(course.students):
-        at = ("students", i)
+    people: list[tuple[str, int, Student | Instructor]] = [
+        *(("students", i, s) for i, s in enumerate(course.students)),
+        *(("instructors", i, p) for i, p in enumerate(course.instructors)),
+    ]
+    for table, i, s in people:  # one login is one person: a student or an instructor, once
+        at = (table, i)
         if not NAME.match(s.id):
             raise r.fail((*at, "id"), "classroom.course.id", value=s.id)
         if s.id in seen:
             raise r.fail((*at, "id"), "classroom.course.twice", value=s.id)
         seen.add(s.id)
-        if s.language not in LANGS:
+        if isinstance(s, Student) and s.language not in LANGS:
             raise r.fail((*at, "language"), "classroom.course.language", value=s.language, langs=", ".join(LANGS))
         if s.email and not re.match(r"^[^@\s]+@[^@\s]+$", s.email):
             raise r.fail((*at, "email"), "classroom.course.email", value=s.email)

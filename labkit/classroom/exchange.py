@@ -1,6 +1,6 @@
 """The submission exchange: notebooks handed in, each a read-only snapshot stamped by the server.
 
-    <exchange>/inbound/<student>/<lesson>/<stamp>-<sha>.ipynb    the notebook as received (0444)
+    <exchange>/inbound/<student>/<lesson>/<stamp>-<sha>.ipynb    the notebook as received (0444; inbound/ is 0700)
     <exchange>/inbound/<student>/<lesson>/<stamp>-<sha>.json     its receipt: who, when (the server's clock), late
     <exchange>/feedback/<student>/...                            the reports ``labkit feedback`` released
 
@@ -115,9 +115,21 @@ class Exchange:
         _write_once(folder / f"{stem}.json", json.dumps(asdict(receipt), indent=1).encode())
         return receipt
 
-    def _folder(self, *parts: str) -> Path:
-        folder = self.root.joinpath(*parts)
-        folder.mkdir(parents=True, exist_ok=True, mode=0o755)
+    def _folder(self, kind: str, student: str, *parts: str) -> Path:
+        """``<root>/<kind>/<student>/...``, made as needed. ``inbound`` is closed to others (0700, or the
+        hub's 0750 for its instructors' group): on a hub a student could otherwise list it and read another's
+        notebook (found on the live hub). A student's feedback folder is the owner's (0700) until the hub
+        gives it to them at their first login (``labkit.hub.homes``: 0750, their group)."""
+        top = self.root / kind
+        top.mkdir(parents=True, exist_ok=True, mode=0o700 if kind == INBOUND else 0o755)
+        mode = top.stat().st_mode
+        if kind == INBOUND and mode & 0o007:
+            top.chmod(mode & 0o770)  # an exchange made before inbound/ was closed
+        folder = top / student
+        folder.mkdir(exist_ok=True, mode=0o755 if kind == INBOUND else 0o700)
+        if parts:
+            folder = folder.joinpath(*parts)
+            folder.mkdir(parents=True, exist_ok=True, mode=0o755)
         return folder
 
     def receipts(self, student: str | Collection[str] | None = None,

@@ -97,6 +97,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "Submitted {lesson}: received {when} (server time), {days:@day|days} late. Fingerprint {sha}.",
         "ro": "Predat {lesson}: primit {when} (ora serverului), cu {days:@zi|zile} întârziere. Amprenta {sha}.",
     },
+    "classroom.submit.grading": {
+        "en": "Not handed in again: this notebook is being graded.",
+        "ro": "Nu este predat din nou: acest notebook este în curs de notare.",
+    },
     "classroom.submit.which": {
         "en": "which notebook? Give its path: labkit.submit('lesson1.ipynb')",
         "ro": "care notebook? Dați calea lui: labkit.submit('lesson1.ipynb')",

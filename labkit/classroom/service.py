@@ -156,7 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     server = make_server(Path(args.root), course, api, port, url.hostname or "127.0.0.1", prefix)
     print(t("classroom.service.listening", url=f"http://{server.server_address[0]}:{server.server_address[1]}"),
           file=sys.stderr, flush=True)  # fmt: skip
-    server.serve_forever()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:  # JupyterHub stops its services with SIGINT: a stop, not a crash to print
+        pass
+    finally:
+        server.server_close()
     return 0
 
 

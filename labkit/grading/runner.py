@@ -191,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         nb = nbformat.read(args.notebook, as_version=4)
         env = {k: v for k in KERNEL_ENV if (v := envvars.get(k, None)) is not None}
+        env["LABKIT_GRADING"] = "1"  # the notebook's labkit.submit() cell is not a hand-in (labkit.classroom.client)
         parameters = json.loads(args.parameters) if args.parameters else None
         status, message = execute(nb, out / "executed.ipynb", args.timeout, env, parameters, args.name)
     except Exception as e:  # the notebook did not even load: say so, the grader goes on

@@ -210,7 +210,7 @@ VARS: tuple[Var, ...] = (
         None,
         f"{USER} (hub.sh --course); launch/hub.sh exports it",
         ("labkit.hub.settings", "launch/hub.sh"),
-        "The course file (course.toml) the exchange service checks submissions against: roster, lessons, deadlines.",
+        "The course file (course.toml) the exchange service checks submissions against (roster, lessons, deadlines); its students and instructors log in, as a roster's do.",
     ),
     Var(
         "LABKIT_HUB_GROUP",

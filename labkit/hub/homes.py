@@ -54,6 +54,11 @@ def ensure_instructors_group(settings: HubSettings) -> int:
         pw = pwd.getpwnam(user)
         if os.path.isdir(pw.pw_dir):
             link(os.path.join(pw.pw_dir, "submissions"), root, pw)
+    # the exchange service's inbound/ (labkit.classroom.exchange): its instructors collect from it, no student reads it
+    inbound = os.path.join(settings.exchange, "inbound")
+    os.makedirs(inbound, exist_ok=True)
+    os.chown(inbound, 0, gid)
+    os.chmod(inbound, 0o750)
     return gid
 
 

@@ -11,6 +11,10 @@ sign-on (OIDC, LTI 1.3) that names people by their e-mail map each one to their 
 ``student`` (the default) or ``instructor`` (a JupyterHub admin who reads every submission); ``lang``
 (``en``, ``ro``) and ``sis_id`` are kept for the gradebook's exports. A mistake is refused with the line
 that holds it.
+
+The course file (``hub.sh --course course.toml``, labkit.classroom.course) is a roster too: its
+``[[students]]`` and ``[[instructors]]`` are read here into the same ``Roster``, so one file is enough for
+the hub's logins and the exchange's deadlines (``read_roster`` takes either, by the name's ``.toml``).
 """
 
 from __future__ import annotations
@@ -60,7 +64,10 @@ class Roster:
 
 
 def read_roster(path: str) -> Roster:
-    """The roster in ``path``; ``RosterError`` naming the line of the first mistake."""
+    """The roster in ``path`` (a CSV file, or a course file ending in ``.toml``); ``RosterError`` naming
+    the line of the first mistake."""
+    if path.endswith(".toml"):
+        return course_roster(path)
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:  # Excel's CSV starts with a BOM
             text = f.read()
@@ -94,6 +101,28 @@ def parse_roster(text: str, path: str = "roster") -> Roster:
             if key:
                 seen[key] = line
         people.append(person)
+    if not people:
+        raise RosterError(t("hub.roster.empty", path=path))
+    return Roster(tuple(people))
+
+
+def course_roster(path: str) -> Roster:
+    """The course file's students and instructors as the hub's roster (their ids checked as account names)."""
+    from pathlib import Path
+
+    from labkit.classroom.course import CourseError, KeyLines, load
+
+    try:
+        course = load(path)
+    except CourseError as e:
+        raise RosterError(str(e)) from None
+    people = [Person(s.id, s.name, s.email, s.language, "student", s.sis_id) for s in course.students]
+    people += [Person(p.id, p.name, p.email, "", "instructor") for p in course.instructors]
+    for i, person in enumerate(people):
+        if not ID.fullmatch(person.id):  # the course file allows more (@, capitals) than an account takes
+            n, table = (i, "students") if i < len(course.students) else (i - len(course.students), "instructors")
+            line = KeyLines(Path(path).read_text(encoding="utf-8")).line((table, n, "id"))
+            raise RosterError(t("hub.roster.bad_id", path=path, line=line, id=person.id))
     if not people:
         raise RosterError(t("hub.roster.empty", path=path))
     return Roster(tuple(people))

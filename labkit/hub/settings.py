@@ -82,10 +82,13 @@ def from_env() -> HubSettings:
     jupyter_config = get("LABKIT_HUB_JUPYTER_CONFIG")
     students, instructors = _names(get("LABKIT_HUB_STUDENTS") or ""), _names(get("LABKIT_HUB_INSTRUCTORS") or "")
     username_map: dict[str, str] = {}
-    if get("LABKIT_HUB_ROSTER"):  # the roster's people log in too; a sign-on's e-mail is mapped to their id
-        roster = read_roster(get("LABKIT_HUB_ROSTER"))
-        students, instructors = (*students, *roster.students), (*instructors, *roster.instructors)
-        username_map = roster.username_map()
+    # the roster's people log in too, and so do the course file's; a sign-on's e-mail is mapped to their id
+    for path in (get("LABKIT_HUB_ROSTER"), get("LABKIT_HUB_COURSE")):
+        if path:
+            roster = read_roster(path)
+            students = tuple(dict.fromkeys((*students, *roster.students)))
+            instructors = tuple(dict.fromkeys((*instructors, *roster.instructors)))
+            username_map = {**roster.username_map(), **username_map}
     secret_file = get("LABKIT_HUB_OIDC_SECRET_FILE")
     return HubSettings(
         state_dir=get("LABKIT_HUB_DIR"),

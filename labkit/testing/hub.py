@@ -138,9 +138,15 @@ def protect_checkout() -> None:
 
 
 def start_hub(
-    folder: str, users: dict[str, User], spawner: str = "local", env: dict[str, str] | None = None, timeout: float = 120
+    folder: str,
+    users: dict[str, User],
+    spawner: str = "local",
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    course: str | None = None,
 ) -> Hub:
-    """``bash launch/hub.sh`` for these users (the ``*prof`` ones instructors), answering on 127.0.0.1."""
+    """``bash launch/hub.sh`` for these users (the ``*prof`` ones instructors), answering on 127.0.0.1; with
+    ``course``, ``--course FILE`` alone says who logs in (its students and instructors are these users)."""
     import urllib.request
 
     students = [u for u in users if not u.endswith("prof")]
@@ -151,18 +157,11 @@ def start_hub(
     os.chmod(folder, 0o711)
     hub_env = {**os.environ, **(env or {}), MARK_VAR: marker, "LABKIT_LANG": "en"}
     hub_env["LABKIT_HUB_ENV_KEEP"] = ",".join(filter(None, [hub_env.get("LABKIT_HUB_ENV_KEEP"), MARK_VAR]))
-    cmd = [
-        "bash",
-        os.path.join(ROOT, "launch", "hub.sh"),
-        "--dir",
-        os.path.join(folder, "state"),
-        "--students",
-        ",".join(students),
-        "--instructors",
-        ",".join(instructors),
-        "--port",
-        str(port),
-    ]
+    cmd = ["bash", os.path.join(ROOT, "launch", "hub.sh"), "--dir", os.path.join(folder, "state"), "--port", str(port)]
+    if course is None:
+        cmd += ["--students", ",".join(students), "--instructors", ",".join(instructors)]
+    else:
+        cmd += ["--course", course]
     if spawner == "slurm":
         cmd.append("--slurm")
     log_path = os.path.join(folder, "hub.log")

@@ -141,6 +141,13 @@ VARS: tuple[Var, ...] = (
         "The exchange service (a JupyterHub service) labkit.submit() hands notebooks to, with the student's hub token.",
     ),
     Var(
+        "LABKIT_GRADING",
+        None,
+        "labkit.grading.runner, for the kernel of the notebook it grades",
+        ("labkit.classroom.client",),
+        "Set (1) while labkit grade runs a submission: its labkit.submit() cell hands nothing in again, and raises no error.",
+    ),
+    Var(
         "LABKIT_LANG",
         None,
         f"{USER}; labkit.grading.grade for the grading kernel; labkit.hub.spawners for a student's server; "
