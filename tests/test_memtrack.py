@@ -210,7 +210,10 @@ def test_peak_model_matches_torch_trackers_on_unseen_shapes(n: int, config: str)
         measured = torch_peak(events, config, r)
         within = model.total == pytest.approx(measured, rel=0.02)
         assert within or model.total < measured <= model.total * 1.02 + late, (config, r, measured, model.total)
-        assert sum(phase(events, config, r, "peak").values()) == pytest.approx(measured, rel=0.005)  # memtrack too
+        # memtrack too: it reads the peak at its own instants, so the late unit may be in one tracker's and
+        # not the other's (CI under load: memtrack 747,792 B, FSDPMemTracker 787,740 at 5 ranks)
+        ours = sum(phase(events, config, r, "peak").values())
+        assert ours == pytest.approx(measured, rel=0.005) or abs(ours - measured) <= late, (config, r, ours, measured)
     if config.startswith("fsdp1:FULL_SHARD"):
         assert model.peak.key == "reduce"  # the padded copy of the flat gradient sets the peak
 

@@ -326,3 +326,12 @@ def test_the_torch_range_in_pyproject_is_the_one_labkit_states():
     assert f'"torch>={lo[0]}.{lo[1]},<{hi[0]}"' in text
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert all(v in readme for v in torch_hooks.TESTED)
+
+
+def test_an_fsdp2_rows_peak_split_is_shown_not_compared():
+    """Its instant moves with the load (asynchronous collectives on gloo); FSDP1's and its traffic do not."""
+    from labkit.regress.compare import EXACT, INFO, rule_of
+
+    assert rule_of("values.fully_shard(blocks).peak.activations", 5_121_028) == INFO
+    assert rule_of("values.transformer.peak.activations", 5_121_028) == EXACT
+    assert rule_of("values.fully_shard(blocks).traffic.all_gather", 1_282) == EXACT

@@ -30,7 +30,7 @@ UNSEEN: dict[str, tuple[Any, ...]] = {
     "seq_len": (1000, 8192, 333, 4097),
     "dim": (5120, 96, 8192, 1000),
     # a 2-D mesh (lesson 9): the parameters tensor parallelism splits, the rest, and the mesh's two sides
-    "mlp_params": (6_442_450_944, 100_663_296, 1_811_939_328, 3_538_947),
+    "mlp_params": (6_442_450_944, 100_663_296, 1_811_939_347, 3_538_947),
     "other_params": (1_310_720_001, 33_554_433, 262_144_007, 999_999),
     "dp": (16, 4, 64, 3),
     "tp": (8, 2, 4, 2),

@@ -130,6 +130,12 @@ def run_new_cell(nb: Notebook, code: str) -> str:
     return nb.output_text(n)
 
 
+def cell_index(path: Path, start: str) -> int:
+    """The index of the notebook's first cell whose source starts with ``start`` (the lessons' cells move)."""
+    cells = json.loads(path.read_text())["cells"]
+    return next(i for i, c in enumerate(cells) if "".join(c["source"]).startswith(start))
+
+
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_a_learner_does_lesson0_in_their_workspace_and_finds_it_after_a_restart(tmp_path):
     marker = secrets.token_hex(8)
@@ -142,15 +148,20 @@ def test_a_learner_does_lesson0_in_their_workspace_and_finds_it_after_a_restart(
         assert "your workspace is" in lab.text()
         assert (ws / "ro" / "00_setup.ipynb").is_file() and (ws / ".labkit" / "solutions.json").is_file()
         assert "raise NotImplementedError()" in mine.read_text()  # the student edition, no solution in it
+        formula, check = (
+            cell_index(mine, "def allreduce_total("),
+            cell_index(mine, 'labkit.check("lesson0.allreduce_sum"'),
+        )
+        mcq = cell_index(mine, 'labkit.check("lesson0.step_gradient"')
         nb = lab.open(page, "en/00_setup.ipynb")
         nb.run_and_wait(3)  # %load_ext labkit
-        nb.set_source(11, SUM)  # a formula: the lesson's print below needs ranks, the learner skips it
-        nb.run_and_wait(11)
-        nb.run_and_wait(12)
-        assert "lesson0.allreduce_sum" in nb.output_text(12)
-        nb.set_source(27, 'answer = "b"')
-        nb.run_and_wait(27)
-        nb.run_and_wait(28)
+        nb.set_source(formula, SUM)  # a formula: the lesson's runs between need ranks, the learner skips them
+        nb.run_and_wait(formula)
+        nb.run_and_wait(check)
+        assert "lesson0.allreduce_sum" in nb.output_text(check)
+        nb.set_source(mcq - 1, 'answer = "b"')
+        nb.run_and_wait(mcq - 1)
+        nb.run_and_wait(mcq)
 
         table = run_new_cell(nb, "labkit.progress()")
         row = next(line.split() for line in table.splitlines() if line.split()[:1] == ["lesson0"])
@@ -172,7 +183,7 @@ def test_a_learner_does_lesson0_in_their_workspace_and_finds_it_after_a_restart(
         assert "your workspace is" not in lab.text() and "newer edition" not in lab.text()
         assert mine.read_text() == kept
         nb = lab.open(page, "en/00_setup.ipynb")
-        assert "world_size * (world_size + 1) / 2" in nb.cell(11).inner_text()
+        assert "world_size * (world_size + 1) / 2" in nb.cell(formula).inner_text()
         nb.run_and_wait(3)
         table = run_new_cell(nb, "labkit.progress()")  # a new kernel: read from the saved notebook
         row = next(line.split() for line in table.splitlines() if line.split()[:1] == ["lesson0"])

@@ -26,12 +26,20 @@ question(
     takes="run",
     observe=rerun_lesson9.compose,
     hint={
-        "en": "Two steps, in this order: parallelize_module on each block with mesh['tp'] and a plan that names the "
-        "MLP's three layers, then fully_shard on each block and on the root with mesh['dp'].",
-        "ro": "Doi pași, în această ordine: parallelize_module pe fiecare bloc cu mesh['tp'] și un plan care "
-        "numește cele trei straturi ale MLP-ului, apoi fully_shard pe fiecare bloc și pe rădăcină cu mesh['dp'].",
+        "en": "Each dimension of the mesh has one job: mesh['tp'] splits the MLP's weights inside a block, "
+        "mesh['dp'] shards the parameters across the data-parallel ranks. Which must come first, so that FSDP "
+        "shards tensors that are already split?",
+        "ro": "Fiecare dimensiune a grilei (mesh) are o singură sarcină: mesh['tp'] împarte ponderile MLP-ului în "
+        "interiorul unui bloc, mesh['dp'] fragmentează parametrii între rangurile paralele pe date. Care trebuie "
+        "să vină prima, astfel încât FSDP să fragmenteze tensori deja împărțiți?",
     },
     hints=[
+        {
+            "en": "Two steps, in this order: parallelize_module on each block with mesh['tp'] and a plan that names the "
+            "MLP's three layers, then fully_shard on each block and on the root with mesh['dp'].",
+            "ro": "Doi pași, în această ordine: parallelize_module pe fiecare bloc cu mesh['tp'] și un plan care "
+            "numește cele trei straturi ale MLP-ului, apoi fully_shard pe fiecare bloc și pe rădăcină cu mesh['dp'].",
+        },
         {
             "en": "The plan maps a layer's name inside the block to its style: the two layers that read x split their "
             "output columns, the one that writes the block's output splits its input rows (section 2).",
