@@ -113,6 +113,7 @@ def test_a_planted_change_fails_and_names_metric_lesson_and_cell(tmp_path: Path)
     assert "+5.0%" in report.line(optimizer[0]) and "| memory.at_peak.optimizer [memory] |" in md
 
 
+@pytest.mark.extended  # the second tier: lessons 1 and 3 again, against the committed records
 def test_the_course_matches_its_cpu_baseline(tmp_path: Path):
     """The CI regression run: the lessons' numbers on this machine's CPU ranks, against the committed records."""
     notebooks = [ROOT / "notebooks" / "en" / f"{name}.ipynb" for name in CI_LESSONS]

@@ -218,7 +218,8 @@ def flow(hub, spawner, users, ana, ben, shots, timings) -> None:
             time.sleep(0.2)
 
 
-@pytest.mark.parametrize("spawner", ["local", pytest.param("slurm", marks=pytest.mark.slurm)])
+# the Slurm spawner in the second tier: the same flow on the other spawner (the class cycle runs Slurm in the first)
+@pytest.mark.parametrize("spawner", ["local", pytest.param("slurm", marks=[pytest.mark.slurm, pytest.mark.extended])])
 def test_two_students_two_languages(spawner, shots):
     from labkit.testing import hub as live
 
