@@ -34,6 +34,7 @@ gc = load()
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # the second tier: the device script's runs rehearsed on CPU, which the lessons' tests run
 @pytest.mark.timeout(900)
 def test_dry_run_passes_and_says_what_it_skipped(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -218,8 +218,10 @@ def flow(hub, spawner, users, ana, ben, shots, timings) -> None:
             time.sleep(0.2)
 
 
-# the Slurm spawner in the second tier: the same flow on the other spawner (the class cycle runs Slurm in the first)
-@pytest.mark.parametrize("spawner", ["local", pytest.param("slurm", marks=[pytest.mark.slurm, pytest.mark.extended])])
+# the second tier, on both spawners: the first drives the live hub in Chromium through the class cycle
+# (tests/browser/test_class_cycle.py: students of two languages log in, run cells, hand in, read feedback)
+@pytest.mark.extended
+@pytest.mark.parametrize("spawner", ["local", pytest.param("slurm", marks=pytest.mark.slurm)])
 def test_two_students_two_languages(spawner, shots):
     from labkit.testing import hub as live
 
