@@ -113,25 +113,22 @@ def cell_section(cell: TorchrunCell, bindings: Bindings) -> str:
 
 
 def header(path: str, chosen: list[TorchrunCell], nproc: int | None, script: str) -> str:
+    """The script's docstring, in the language of the kernel (or shell) that exports it: a student reads it."""
+    which = t("export.header.cell" if len(chosen) == 1 else "export.header.cells")
     lines = [
-        f'"""{os.path.basename(path)}, exported by `labkit export`: {"cell" if len(chosen) == 1 else "cells"} '
-        + ", ".join(str(c.index) for c in chosen)
-        + ".",
+        '"""' + t("export.header.title", file=os.path.basename(path), which=which,
+                  cells=", ".join(str(c.index) for c in chosen)),
         "",
         f"    {torchrun_command(nproc, script)}",
         "    bash launch/torchrun-multinode.sh --nnodes 2 --node-rank R --rdzv-endpoint HOST:29400 " + script,
         "",
-        "In the notebook:",
-        *[f"    cell {c.index}: {MAGIC} {c.line}".rstrip() for c in chosen],
+        t("export.header.in_notebook"),
+        *[f"    {t('export.header.cell_line', index=c.index)} {MAGIC} {c.line}".rstrip() for c in chosen],
         "",
-        "Each cell runs as labkit ran it: in a process group of its own (timeout LABKIT_PG_TIMEOUT)",
-        "unless the cell makes one, destroyed at the cell's end. After the last cell the rank ends",
-        "with os._exit, as labkit's ranks end, skipping the interpreter's teardown.",
-        "LABKIT_BACKEND=gloo|nccl overrides the cells' backend. rank.report() values are printed by",
-        "rank 0 and, with LABKIT_REPORT_DIR set, written there as JSON lines (rank{R}.jsonl).",
-    ]
+        *t("export.header.body").splitlines(),
+    ]  # fmt: skip
     if any(c.opts.timeout is not None for c in chosen):
-        lines.append("The cells' --timeout limits the run in the notebook only; use the scheduler's time limit here.")
+        lines.append(t("export.header.timeout"))
     return "\n".join(lines) + '\n"""'
 
 

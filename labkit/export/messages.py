@@ -5,6 +5,32 @@ this module the first time one of its keys is asked for.
 """
 
 MESSAGES: dict[str, dict[str, str]] = {
+    # the exported script's docstring (labkit.export.header), in the exporting kernel's language
+    "export.header.title": {
+        "en": "{file}, exported by `labkit export`: {which} {cells}.",
+        "ro": "{file}, exportat de `labkit export`: {which} {cells}.",
+    },
+    "export.header.cell": {"en": "cell", "ro": "celula"},
+    "export.header.cells": {"en": "cells", "ro": "celulele"},
+    "export.header.in_notebook": {"en": "In the notebook:", "ro": "În notebook:"},
+    "export.header.cell_line": {"en": "cell {index}:", "ro": "celula {index}:"},
+    "export.header.body": {
+        "en": "Each cell runs as labkit ran it: in a process group of its own (timeout LABKIT_PG_TIMEOUT)\n"
+        "unless the cell makes one, destroyed at the cell's end. After the last cell the rank ends\n"
+        "with os._exit, as labkit's ranks end, skipping the interpreter's teardown.\n"
+        "LABKIT_BACKEND=gloo|nccl overrides the cells' backend. rank.report() values are printed by\n"
+        "rank 0 and, with LABKIT_REPORT_DIR set, written there as JSON lines (rank{{R}}.jsonl).",
+        "ro": "Fiecare celulă rulează cum a rulat-o labkit: într-un grup de procese propriu (limita de timp\n"
+        "LABKIT_PG_TIMEOUT), dacă celula nu își face unul, distrus la sfârșitul celulei. După ultima\n"
+        "celulă rangul se încheie cu os._exit, cum se încheie rangurile labkit, fără curățenia\n"
+        "interpretorului. LABKIT_BACKEND=gloo|nccl înlocuiește biblioteca de comunicare a celulelor.\n"
+        "Valorile rank.report() sunt tipărite de rangul 0 și, cu LABKIT_REPORT_DIR setat, scrise acolo\n"
+        "ca linii JSON (rank{{R}}.jsonl).",
+    },
+    "export.header.timeout": {
+        "en": "The cells' --timeout limits the run in the notebook only; use the scheduler's time limit here.",
+        "ro": "--timeout al celulelor limitează doar rularea din notebook; aici folosiți limita de timp a planificatorului.",
+    },
     # labkit.export
     "export.help": {
         "en": "turn a lesson's %%torchrun cells into a script for plain torchrun",
