@@ -341,6 +341,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "checkpoint written by {ranks:@rank|ranks}; the next cell reads it on {other:@rank|ranks}",
         "ro": "punct de control scris de {ranks:@rang|ranguri}; celula următoare îl citește pe {other:@rang|ranguri}",
     },
+    "course.say.no_launcher": {
+        "en": "{path} is not in this install (labkit without the fsdp-labkit checkout's launch/ folder): on a "
+        "machine with the checkout, this cell prints the torchrun command each node runs",
+        "ro": "{path} nu se află în această instalare (labkit fără folderul launch/ al copiei fsdp-labkit): pe o "
+        "mașină cu copia locală, celula tipărește comanda torchrun pe care o rulează fiecare nod",
+    },
     "course.say.script_written": {
         "en": "wrote {path}: {lines:@line|lines}; its head:\n",
         "ro": "am scris {path}: {lines:@linie|linii}; începutul lui:\n",
