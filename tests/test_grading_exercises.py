@@ -18,6 +18,7 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+from lesson8_answers import L8_ALL_REDUCE_SLICE, L8_DIVIDE_FIRST, L8_PER_GRADIENT
 
 from labkit.grading import registry
 from labkit.grading.build import BEGIN_SOLUTION, END_SOLUTION
@@ -39,57 +40,6 @@ EXERCISES = {
     "lesson8.zero1_by_hand": "08_overlap_by_hand",
     "lesson9.compose": "09_composing_parallelisms",
 }
-# lesson 8's answers as a student might write them (tests/test_grading_fairness.py runs them on the grader's ranks)
-L8_PER_GRADIENT = (  # one all-reduce per gradient, from its hook: overlapped, but no buckets
-    "world, pending = dist.get_world_size(), []\n"
-    "\n"
-    "def launch(p):\n"
-    "    pending.append((p, dist.all_reduce(p.grad, async_op=True)))\n"
-    "\n"
-    "for p in model.parameters():\n"
-    "    p.register_post_accumulate_grad_hook(launch)\n"
-    "\n"
-    "def finish():\n"
-    "    for p, work in pending:\n"
-    "        work.wait()\n"
-    "        p.grad /= world\n"
-    "    pending.clear()\n"
-    "\n"
-    "return finish"
-)
-L8_DIVIDE_FIRST = (  # the mean of gradients divided first: the same numbers, nothing to do after the wait
-    "world, pending = dist.get_world_size(), []\n"
-    "\n"
-    "def launch(p):\n"
-    "    p.grad /= world\n"
-    "    pending.append(dist.all_reduce(p.grad, async_op=True))\n"
-    "\n"
-    "for p in model.parameters():\n"
-    "    p.register_post_accumulate_grad_hook(launch)\n"
-    "\n"
-    "def finish():\n"
-    "    for work in pending:\n"
-    "        work.wait()\n"
-    "    pending.clear()\n"
-    "\n"
-    "return finish"
-)
-L8_ALL_REDUCE_SLICE = (  # every gradient all-reduced, each rank steps its own slice, the slices gathered as a list
-    "world, n, params = dist.get_world_size(), shard.numel(), list(model.parameters())\n"
-    "grads = torch.cat([p.grad.reshape(-1) for p in params])\n"
-    "dist.all_reduce(grads)\n"
-    "grads = torch.nn.functional.pad(grads, (0, n * world - grads.numel()))\n"
-    "me = dist.get_rank()\n"
-    "shard.grad = grads[me * n : (me + 1) * n] / world\n"
-    "optimizer.step()\n"
-    "parts = [torch.empty_like(shard) for _ in range(world)]\n"
-    "dist.all_gather(parts, shard.detach())\n"
-    "flat = torch.cat(parts)\n"
-    "with torch.no_grad():\n"
-    "    sizes = [p.numel() for p in params]\n"
-    "    for p, part in zip(params, flat[: sum(sizes)].split(sizes)):\n"
-    "        p.copy_(part.view_as(p))"
-)
 
 # a shortcut a student might take instead of the mechanism: (which solution region, what in its place), and
 # the message it must get

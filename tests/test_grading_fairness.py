@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from lesson8_answers import L8_ALL_REDUCE_SLICE, L8_DIVIDE_FIRST, L8_PER_GRADIENT
 
 from labkit.grading import rerun
 from labkit.grading.build import BEGIN_SOLUTION, END_SOLUTION
@@ -43,41 +44,7 @@ NOTEBOOKS = {
 }
 RIGHT = None  # the verdict a right answer gets: correct
 
-# lesson 8's answers, written as a student would (the same as tests/test_grading_exercises.py's)
-L8_PER_GRADIENT = (
-    "world, pending = dist.get_world_size(), []\n"
-    "\n"
-    "def launch(p):\n"
-    "    pending.append((p, dist.all_reduce(p.grad, async_op=True)))\n"
-    "\n"
-    "for p in model.parameters():\n"
-    "    p.register_post_accumulate_grad_hook(launch)\n"
-    "\n"
-    "def finish():\n"
-    "    for p, work in pending:\n"
-    "        work.wait()\n"
-    "        p.grad /= world\n"
-    "    pending.clear()\n"
-    "\n"
-    "return finish"
-)
-L8_DIVIDE_FIRST = (
-    "world, pending = dist.get_world_size(), []\n"
-    "\n"
-    "def launch(p):\n"
-    "    p.grad /= world\n"
-    "    pending.append(dist.all_reduce(p.grad, async_op=True))\n"
-    "\n"
-    "for p in model.parameters():\n"
-    "    p.register_post_accumulate_grad_hook(launch)\n"
-    "\n"
-    "def finish():\n"
-    "    for work in pending:\n"
-    "        work.wait()\n"
-    "    pending.clear()\n"
-    "\n"
-    "return finish"
-)
+
 L8_AFTER = (
     "def finish():\n"
     "    for p in model.parameters():\n"
@@ -119,22 +86,6 @@ L8_BUCKETS = (  # the solution's buckets, written out (the overlap exercise's ce
     "    ready[:] = [0] * len(buckets)\n"
     "\n"
     "return finish"
-)
-L8_ALL_REDUCE_SLICE = (
-    "world, n, params = dist.get_world_size(), shard.numel(), list(model.parameters())\n"
-    "grads = torch.cat([p.grad.reshape(-1) for p in params])\n"
-    "dist.all_reduce(grads)\n"
-    "grads = torch.nn.functional.pad(grads, (0, n * world - grads.numel()))\n"
-    "me = dist.get_rank()\n"
-    "shard.grad = grads[me * n : (me + 1) * n] / world\n"
-    "optimizer.step()\n"
-    "parts = [torch.empty_like(shard) for _ in range(world)]\n"
-    "dist.all_gather(parts, shard.detach())\n"
-    "flat = torch.cat(parts)\n"
-    "with torch.no_grad():\n"
-    "    sizes = [p.numel() for p in params]\n"
-    "    for p, part in zip(params, flat[: sum(sizes)].split(sizes)):\n"
-    "        p.copy_(part.view_as(p))"
 )
 
 # (name, {solution region: what the student wrote there}, RIGHT or the message key a wrong answer gets)
