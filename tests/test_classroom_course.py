@@ -103,6 +103,22 @@ def test_a_student_twice_is_refused_at_the_second():
     assert error(text).startswith("class.toml:9: students[1].id: 'ana' is given twice")
 
 
+@pytest.mark.parametrize(
+    "ben, key, value",
+    [
+        ('email = "Ana@Example.ro"', "email", "Ana@Example.ro"),  # one address, whatever its case
+        ('id = "ANA"', "id", "ANA"),  # JupyterHub lowercases a login
+        ('email = "ben@example.ro"\nsis_id = "7"\n[[students]]\nid = "cy"\nsis_id = "7"', "sis_id", "7"),
+    ],
+)
+def test_an_email_or_university_id_twice_is_refused(ben, key, value):
+    """A single sign-on logs a person in by their e-mail and Moodle or Canvas match grades on it (or on the
+    SIS id): two people sharing one would share an account or a grade."""
+    text = BASE.format(ben=ben, lesson="").replace('id = "ben"\nid = "ANA"', 'id = "ANA"')
+    message = error(text)
+    assert f".{key}: {value!r} is given twice" in message, message
+
+
 def test_key_lines_of_nested_tables_and_inline_keys():
     lines = KeyLines('[course]\nname = "x"\n[[lessons]]\nid = "a"\n[[lessons]]\nid = "b"\nlate = { per_day = 2 }\n')
     assert lines.line(("lessons", 1, "id")) == 6

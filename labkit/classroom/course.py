@@ -241,22 +241,33 @@ class _Reader:
 
 def _check(course: Course, r: _Reader) -> None:
     """What each field's type cannot say: ids, languages, emails, ranges, unique names."""
-    seen: set[str] = set()
+    seen: set[str] = set()  # ids and e-mails, lowercased: a login may be either
     people: list[tuple[str, int, Student | Instructor]] = [
         *(("students", i, s) for i, s in enumerate(course.students)),
         *(("instructors", i, p) for i, p in enumerate(course.instructors)),
     ]
+    sis: set[str] = set()
     for table, i, s in people:  # one login is one person: a student or an instructor, once
         at = (table, i)
         if not NAME.match(s.id):
             raise r.fail((*at, "id"), "classroom.course.id", value=s.id)
-        if s.id in seen:
+        if s.id.lower() in seen:
             raise r.fail((*at, "id"), "classroom.course.twice", value=s.id)
-        seen.add(s.id)
+        seen.add(s.id.lower())
         if isinstance(s, Student) and s.language not in LANGS:
             raise r.fail((*at, "language"), "classroom.course.language", value=s.language, langs=", ".join(LANGS))
         if s.email and not re.match(r"^[^@\s]+@[^@\s]+$", s.email):
             raise r.fail((*at, "email"), "classroom.course.email", value=s.email)
+        # A single sign-on logs a person in by their e-mail (lowercased, as JupyterHub does), and Moodle
+        # matches grades on it: two people with one address would get one account and one grade.
+        if s.email and s.email.lower() in seen:
+            raise r.fail((*at, "email"), "classroom.course.twice", value=s.email)
+        if s.email:
+            seen.add(s.email.lower())
+        if isinstance(s, Student) and s.sis_id:  # Canvas' SIS id and Moodle's idnumber match on it too
+            if s.sis_id in sis:
+                raise r.fail((*at, "sis_id"), "classroom.course.twice", value=s.sis_id)
+            sis.add(s.sis_id)
     lessons: set[str] = set()
     for i, lesson in enumerate(course.lessons):
         at = ("lessons", i)
