@@ -203,3 +203,20 @@ def test_run_json_is_alone_on_stdout(tmp_path):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"0": {"x": 0}, "1": {"x": 1}}
     assert "2 ranks, backend gloo" in out.stderr and "rank 1 values: x=1" in out.stderr
+
+
+def test_load_ext_imports_no_torch_and_no_notebook_reader():
+    """``%load_ext labkit`` is the first cell of every lesson, in the lab and in each graded notebook: it
+    costs what it imports. nbformat brings jsonschema, whose format checkers built a grammar for a second
+    of CPU per kernel (the grader's notebooks paid it 20 times a lesson); torch waits for the first rank."""
+    script = (
+        "import sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
+        "InteractiveShell.instance().run_cell('%load_ext labkit')\n"
+        "print(sorted(m for m in ('torch', 'nbformat', 'jsonschema', 'numpy') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -27,16 +27,15 @@ import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import nbformat
+from typing import TYPE_CHECKING, Any
 
 from labkit.grading import registry
-from labkit.grading.build import CHECK_CALL, build_student
 from labkit.grading.checks import MIME, fmt_points
-from labkit.grading.readback import check_records, lesson_of
 from labkit.i18n import LANGS, get_lang, t
 from labkit.wire import env as envvars
+
+if TYPE_CHECKING:  # nbformat imports jsonschema, whose format checkers take a second to import: the kernel's
+    import nbformat  # %load_ext labkit (watch) needs none of it, so the functions that read notebooks import it
 
 DEFAULT_WORKSPACE = "~/fsdp-labkit-work"
 STATE = ".labkit"  # the workspace's own files: edition.json, solutions.json
@@ -74,6 +73,8 @@ def solution_text(source: str) -> str:
 
 def solutions_of(nb: nbformat.NotebookNode) -> dict[str, str]:
     """{question id: its solution}: the solution cells since the previous check, for each check cell's ids."""
+    from labkit.grading.build import CHECK_CALL
+
     found: dict[str, str] = {}
     pending: list[str] = []
     for cell in nb.cells:
@@ -97,6 +98,8 @@ def _lang_of(nb: nbformat.NotebookNode, path: Path) -> str:
 
 def collect_solutions(paths: Iterable[Path]) -> dict[str, dict[str, str]]:
     """{question id: {lang: solution}} from solution notebooks (files, or folders searched recursively)."""
+    import nbformat
+
     out: dict[str, dict[str, str]] = {}
     for path in paths:
         files = sorted(path.rglob("*.ipynb")) if path.is_dir() else [path]
@@ -111,6 +114,8 @@ def collect_solutions(paths: Iterable[Path]) -> dict[str, dict[str, str]]:
 
 def build_self_study(paths: list[str | Path], out_dir: str | Path, lang: str | None = None) -> list[Path]:
     """The self-study build: the student edition under ``out_dir``, and the solutions in ``out_dir/solutions.json``."""
+    from labkit.grading.build import build_student
+
     written = build_student(paths, out_dir, lang)
     data = {"format": 1, "questions": collect_solutions([Path(p) for p in paths])}
     text = json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1)
@@ -120,6 +125,8 @@ def build_self_study(paths: list[str | Path], out_dir: str | Path, lang: str | N
 
 def edition_version(folder: Path) -> str:
     """The course version of a built edition: the digest of its notebooks' cells (outputs are cleared)."""
+    import nbformat
+
     h = hashlib.sha256()
     for f in sorted(folder.rglob("*.ipynb")):
         h.update(f.relative_to(folder).as_posix().encode())
@@ -197,6 +204,10 @@ def watch(ipython: Any) -> None:
 
 def statuses(ws: Path | None = None) -> dict[str, list[str]]:
     """{question id: the statuses of its checks}: the workspace notebooks' records, then this kernel's."""
+    import nbformat
+
+    from labkit.grading.readback import check_records
+
     found: dict[str, list[str]] = {}
     for f in notebooks(ws or workspace()):
         try:
@@ -370,6 +381,10 @@ def solution(qid: str, ws: str | Path | None = None) -> Solution | None:
 def submission(ws: Path, dest: Path, learner: str = "self") -> list[Path]:
     """The workspace as ``labkit grade`` takes a folder of submissions: per lesson, the learner's notebook
     (en or ro, an update's or their own) with the most answered checks, copied to ``dest/<learner>/``."""
+    import nbformat
+
+    from labkit.grading.readback import check_records, lesson_of
+
     best: dict[str, tuple[int, Path]] = {}
     for f in notebooks(ws):
         try:
