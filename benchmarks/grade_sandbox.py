@@ -1,8 +1,11 @@
 """What grading costs: one student's whole course, and 20 submissions of one lesson, ``--jobs 2``.
 
-Two measures, each graded by ``labkit grade``'s own code through bubblewrap:
+Three measures, each graded by ``labkit grade``'s own code through bubblewrap:
 
-- ``--course``: one student's eight solution notebooks (``notebooks/en``), every one at full marks;
+- ``--course``: one student's solution notebooks (``notebooks/en``), every one at full marks (with
+  ``--against``, the lessons both revisions have);
+- ``--phases``: each lesson graded alone, the notebook's sandbox and the judge timed apart: the
+  evidence path's share of each lesson, whatever the lessons came to hold since;
 - the default: 20 copies of one notebook (a lesson's solution, or the tests' fixture lesson), with
   and without the sandbox, alternating (``--rounds`` pairs, the order swapped each round, so that a
   machine whose load drifts is not read as the sandbox's cost). Target: the sandbox at most 10%.
@@ -14,6 +17,7 @@ children, the pipes) costs over that revision's. Target: at most 25%.
 
     .venv/bin/python benchmarks/grade_sandbox.py                        # lesson 0 (English), 20 copies
     .venv/bin/python benchmarks/grade_sandbox.py --course --against 5f731ad --rounds 2
+    .venv/bin/python benchmarks/grade_sandbox.py --phases                # the judge's share, lesson by lesson
     .venv/bin/python benchmarks/grade_sandbox.py --notebook tests/fixtures/grading/memory_solution.ipynb \\
         --questions tests/fixtures/grading/fixture_questions.py        # a lesson without ranks: the worst case
 """
@@ -62,13 +66,57 @@ def grade_once(checkout: Path, subs: Path, out: Path, jobs: int, timeout: float,
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def course(checkout: Path, folder: Path) -> Path:
-    """One student's eight lessons, from ``checkout``'s own solution notebooks."""
+def lessons(checkout: Path) -> list[Path]:
+    return sorted((checkout / "notebooks" / "en").glob("0*.ipynb"))
+
+
+def course(checkout: Path, folder: Path, names: set[str] | None = None) -> Path:
+    """One student's lessons, from ``checkout``'s own solution notebooks (those named in ``names`` only:
+    the lessons both revisions have, when one is compared with another)."""
     subs = folder / "submissions"
     (subs / "ana").mkdir(parents=True)
-    for path in sorted((checkout / "notebooks" / "en").glob("0*.ipynb")):
-        shutil.copyfile(path, subs / "ana" / path.name)
+    for path in lessons(checkout):
+        if names is None or path.name in names:
+            shutil.copyfile(path, subs / "ana" / path.name)
     return subs
+
+
+PHASES = """
+import json, sys, time
+from pathlib import Path
+from labkit.grading import grade, sandbox
+from labkit.grading.student import cached_install
+env = grade._with_install({"LABKIT_HOME": str(cached_install())})  # built before the clock starts
+box, out = sandbox.find(), Path(sys.argv[1])
+for i, path in enumerate(sys.argv[2:]):
+    start = time.perf_counter()
+    ran = grade.run_notebook(Path(path), out / f"{i}.ipynb", 900, None, None, box, env, None)
+    ran_s = time.perf_counter() - start
+    score = ran if isinstance(ran, grade.NotebookScore) else grade.judge_together(box, [ran], env)[0]
+    judge_s = time.perf_counter() - start - ran_s
+    print(json.dumps({"lesson": Path(path).name, "notebook": ran_s, "judge": judge_s,
+                      "full": score.points == score.max_points > 0}), flush=True)
+"""
+
+
+def phases(folder: Path) -> int:
+    """Each of this checkout's lessons graded alone, one after the other: the notebook's sandbox, then the
+    judge (the formulas called again, the exercises re-run on the grader's own ranks): the evidence
+    path's share of each lesson's grading, apart from what the lessons themselves came to hold."""
+    out = folder / "phases"
+    out.mkdir()
+    cmd = [sys.executable, "-c", PHASES, str(out), *map(str, lessons(ROOT))]
+    done = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        sys.exit(f"grading failed:\n{done.stderr[-3000:]}")
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    print(f"{'lesson':28s} {'notebook s':>10s} {'judge s':>8s} {'judge share':>11s}")
+    for r in rows:
+        print(f"{r['lesson']:28s} {r['notebook']:10.1f} {r['judge']:8.1f} {r['judge'] / r['notebook']:11.1%}"
+              + ("" if r["full"] else "  (not at full marks)"))  # fmt: skip
+    nb, judge = sum(r["notebook"] for r in rows), sum(r["judge"] for r in rows)
+    print(f"{'the course':28s} {nb:10.1f} {judge:8.1f} {judge / nb:11.1%}")
+    return 0 if all(r["full"] for r in rows) else 1
 
 
 def copies(notebook: Path, n: int, folder: Path) -> Path:
@@ -96,7 +144,15 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=1, help="pairs of runs, the order swapped each round")
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--against", metavar="REV", help="also grade with labkit at git revision REV; print the ratio")
+    p.add_argument(
+        "--phases",
+        action="store_true",
+        help="each lesson alone, one after the other: the notebook's sandbox and the judge timed apart",
+    )
     args = p.parse_args()
+    if args.phases:
+        with tempfile.TemporaryDirectory(prefix="labkit-bench-") as tmp:
+            return phases(Path(tmp))
     env = dict(os.environ)
     if args.questions:
         env["LABKIT_QUESTIONS"] = os.path.abspath(args.questions)
@@ -109,11 +165,14 @@ def main() -> int:
             runs["no sandbox"] = (ROOT, True)
         try:
             subs = {}
+            # against another revision, the lessons both have: a lesson added since is not the grader's cost
+            common = set.intersection(*({p.name for p in lessons(c)} for c, _ in runs.values()))
             for name, (checkout, _) in runs.items():
                 where = folder / name.replace(" ", "_")
-                subs[name] = (course(checkout, where) if args.course
+                subs[name] = (course(checkout, where, common) if args.course
                               else copies(checkout / args.notebook, args.submissions, where))  # fmt: skip
-            what = "one student's 8 lessons" if args.course else f"{args.submissions} copies of {args.notebook}"
+            what = (f"one student's {len(common)} lessons ({', '.join(sorted(n[:2] for n in common))})" if args.course
+                    else f"{args.submissions} copies of {args.notebook}")  # fmt: skip
             print(f"{what}, --jobs {args.jobs}", flush=True)
             times: dict[str, list[float]] = {name: [] for name in runs}
             for r in range(args.rounds):
