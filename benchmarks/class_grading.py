@@ -1,11 +1,11 @@
-"""What grading a class costs here: one student's 8 lessons, and 40 lesson submissions, graded locally.
+"""What grading a class costs here: one student's lessons (the course's 10), and 5 students' lessons, graded locally.
 
     .venv/bin/python benchmarks/class_grading.py                     # the course's solution notebooks
     .venv/bin/python benchmarks/class_grading.py --fixture           # the tests' fixture lesson: seconds, not minutes
 
 Each measure is ``labkit grade``'s own path (``labkit.grading.report.grade_folder`` through bubblewrap,
 ``--jobs``), then the same class graded again through the cache (``labkit.classroom.cache``), which must run
-no notebook. The 40 submissions are 5 students' 8 lessons (or, with ``--fixture``, 40 students' fixture
+no notebook. The class is 5 students' lessons (50 submissions; with ``--fixture``, 40 students' fixture
 lesson). Every notebook must come out at full marks, or the figures mean nothing and it stops.
 
 ``grade_local(submissions, out, jobs, timeout)`` is the one measure, by itself: ``labkit grade --slurm``'s
@@ -95,7 +95,8 @@ def main() -> int:
         shapes = {"one student's lesson": (1, lessons), "40 lesson submissions": (40, lessons)}
     else:
         lessons = sorted((ROOT / "notebooks" / "en").glob("0*.ipynb"))
-        shapes = {"one student's 8 lessons": (1, lessons), "40 lesson submissions": (5, lessons)}
+        n = len(lessons)  # 10 since lessons 8 and 9
+        shapes = {f"one student's {n} lessons": (1, lessons), f"{5 * n} lesson submissions (5 students)": (5, lessons)}
     print(f"--jobs {args.jobs}, {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="labkit-class-bench-") as tmp:
         for i, (name, (students, notebooks)) in enumerate(shapes.items()):
