@@ -243,8 +243,17 @@ class Notebook:
         self.page.keyboard.press("Escape")  # back to command mode
 
     def run(self, i: int) -> None:
-        """Select cell ``i`` and press Shift+Enter, as a student does; returns once it started."""
-        before = self.prompt(i)
+        """Select cell ``i`` and press Shift+Enter, as a student does; returns once it started.
+
+        The prompt is marked first: a cell that runs quicker than a frame ([*] never drawn) in a kernel
+        whose count is where the saved notebook's was (a restarted kernel's first cell, [1] again)
+        would otherwise leave the prompt as it was. JupyterLab rewrites the prompt at every run."""
+        before = "[run?]:"
+        self.page.evaluate(
+            "([i, mark]) => { document.querySelectorAll('.jp-Notebook .jp-Cell')[i]"
+            ".querySelector('.jp-InputPrompt').textContent = mark; }",
+            [i, before],
+        )
         self.cell(i).locator(".jp-InputArea-editor").click()
         self.page.keyboard.press("Shift+Enter")
         self.page.wait_for_function(
