@@ -527,6 +527,7 @@ def run_all(
                     args.seq_len,
                     costs=k == 0,
                     suffix=f"@{b}",
+                    min_seconds=args.min_seconds,
                 )
                 for k, b in enumerate(args.cal_batches)
             )
@@ -535,7 +536,14 @@ def run_all(
             cals[model].append(data)
         else:
             data = launch(
-                job(models[what.model], configs_for(what.world), args.steps, what.batch, args.seq_len),
+                job(
+                    models[what.model],
+                    configs_for(what.world),
+                    args.steps,
+                    what.batch,
+                    args.seq_len,
+                    min_seconds=args.min_seconds,
+                ),
                 what.world,
                 what.nodes,
                 what.link,
@@ -652,6 +660,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=7, help="steps per configuration and launch, the first not counted")
     ap.add_argument("--cal-steps", type=int, default=10, help="steps per configuration in a calibration launch")
     ap.add_argument(
+        "--min-seconds",
+        type=float,
+        default=1.0,
+        help="more steps where steps are short, up to 6 x --steps (--cal-steps), until a configuration's "
+        "counted steps take about this long in each launch (0: exactly --steps)",
+    )
+    ap.add_argument(
         "--launches",
         type=int,
         default=4,
@@ -684,6 +699,9 @@ def main() -> None:
                 "models": models,
                 "cal_batches": args.cal_batches,
                 "seq_len": args.seq_len,
+                "steps": args.steps,
+                "cal_steps": args.cal_steps,
+                "min_seconds": args.min_seconds,
             },
         )
         print(

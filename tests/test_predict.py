@@ -68,6 +68,25 @@ def test_an_emulated_links_bucket_passes_at_once_after_idle():
     assert gloo.collective_time(costs, big, "all_gather", 1e6) == pytest.approx(0.25)
 
 
+def test_each_ring_steps_fixed_cost_refills_the_bucket():
+    """A ring step's fixed cost (no byte on the link) refills an emulated link's bucket, up to its
+    size, and the step's first bytes then go at once: 2 nodes x 1, 1 MB/s, an all-reduce of 1 MB
+    in two steps of 0.5 MB. With 0.05 s fixed a step and a 0.1 MB bucket the fixed cost hides under
+    the bytes' time (1.0 s, not 1.1); with 0.2 s only the bucket's 0.1 MB of it does (1.2 s, not
+    1.4); a real link (no bucket) pays fixed plus bytes."""
+    real = Topology(nodes=2, per_node=1, rate=1e6)
+    tbf = Topology(nodes=2, per_node=1, rate=1e6, burst=0.1e6)
+    for alpha, on_real, on_tbf in ((0.05, 1.1, 1.0), (0.2, 1.4, 1.2)):
+        costs = GlooCosts(alpha, dict(COSTS.beta), 2, efficiency=1.0)
+        assert gloo.collective_time(costs, real, "all_reduce", 1e6) == pytest.approx(on_real)
+        assert gloo.collective_time(costs, tbf, "all_reduce", 1e6) == pytest.approx(on_tbf)
+    # an all-gather right after another collective: its one step refills as much; after an idle
+    # link, the whole bucket once (not the refill on top of it: the bucket holds 0.1 MB)
+    costs = GlooCosts(0.05, dict(COSTS.beta), 2, efficiency=1.0)
+    assert gloo.collective_time(costs, tbf, "all_gather", 1e6, idle=0.0) == pytest.approx(0.05 + 0.75 - 0.05)
+    assert gloo.collective_time(costs, tbf, "all_gather", 1e6) == pytest.approx(0.05 + 0.75 - 0.1)
+
+
 def test_the_simulator_refills_the_bucket_only_while_the_link_is_idle():
     """FSDP1's forward gathers each unit after the previous unit's compute (the link idle 1 ms,
     the bucket back in full); the step on a link with a bucket is shorter by what it refilled."""

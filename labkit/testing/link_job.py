@@ -31,6 +31,7 @@ train the same configuration at two micro-batches (the benchmark's calibration: 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import time
 from typing import Any
@@ -176,6 +177,16 @@ def model_config(model: str | dict[str, Any], seq_len: int | None = None) -> Mod
     return dataclasses.replace(cfg, seq_len=seq_len) if seq_len else cfg
 
 
+def steps_for(seconds: float, steps: int, min_seconds: float, max_steps: int) -> int:
+    """How many steps (the first not counted) make ``min_seconds`` of steps of ``seconds`` each, the
+    slowest rank's (every rank must run as many: each step's collectives pair up across them);
+    at least ``steps``, at most ``max_steps``."""
+    slowest = torch.tensor([seconds], dtype=torch.float64)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    wanted = 1 + math.ceil(min_seconds / max(float(slowest.item()), 1e-6))
+    return max(steps, min(wanted, max_steps))
+
+
 def main(
     model_name: str | dict[str, Any] = "small",
     steps: int = 4,
@@ -185,9 +196,17 @@ def main(
     probe: bool = True,
     seq_len: int | None = None,
     suffix: str = "",
+    min_seconds: float = 0.0,
+    max_steps: int | None = None,
 ) -> None:
     """Train ``steps`` steps of each configuration. ``probe=False`` skips the speed probe before each
-    step (the benchmark's "at run's pace" column needs it; a lesson does not, and it costs CPU time)."""
+    step (the benchmark's "at run's pace" column needs it; a lesson does not, and it costs CPU time).
+
+    ``min_seconds``: more steps where a step is short, until the counted steps (all but the first)
+    add up to about that long, at most ``max_steps`` (default 6 x ``steps``). A step of 10-30 ms
+    (issue 50's "tiny") is mostly fixed costs and waits that vary from one step to the next by
+    the scheduler's 4 ms tick; seven of them measure it no better than 8%. Decided once per
+    configuration from its second step, the slowest rank's, so that every rank runs as many."""
     torch.set_num_threads(1)  # ranks share the cores: one intra-op thread each
     if not dist.is_initialized():
         dist.init_process_group("gloo")
@@ -201,12 +220,14 @@ def main(
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         rec = timeline.Recorder(model, optimizer=opt)
         first = getattr(model, "_labkit_unshard_first", False)
-        for i in range(steps):
+        total, i = steps, 0
+        while i < total:
             x, y = synthetic_batch(cfg, batch, i, r)
             probed, probed_cpu = speed_probe() if probe else (None, None)
             sched: dict[str, float] = {}  # filled at the step's end, sent with it
             step = {"config": spec + suffix, "num_params": cfg.num_params(), "batch": batch, "sched": sched}
             step["seq_len"] = cfg.seq_len
+            began = time.perf_counter()
             with rec.step(i, **step, probe=probed, probe_cpu=probed_cpu):
                 ran0, waited0 = scheduled()
                 if first:
@@ -216,6 +237,9 @@ def main(
                 opt.zero_grad()
                 ran1, waited1 = scheduled()
                 sched.update(ran=ran1 - ran0, waited=waited1 - waited0)
+            i += 1
+            if i == 2 and min_seconds > 0:
+                total = steps_for(time.perf_counter() - began, steps, min_seconds, max_steps or 6 * steps)
         rec.close()
         del model, opt
         dist.barrier()

@@ -9,11 +9,12 @@ all-gather, 2(N-1) steps; reduce-scatter: as an all-reduce, see ``steps``): in e
 rank sends 1/N of the payload to the next rank and receives 1/N from the previous one. A step ends when its
 slowest transfer ends, so a step costs
 
-    alpha + max(chunk · beta_kind,  chunk · flows · hol / (efficiency · rate) + latency)
+    alpha + max(chunk · beta_kind,  (chunk · flows · hol - refill) / (efficiency · rate) + latency)
             (CPU: copies, the TCP stack   (the link, when the ring crosses nodes)
              and the reduction, per byte)
 
-less, once per collective, what the link's bucket lets through at once (``burst``, below).
+less, once per all-gather, what the link's bucket lets through at once (``burst``, below);
+``refill``: what an emulated link's bucket got back during the step's fixed cost (below).
 
 * ``alpha``: the fixed cost of a step (a message each way, gloo's bookkeeping, waking the
   thread), fitted with ``beta`` on one machine's loopback (``fit``);
@@ -45,8 +46,16 @@ less, once per collective, what the link's bucket lets through at once (``burst`
   rate while the link is idle (between collectives, while the ranks compute), so each
   all-gather gets it once, on the first step, and one right behind another collective gets
   what refilled in between (``idle``). Once, for two ranks too (measured, ``burst_saved``). An
-  all-reduce, measured, gets none. At 1 Gbit/s a millisecond is half of a 1 MB all-gather's half time;
-  at 50 Mbit/s it is 2% of it. A real link has no bucket: ``burst=0``.
+  all-reduce, measured, gets none of an idle link's bucket. At 1 Gbit/s a millisecond is half of
+  a 1 MB all-gather's half time; at 50 Mbit/s it is 2% of it. A real link has no bucket: ``burst=0``.
+  Within a collective, each ring step's fixed cost (``alpha``, ``cross_alpha``: the message
+  handled, no byte on the link) refills the bucket too, up to its size, and the step's first
+  bytes go at once (``refill``): where the fixed cost's worth of bytes fits in the bucket, the
+  link hides it. Measured (``benchmarks/link_prediction.py``, session 28, issue 50): "tiny" on
+  2 nodes x 2 at 620 Mbit/s, reduce-scatters of 262 KB in six steps of 66 KB, 0.41 ms fixed
+  each: 19-23 ms a step where fixed plus bytes made 30.8, their bytes alone 20.4 (every FSDP
+  configuration +15..+28% without the refill, -5..+5% with it); links of 140 Mbit/s and slower
+  keep a bucket of a few KB, and nothing changes there.
 
 The costs of the CPU side and the link side overlap within a step (TCP streams the chunk
 while it is copied), hence the max. This is a model of the measurements in
@@ -214,10 +223,14 @@ def collective_time(
     if cross and math.isfinite(topo.rate):
         flows = max(cross.values()) * concurrent  # TCP flows through the busiest uplink in one step
         rate = costs.efficiency * topo.rate
-        link = chunk * flows * head_of_line(kind, g) / rate + topo.latency
+        step_bytes = chunk * flows * head_of_line(kind, g)
+        # the link's bucket refills during each step's fixed cost (the message is being handled,
+        # no byte flows), up to its size: the step's first bytes go through at once
+        refill = min(topo.burst, fixed / n * topo.rate, step_bytes)
+        link = (step_bytes - refill) / rate + topo.latency
         # the link's bucket: bytes an idle uplink passes at once, once per all-gather (the link is
         # idle between collectives, while the ranks compute; busy from one ring step to the next)
-        bucket = min(topo.burst, idle * topo.rate)  # tbf's bucket refills at the link's rate
+        bucket = max(min(topo.burst, idle * topo.rate) - refill, 0.0)  # tbf's bucket refills at the link's rate
         saved = burst_saved(bucket, chunk * flows, kind, n) / rate
         return fixed + max(n * cpu, n * link - saved)
     return n * (costs.alpha * speed + cpu)
