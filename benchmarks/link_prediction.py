@@ -27,7 +27,11 @@ micro-batches 1 to 32; links of 37, 140, 620 and 2300 Mbit/s (not round numbers)
 prefetch, SHARD_GRAD_OP, HYBRID_SHARD at 4 ranks, FSDP2 implicit and explicit): 84 predicted
 configurations. A row whose link is 500 Mbit/s or faster (or none) is CPU work, which moves from
 one process to the next: ``--launches`` launches (4) of ``--steps`` steps (7, the first not
-counted), pooled (``pool``); over a slower link a step is the link's: one launch. The launches
+counted), pooled (``pool``); over a slower link a step is the link's: one launch. Where a step is
+short, a launch runs more of them (``--min-seconds``, 1 s of counted steps a configuration, up to
+six times as many; the calibration's ``--cal-steps`` likewise): a step of 10-30 ms ("tiny") is
+mostly fixed costs and waits that move by the scheduler's 4 ms tick from one step to the next, and
+seven of them left each "tiny" row's measured step 8% uncertain (the runs' noise floor). The launches
 run in rounds (``schedule``): each round two of every model's calibration, one cross-boundary
 launch and one of every fast row, so that the machine's drift falls on the calibrations and the
 rows alike.
