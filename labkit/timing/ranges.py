@@ -80,7 +80,14 @@ def at_tokens(lo: Calibration, hi: Calibration, tokens: float) -> Calibration:
     # the speed probe is the same work at any micro-batch: both calibrations' launches measured it
     probe_cpu = _mean([p for p in (lo.probe_cpu, hi.probe_cpu) if p])
     return replace(
-        lo, profiles=profiles, gloo=gloo, share=share, lag=at(lo.lag, hi.lag), tokens=tokens, probe_cpu=probe_cpu
+        lo,
+        profiles=profiles,
+        gloo=gloo,
+        share=share,
+        lag=at(lo.lag, hi.lag),
+        tail=at(lo.tail, hi.tail),
+        tokens=tokens,
+        probe_cpu=probe_cpu,
     )
 
 

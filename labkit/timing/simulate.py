@@ -281,6 +281,7 @@ def simulate(
     first_bucket_bytes: float = 2**20,
     compute_scale: float = 1.0,
     lag: float = 0.0,
+    tail: float = 0.0,
 ) -> Result:
     """Simulate one step of ``prof`` on ``link_spec``. The result is labelled simulated.
 
@@ -294,6 +295,8 @@ def simulate(
     lag: DDP's last bucket waits for the last rank's backward, this share of the step so far
     later than this rank's (``labkit.timing.predict.ddp_lag``: nothing holds DDP's ranks together
     before it, so their different speeds add up over the step).
+    tail: seconds more DDP's last bucket waits, on top of ``lag`` (``labkit.timing.predict.ddp_tail``:
+    what the calibration measured after its backward beyond what this schedule gives there).
     compute_scale: divide every measured compute time by this, to ask "and on a device this
     many times faster?" (an assumption, kept in ``result.options``). Host overhead is not
     scaled: it is CPU time, and a faster device does not shorten it (part of it, FSDP's
@@ -319,6 +322,7 @@ def simulate(
         "async_gather": async_gather,
         "compute_scale": compute_scale,
         "lag": lag,
+        "tail": tail,
     }
     sch = _Schedule(prof, ln, o, link(inter_link) if inter_link is not None else ln)
     sharded = strategy in SHARDED
@@ -397,7 +401,9 @@ def _backward(sch: _Schedule, prof: Profile, sharded: bool, bucket_bytes: float,
                 # a bucket, not a unit: unnamed, as measured. The last one waits for the last rank's
                 # backward: ``lag`` of the step so far later (nothing holds DDP's ranks together
                 # from the step's start to it)
-                sch.reduce("", ready=end * (1.0 + sch.o["lag"]) if final else end, grad=bucket, last=final)
+                sch.reduce(
+                    "", ready=end * (1.0 + sch.o["lag"]) + sch.o["tail"] if final else end, grad=bucket, last=final
+                )
                 bucket, cap = 0.0, bucket_bytes
         else:
             sch.reduce(unit, ready=end)
