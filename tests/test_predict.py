@@ -5,6 +5,7 @@ benchmarks/link_prediction.py holds the targets)."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 
 import pytest
@@ -694,7 +695,7 @@ def test_ddps_last_bucket_waits_as_long_as_the_calibration_measured_after_its_ba
 
     cal = predict.Calibration({"ddp": hand_profile("ddp"), "fsdp2": hand_profile()}, COSTS, ranks=2)
     two = Topology(nodes=1, per_node=2, cores=8)
-    link = Topology(nodes=2, per_node=1, rate=1e8, cores=8)
+    link = Topology(nodes=2, per_node=1, rate=6e8, cores=8)
 
     def tail(res) -> float:
         ends = [s["end"] for s in res.spans if s["kind"] == "backward"]
@@ -704,14 +705,67 @@ def test_ddps_last_bucket_waits_as_long_as_the_calibration_measured_after_its_ba
     cal.tail = tail(before["two"]) + 3 * MS
     assert predict.Calibration.from_json(cal.to_json()).tail == pytest.approx(cal.tail)
     assert tail(predict.predict(cal, "ddp", two)) == pytest.approx(cal.tail)
-    # elsewhere the same 3 ms more; nothing where the model already gives as long; FSDP never
-    assert predict.predict(cal, "ddp", link).step_time == pytest.approx(before["link"].step_time + 3 * MS)
+    # elsewhere the same 3 ms more, less what the link makes the bucket longer than its CPU work
+    # (a wait falls in the link's time); nothing where the model already gives as long; FSDP never
+    last = max((s for s in before["two"].spans if s["kind"] == "all_reduce"), key=lambda s: s["end"])
+    slack = gloo.link_slack(COSTS, link, "all_reduce", last["bytes"])
+    assert 0 < slack < 3 * MS
+    assert predict.predict(cal, "ddp", link).step_time == pytest.approx(before["link"].step_time + 3 * MS - slack)
+    slow = Topology(nodes=2, per_node=1, rate=1e8, cores=8)  # the link 18 ms over the CPU work: all of it hidden
+    assert predict.predict(cal, "ddp", slow).step_time == pytest.approx(
+        predict.predict(replace(cal, tail=0.0), "ddp", slow).step_time
+    )
     cal.tail = tail(before["two"]) / 2
     assert predict.predict(cal, "ddp", two).step_time == pytest.approx(before["two"].step_time)
     assert (
         predict.predict(cal, "fsdp2:implicit", two).step_time
         == predict.predict(replace(cal, tail=0.0), "fsdp2:implicit", two).step_time
     )
+
+
+def test_the_schedulers_slice_is_the_kernels_default_for_the_machines_cpus():
+    """Linux's base slice, 0.75 ms scaled by 1 + log2 of the online CPUs up to 8, where the kernel
+    does not say its own (``/sys/kernel/debug/sched`` is root's)."""
+    assert gloo.scheduler_slice(1) in (0.75e-3, gloo.scheduler_slice())  # the kernel's own, where readable
+    readable = gloo.scheduler_slice() != 0.75e-3 * (1 + int(math.log2(min(os.cpu_count() or 1, 8))))
+    if not readable:
+        assert [gloo.scheduler_slice(n) for n in (1, 2, 3, 4, 8, 64)] == pytest.approx(
+            [0.75e-3, 1.5e-3, 1.5e-3, 2.25e-3, 3e-3, 3e-3]
+        )
+    costs = replace(COSTS, slice=1.5e-3)
+    assert GlooCosts(**costs.to_dict()).slice == 1.5e-3  # the calibration's record carries it
+
+
+def test_ranks_sharing_a_core_wait_one_slice_at_each_blocking_collectives_end():
+    """Two ranks bound to each core on one node: the first to leave a blocking collective computes
+    on the core its mate needs for its last ring step, and the mate waits the scheduler's slice
+    (``sharing.hands_over``). Not with a core each, not over a link, not for HSDP's shard group
+    (a core's other rank is in the other node's group), not on gloo's thread (DDP's buckets)."""
+    costs = replace(COSTS, slice=1.5e-3)
+    shared = Topology(nodes=1, per_node=4, cores=2, pinned=True)
+    cases = {
+        "shared": (shared, "world"),
+        "own cores": (Topology(nodes=1, per_node=4, cores=4, pinned=True), "world"),
+        "unbound": (Topology(nodes=1, per_node=4, cores=2), "world"),
+        "over a link": (Topology(nodes=2, per_node=2, rate=1e9, cores=2, pinned=True), "world"),
+        "shard group": (Topology(nodes=2, per_node=2, rate=1e9, cores=2, pinned=True), "shard"),
+    }
+    for name, (topo, channel) in cases.items():
+        with_slice = gloolink.GlooLink(costs, topo, channel, 1.0).time("all_gather", 1e5, 4)
+        without = gloolink.GlooLink(COSTS, topo, channel, 1.0).time("all_gather", 1e5, 4)
+        assert with_slice - without == pytest.approx(1.5e-3 if name == "shared" else 0.0), name
+    background = [
+        gloolink.GlooLink(c, shared, "world", 1.0).time("all_reduce", 1e5, 4, background=True) for c in (costs, COSTS)
+    ]
+    assert background[0] == background[1]
+    cal = predict.Calibration({"fsdp2": hand_profile()}, costs, ranks=2)
+    plain = replace(cal, gloo=COSTS)
+    gathers = [s for s in predict.predict(cal, "fsdp2:implicit", shared).spans if s["stream"] == "comm"]
+    assert (
+        predict.predict(cal, "fsdp2:implicit", shared).step_time
+        > predict.predict(plain, "fsdp2:implicit", shared).step_time
+    )
+    assert gathers and min(s["end"] - s["start"] for s in gathers) >= 1.5e-3
 
 
 def test_ddps_last_bucket_has_the_cores_to_itself():

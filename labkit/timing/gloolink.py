@@ -18,7 +18,7 @@ import math
 
 from labkit.timing.gloo import GlooCosts, Topology, collective_time, link_slack, slowest, steps
 from labkit.timing.links import Link
-from labkit.timing.sharing import busy, mates_wait
+from labkit.timing.sharing import busy, hands_over, mates_wait
 
 __all__ = ["GlooLink", "gather_charges", "group_wait"]
 
@@ -65,7 +65,8 @@ class GlooLink(Link):
         hides. The wait is spread: a quarter of the calibration's collectives waited nothing, one in
         ten over 5 ms (mean 1.9 ms); what hides it or runs beside it has to be set against each
         wait, not their mean (a link that hides 2 ms of a 1.9 ms mean still shows the waits above
-        2 ms)."""
+        2 ms). Ranks that share a core on one node wait for it at the end as well (``hands_over``).
+        """
         costs, topo, channel, speed, wait, catch_up = self._gloo
         hidden = link_slack(costs, topo, kind, payload, channel, idle) if wait else 0.0
         shared = speed * (1.0 + busy(topo)) if background else speed
@@ -73,7 +74,8 @@ class GlooLink(Link):
         wait *= group_wait(costs, len(topo.group(channel)[0]))
         waits = [w * wait / costs.skew for w in costs.waits] if costs.waits and costs.skew > 0 else [wait]
         catch_up = catch_up if mates_wait(topo, channel) and not background else speed
-        return [work + max(0.0, w * catch_up - hidden) for w in waits]
+        handover = costs.slice if hands_over(topo, channel) and not background else 0.0
+        return [work + handover + max(0.0, w * catch_up - hidden) for w in waits]
 
     def cpu_time(self, kind: str, payload: float, group_size: int, idle: float = math.inf) -> float:
         """What an asynchronous collective takes from the rank's compute: its CPU work on gloo's

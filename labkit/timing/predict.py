@@ -59,7 +59,7 @@ from typing import Any
 
 from labkit.i18n import t
 from labkit.timing.calibrate import Profile, profile_from_run, spans_messages, typical
-from labkit.timing.gloo import GlooCosts, Topology, slowest, steps
+from labkit.timing.gloo import GlooCosts, Topology, link_slack, scheduler_slice, slowest, steps
 from labkit.timing.gloolink import GlooLink
 from labkit.timing.sharing import beside, runnable, shared_cpu
 from labkit.timing.simulate import Result, simulate
@@ -413,6 +413,7 @@ def fit_spans(
         waits=quantiles(waited, WAIT_QUANTILES, skew),
         drift=drift(wait),
         failed=tuple(failed),
+        slice=scheduler_slice(),
     )
 
 
@@ -594,10 +595,14 @@ def _ddp_extra(cal: Calibration, cfg: Config, topo: Topology) -> float:
     own = Topology(1, cal.ranks, cores=topo.cores, pinned=topo.pinned)
     res = _simulate(cal, cfg, own, shared_cpu(cal, own), tail=0.0)
     ends = [s["end"] for s in res.spans if s.get("kind") == "backward"]
-    buckets = [s["end"] for s in res.spans if s.get("kind") == "all_reduce"]
+    buckets = [s for s in res.spans if s.get("kind") == "all_reduce"]
     if not ends or not buckets:
         return 0.0
-    return max(0.0, cal.tail - (max(buckets) - max(ends)))
+    last = max(buckets, key=lambda s: s["end"])
+    extra = max(0.0, cal.tail - (last["end"] - max(ends)))
+    # a wait, not bytes: where the link makes the last bucket longer than its CPU work, the wait
+    # falls in that time, as a blocking collective's wait does (``gloo.link_slack``)
+    return max(0.0, extra - link_slack(cal.gloo, topo, "all_reduce", float(last.get("bytes") or 0.0)))
 
 
 def lag_share(topo: Topology, ranks: int) -> float:
