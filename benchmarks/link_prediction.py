@@ -351,11 +351,9 @@ def calibrate_model(launches: list[dict], cross: list[dict], cal_batches: tuple[
     quarter of the launches (a jackknife: ``ranges.spread``)."""
     bare = [d["values"].get("0", {}).get("gloo") for d in cross]
     bare = [b for b in bare if b]
-    cross_bare = (
-        {k: {s: statistics.median(b[k][s] for b in bare) for s in sizes} for k, sizes in bare[0].items()}
-        if bare
-        else {}
-    )
+    # every launch's seconds for each payload: ``gloo.fit_cross`` takes the fixed part from the fast
+    # mode of all of them, the per-byte part from each large payload's median
+    cross_bare = {k: {s: [b[k][s] for b in bare] for s in sizes} for k, sizes in bare[0].items()} if bare else {}
     latency = statistics.fmean(d["latency"] for d in cross) if cross else 0.0
 
     def one(group: list[dict]) -> tuple[predict.Calibration, predict.Calibration]:

@@ -819,7 +819,8 @@ def test_a_step_across_a_namespace_boundary_costs_its_fixed_and_per_byte_part():
         for k in ("all_gather", "all_reduce")
     }
     fixed, beta, failed = gloo.fit_cross(bare, 2, alpha, latency)
-    assert fixed == pytest.approx(0.2 * MS + 4096 / 2 * per_byte) and not failed  # the fastest small one
+    # the small ones' median per step (4 KB and 64 KB, each steps' worth of an all-gather's or all-reduce's)
+    assert fixed == pytest.approx(0.2 * MS + (4096 + 65536) / 4 * per_byte) and not failed
     assert beta["all_gather"] == pytest.approx(per_byte, rel=0.01)
     costs = replace(COSTS, alpha=alpha, cross_alpha=fixed, cross_beta=beta, efficiency=1.0)
     two = Topology(nodes=2, per_node=1, rate=math.inf)
@@ -835,6 +836,23 @@ def test_a_step_across_a_namespace_boundary_costs_its_fixed_and_per_byte_part():
     flat = {"all_gather": {"4096": 1 * MS, str(2**22): 1 * MS}}
     _, beta, failed = gloo.fit_cross(flat, 2, alpha, latency)
     assert "all_gather" not in beta and failed and failed[0][0] == "cross all_gather ns/B"
+
+
+def test_the_fixed_cost_across_the_boundary_is_its_fast_modes_from_every_launch():
+    """Bare collectives across the boundary are bimodal, launch by launch: 0.2-0.7 ms, or 2.3-4.2
+    ms where a rank's wake-up waited for the scheduler's tick. The fixed part is the median of the
+    fast mode over every launch's small payloads, so three slow launches of four (session 29's
+    second run: 1348 µs a step from the medians, 145-301 in other runs) do not make it."""
+    alpha, latency = 0.15 * MS, 0.03 * MS
+    fast, slow = 0.45 * MS, 3.5 * MS
+    launches = {"all_gather": {"4096": [slow, fast, slow, slow], "65536": [slow, slow, fast, slow]}}
+    fixed, _, _ = gloo.fit_cross(launches, 2, alpha, latency)
+    assert fixed == pytest.approx(fast - alpha - latency)
+    # the median per payload, as before, would have taken the slow mode
+    medians = {"all_gather": {s: sorted(v)[2] for s, v in launches["all_gather"].items()}}
+    assert gloo.fit_cross(medians, 2, alpha, latency)[0] == pytest.approx(slow - alpha - latency)
+    # one launch's seconds alone: the same as a one-item list
+    assert gloo.fit_cross({"all_gather": {"4096": fast}}, 2, alpha, latency)[0] == pytest.approx(fixed)
 
 
 def test_a_per_byte_cost_of_zero_is_a_failed_fit_reported_not_used_silently():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -29,7 +30,9 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def with_cross(cal: Calibration, bare: dict[str, dict[str, float]], latency: float) -> Calibration:
+def with_cross(
+    cal: Calibration, bare: Mapping[str, Mapping[str, float | Sequence[float]]], latency: float
+) -> Calibration:
     """``cal`` with what a ring step across a namespace boundary costs (``gloo.fit_cross``): from
     bare collectives timed on two emulated nodes of one rank, no shaping, ``latency`` the
     boundary's own one way (``Emulation.latency_s``). A machine's cost, not a link's: the
