@@ -1,6 +1,6 @@
 """Predicted against measured step time, per configuration, model and micro-batch, from ONE calibration per model.
 
-    .venv/bin/python benchmarks/link_prediction.py                  # the default matrix (about 32 min idle: 1900-1985 s measured)
+    .venv/bin/python benchmarks/link_prediction.py                  # the default matrix (about 33 min idle: 1900-2020 s measured)
     .venv/bin/python benchmarks/link_prediction.py --quick --check 0.08,0.15   # the small matrix and its bound (about 4 min: 218-229 s)
     .venv/bin/python benchmarks/link_prediction.py --model small --model wide:dim=256,n_layers=2 \
         --micro-batch 1,8,32 --links 37,620 --topology 2x1,2x2    # a matrix of your own
