@@ -2,6 +2,7 @@
 # Set up (when needed) and run the whole test suite: the README's test command.
 #   bash launch/test.sh              # the suite, browser tests included (at most 15 minutes on 2 cores)
 #   bash launch/test.sh --extended   # the second tier: the tests marked extended (CI runs it after the first)
+#   bash launch/test.sh --timing     # the third tier: the small matrix's predictions, alone on the machine (2 min)
 #   bash launch/test.sh --fast       # the fast tier: no test that launches ranks or a browser (under a minute)
 #   bash launch/test.sh -k launcher   # extra arguments go to pytest
 # Every run first checks the code with ruff (lint and format) over labkit, tests, benchmarks and launch,
@@ -46,10 +47,14 @@ if ! command -v bwrap >/dev/null 2>&1; then
     echo "bubblewrap is not installed (apt-get install bubblewrap): the grading tests will fail"
   fi
 fi
-tier=(-m "not extended")
+tier=(-m "not extended and not timing")
 if [ "${1:-}" = "--extended" ]; then
   shift
   tier=(-m extended)
+elif [ "${1:-}" = "--timing" ]; then
+  # measured steps against predicted ones: one test, nothing beside it (no xdist workers)
+  shift
+  exec "${pytest[@]}" -m timing tests/test_small_matrix.py "$@"
 else
   lint
 fi

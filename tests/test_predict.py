@@ -594,6 +594,12 @@ def test_the_benchmark_interleaves_every_calibration_with_the_matrix():
     assert {(r.world, r.nodes) for r in lp.MATRIX} == {(2, 2), (4, 2), (4, 1)}
     assert {r.link for r in lp.MATRIX} >= {"37mbit", "140mbit", "620mbit", "2300mbit"}
     assert sum(len(lp.configs_for(r.world)) for r in lp.MATRIX) >= 60
+    # the small matrix's two rounds: two cross-boundary launches each (``gloo.fit_cross``'s median
+    # needs more than two), its slow rows once
+    quick = lp.schedule(lp.QUICK, ["tiny"], 2)
+    assert [i for w, i in quick if w == "cross"] == [0, 1, 2, 3]
+    assert sum(1 for w, _ in quick if isinstance(w, tuple)) == 4
+    assert all(sum(1 for w, _ in quick if w == r) == 1 for r in lp.QUICK) and not any(r.fast for r in lp.QUICK)
 
 
 def test_the_benchmark_pools_small_bare_collectives_from_their_fastest_launch():
