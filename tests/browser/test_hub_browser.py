@@ -13,6 +13,7 @@ process of the hub or the students, no Slurm job, no cgroup.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import pwd
@@ -252,6 +253,10 @@ def test_two_students_two_languages(spawner, shots):
                 for s in (ana, ben):  # what each student saw when it failed
                     s.page.screenshot(path=os.path.join(folder, f"failed-{s.name}.png"))
                 print(f"screenshots in {folder}; the hub's log ends:\n{hub.log()}")
+                for s in (ana, ben):  # each server's own log (Slurm's output file), gone with the users
+                    for log in sorted(glob.glob(os.path.join(pwd.getpwnam(s.name).pw_dir, ".labkit-hub-*.log"))):
+                        with open(log, errors="replace") as f:
+                            print(f"{log} ends:\n" + "".join(f.readlines()[-60:]))
                 raise
         # the instructor reads both submissions where labkit grade looks for them
         prof = pwd.getpwnam("lkhub-prof")
